@@ -1,0 +1,3 @@
+from kapply.cli.main import main
+
+main()

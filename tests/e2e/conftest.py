@@ -1,0 +1,99 @@
+"""Harness for tests that talk to the real local control plane.
+
+One cluster per test run (session fixture), one namespace per test. The cluster
+is the one `hack/cluster.py` builds and starts, or whatever `$KUBECONFIG` names
+(then `$KAPPLY_RESTRICTED_KUBECONFIG` may name the restricted user's kubeconfig).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Namespace
+
+
+@dataclass(frozen=True)
+class Cluster:
+    kubeconfig: Path
+    restricted_kubeconfig: Path | None
+    restricted_namespace: str | None
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_script: ModuleType) -> Iterator[Cluster]:
+    if os.environ.get("KUBECONFIG"):
+        restricted = os.environ.get("KAPPLY_RESTRICTED_KUBECONFIG")
+        yield Cluster(Path(os.environ["KUBECONFIG"]), Path(restricted) if restricted else None,
+                      os.environ.get("KAPPLY_RESTRICTED_NAMESPACE"))
+        return
+    script = cluster_script
+    already_running = (state := script.read_state()) is not None and script.healthy(state)
+    script.up()
+    try:
+        yield Cluster(script.DATA_DIR / "kubeconfig", script.DATA_DIR / "restricted.kubeconfig",
+                      script.RESTRICTED_NAMESPACE)
+    finally:
+        if not already_running:
+            script.down()
+
+
+def client_for(kubeconfig: Path, namespace: str | None = None) -> Client:
+    return Client(KubeConfig.from_file(kubeconfig), namespace=namespace, field_manager="kapply-tests")
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Cluster) -> Client:
+    """An admin client, for setting up and reading back objects."""
+    return client_for(cluster.kubeconfig)
+
+
+@pytest.fixture
+def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
+    name = f"t-{slug}-{uuid.uuid4().hex[:5]}"
+    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
+    yield name
+    try:
+        kube.delete(Namespace, name)
+    except ApiError as e:
+        if e.status.code != 404:
+            raise
+
+
+@pytest.fixture
+def kapply(cluster: Cluster) -> Callable[..., subprocess.CompletedProcess]:
+    """Run the kapply CLI as a subprocess against the test cluster."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
+        return subprocess.run([sys.executable, "-m", "kapply", *args], input=input, env=full_env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    return run
+
+
+def eventually(check: Callable[[], object], timeout: float = 60, interval: float = 0.5,
+               what: str = "condition") -> object:
+    """Poll `check` until it returns something truthy; fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")

@@ -1,0 +1,32 @@
+import subprocess
+import sys
+
+from kapply import __version__
+
+
+def run_kapply(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kapply", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_version_command_prints_the_package_version():
+    result = run_kapply("version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"kapply version {__version__}\n"
+
+
+def test_version_flag_matches_version_command():
+    assert run_kapply("--version").stdout == run_kapply("version").stdout
+
+
+def test_help_lists_commands():
+    result = run_kapply("--help")
+    assert result.returncode == 0
+    assert "kapply helps to manage applications on your Kubernetes cluster" in result.stdout
+    assert "version" in result.stdout
+
+
+def test_unknown_command_fails_without_traceback():
+    result = run_kapply("no-such-command")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "no-such-command" in result.stderr
