@@ -11,24 +11,17 @@ import os
 import re
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from lightkube import Client, KubeConfig
+from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-
-@dataclass(frozen=True)
-class Cluster:
-    kubeconfig: Path
-    restricted_kubeconfig: Path | None
-    restricted_namespace: str | None
+from tests.e2e.harness import Cluster, client_for
 
 
 @pytest.fixture(scope="session")
@@ -47,10 +40,6 @@ def cluster(cluster_script: ModuleType) -> Iterator[Cluster]:
     finally:
         if not already_running:
             script.down()
-
-
-def client_for(kubeconfig: Path, namespace: str | None = None) -> Client:
-    return Client(KubeConfig.from_file(kubeconfig), namespace=namespace, field_manager="kapply-tests")
 
 
 @pytest.fixture(scope="session")
@@ -84,16 +73,3 @@ def kapply(cluster: Cluster) -> Callable[..., subprocess.CompletedProcess]:
                               capture_output=True, text=True, timeout=timeout)
 
     return run
-
-
-def eventually(check: Callable[[], object], timeout: float = 60, interval: float = 0.5,
-               what: str = "condition") -> object:
-    """Poll `check` until it returns something truthy; fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")

@@ -11,7 +11,7 @@ from lightkube.resources.apps_v1 import DaemonSet, Deployment, ReplicaSet, State
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 
-from .conftest import Cluster, client_for, eventually
+from tests.e2e.harness import Cluster, client_for, eventually
 
 pytestmark = pytest.mark.e2e
 
