@@ -115,3 +115,12 @@ def test_restricted_user_works_in_its_namespace_only(cluster: Cluster, namespace
     with pytest.raises(ApiError) as refused_nodes:
         list(restricted.list(Node))
     assert refused_nodes.value.status.code == 403
+
+
+def test_cluster_up_on_a_running_cluster_reuses_it(cluster_script, cluster: Cluster):
+    if cluster.kubeconfig != cluster_script.DATA_DIR / "kubeconfig":
+        pytest.skip("the cluster under test is not the local control plane")
+    before = cluster_script.read_state()
+    cluster_script.up()
+    assert cluster_script.read_state() == before
+    assert cluster_script.healthy(before)
