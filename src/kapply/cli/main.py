@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from kapply import __version__
+from kapply.cli.common import AliasedGroup
 
 
 def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -14,7 +15,7 @@ def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
         ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=AliasedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--version", is_flag=True, expose_value=False, is_eager=True,
               callback=print_version, help="Print the version.")
 def kapply() -> None:
@@ -27,5 +28,23 @@ def version() -> None:
     click.echo(f"kapply version {__version__}")
 
 
+def _register() -> None:
+    from kapply.cli.app_change import app_change
+    from kapply.cli.delete import delete
+    from kapply.cli.deploy import deploy
+    from kapply.cli.inspect import inspect
+    from kapply.cli.list_apps import list_apps
+    from kapply.cli.tools import deploy_config, tools
+
+    kapply.add_command(deploy, aliases=("d", "dep"))
+    kapply.add_command(delete)
+    kapply.add_command(inspect, aliases=("i", "is", "insp"))
+    kapply.add_command(list_apps, "list", aliases=("l", "ls"))
+    kapply.add_command(app_change, aliases=("ac", "app-changes", "appchange", "appchanges"))
+    kapply.add_command(tools, aliases=("t",))
+    kapply.add_command(deploy_config)
+
+
 def main() -> None:
+    _register()
     kapply(prog_name="kapply")

@@ -1,0 +1,1 @@
+"""The app record and its history, stored on the cluster exactly as kapp stores them."""

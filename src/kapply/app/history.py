@@ -1,0 +1,110 @@
+"""App-change ConfigMaps: one per deploy that changes something, as kapp records them
+(`<app>-change-xxxxx`, labeled with the app's label value), kept to a maximum count.
+
+Beyond kapp (kapp issue 338): kapply also stores the masked diff of what the deploy
+changed, under `data.diff`, so that `kapply app-change list --diff` shows what each
+change did. Masking happens before it is stored: Secret values never reach it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import orjson
+
+from kapply.app.meta import AppMeta, ChangeMeta, now
+from kapply.app.record import CONFIGMAPS, App, save_meta
+from kapply.resources.cluster import Cluster
+
+IS_APP_CHANGE_LABEL = "kapp.k14s.io/is-app-change"
+CHANGE_APP_LABEL = "kapp.k14s.io/app-change-app-label"
+CHANGE_APP_NAME_LABEL = "kapp.k14s.io/app-change-app"
+DIFF_KEY = "diff"
+MAX_DIFF_BYTES = 512 * 1024  # a ConfigMap holds at most 1 MiB
+
+
+@dataclass(frozen=True, slots=True)
+class AppChange:
+    name: str
+    meta: ChangeMeta
+    diff: str
+    created: str
+
+
+def _selector(app: App) -> str:
+    if app.uses_app_label_for_changes:
+        return f"{IS_APP_CHANGE_LABEL},{CHANGE_APP_LABEL}={app.meta.label_value}"
+    return f"{IS_APP_CHANGE_LABEL},{CHANGE_APP_NAME_LABEL}={app.name}"
+
+
+def _stored_diff(diff: str) -> str:
+    encoded = diff.encode()
+    if len(encoded) <= MAX_DIFF_BYTES:
+        return diff
+    return encoded[:MAX_DIFF_BYTES].decode(errors="ignore") + "\n... (diff truncated: too large for a ConfigMap)\n"
+
+
+async def begin(cluster: Cluster, app: App, description: str, namespaces: list[str], diff: str,
+                record: bool = True) -> tuple[App, str]:
+    """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0) and point
+    the app's lastChange at it. Returns the updated app and the change's name ("" when not recorded)."""
+    meta = ChangeMeta(started_at=now(), description=description, namespaces=tuple(namespaces))
+    name = ""
+    if record:
+        labels = {IS_APP_CHANGE_LABEL: "", CHANGE_APP_LABEL: app.meta.label_value}
+        if len(app.name) <= 63:
+            labels[CHANGE_APP_NAME_LABEL] = app.name
+        created = await cluster.create(CONFIGMAPS, {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"generateName": f"{app.name}-change-", "namespace": app.namespace, "labels": labels},
+            "data": {"spec": orjson.dumps(meta.to_json()).decode(), DIFF_KEY: _stored_diff(diff)},
+        })
+        name = created["metadata"]["name"]
+    app = await save_meta(cluster, app, _with_last_change(app, name, meta))
+    return app, name
+
+
+def _with_last_change(app: App, name: str, meta: ChangeMeta) -> AppMeta:
+    return replace(app.meta, last_change_name=name or app.meta.last_change_name, last_change=meta)
+
+
+async def finish(cluster: Cluster, app: App, name: str, successful: bool) -> App:
+    """Mark the change finished (GET then PUT, as kapp) and copy it into the app's lastChange."""
+    meta = app.meta.last_change.finish(successful)
+    if name:
+        cm = await cluster.get(CONFIGMAPS, app.namespace, name)
+        if cm is not None:
+            cm["data"]["spec"] = orjson.dumps(meta.to_json()).decode()
+            await cluster.update(CONFIGMAPS, cm)
+    return await save_meta(cluster, app, _with_last_change(app, name, meta))
+
+
+async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:
+    """The app's changes, oldest first."""
+    cms = await cluster.list(CONFIGMAPS, label_selector=_selector(app), namespace=app.namespace)
+    cms.sort(key=lambda cm: (cm["metadata"]["creationTimestamp"], cm["metadata"]["name"]))
+    out = []
+    for cm in cms:
+        data = cm.get("data") or {}
+        try:
+            meta = ChangeMeta.from_json(orjson.loads(data.get("spec") or "{}"))
+        except orjson.JSONDecodeError:
+            meta = ChangeMeta()
+        out.append(AppChange(cm["metadata"]["name"], meta, data.get(DIFF_KEY, ""), cm["metadata"]["creationTimestamp"]))
+    return out
+
+
+async def gc(cluster: Cluster, app: App, max_to_keep: int) -> int:
+    """Delete the oldest changes beyond max_to_keep; the number deleted."""
+    changes = await list_changes(cluster, app)
+    if len(changes) <= max_to_keep:
+        return 0
+    doomed = changes[: len(changes) - max_to_keep]
+    for change in doomed:
+        await cluster.delete(CONFIGMAPS, app.namespace, change.name)
+    return len(doomed)
+
+
+async def delete_all(cluster: Cluster, app: App) -> None:
+    for change in await list_changes(cluster, app):
+        await cluster.delete(CONFIGMAPS, app.namespace, change.name)

@@ -1,0 +1,135 @@
+"""The app ConfigMap: `<app>` (or `<app>.apps.k14s.io`) in the app namespace, labeled
+`kapp.k14s.io/is-app`, holding AppMeta in `data.spec`."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, replace
+
+from kapply.app.meta import APP_LABEL_KEY, AppMeta
+from kapply.errors import KapplyError
+from kapply.resources.cluster import Cluster, ResourceType
+
+CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True,
+                          frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}))
+IS_APP_LABEL = "kapp.k14s.io/is-app"
+USES_APP_LABEL_ANNOTATION = "kapp.k14s.io/app-changes-use-app-label"
+MIGRATED_ANNOTATION = "kapp.k14s.io/is-configmap-migrated"
+FQ_SUFFIX = ".apps.k14s.io"
+
+
+@dataclass(frozen=True, slots=True)
+class App:
+    name: str
+    namespace: str
+    configmap_name: str
+    meta: AppMeta
+    uses_app_label_for_changes: bool = True
+    stored: bool = True  # False for a new app until its first deploy applies something
+
+    def describe(self) -> str:
+        return f"App '{self.name}' (namespace: {self.namespace})"
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def validate_name(name: str) -> None:
+    """An app's name names its ConfigMap, so it must be a DNS subdomain."""
+    plain = plain_name(name)
+    if not plain or len(plain + FQ_SUFFIX) > 253 or not _DNS_SUBDOMAIN.match(plain):
+        raise KapplyError(f"App name '{name}' is not valid: it must consist of lower case alphanumeric characters, "
+                          "'-' or '.', and must start and end with an alphanumeric character")
+
+
+def _fq_names() -> bool:
+    return os.environ.get("KAPP_FQ_CONFIGMAP_NAMES") == "true"
+
+
+def plain_name(name: str) -> str:
+    return name.removesuffix(FQ_SUFFIX)
+
+
+def _from_configmap(name: str, cm: dict) -> App:
+    meta = cm["metadata"]
+    try:
+        app_meta = AppMeta.from_json((cm.get("data") or {})["spec"])
+    except (KeyError, ValueError, TypeError) as e:
+        raise KapplyError(f"App '{name}' (namespace: {meta['namespace']}) backed by ConfigMap '{meta['name']}' did "
+                          f"not contain parseable app metadata: {e} "
+                          "(hint: ConfigMap was overriden by another user?)") from e
+    annotations = meta.get("annotations") or {}
+    return App(name, meta["namespace"], meta["name"], app_meta, USES_APP_LABEL_ANNOTATION in annotations)
+
+
+async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
+    name = plain_name(name)
+    for cm_name in (name + FQ_SUFFIX, name):
+        cm = await cluster.get(CONFIGMAPS, namespace, cm_name)
+        if cm is not None:
+            return _from_configmap(name, cm)
+    return None
+
+
+async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
+    """The app's record, or a new one held in memory (stored=False) until `store` writes it."""
+    name = plain_name(name)
+    existing = await find(cluster, namespace, name)
+    if existing is not None:
+        return existing
+    cm_name = name + FQ_SUFFIX if _fq_names() else name
+    return App(name, namespace, cm_name, AppMeta(APP_LABEL_KEY, str(time.time_ns())), stored=False)
+
+
+async def store(cluster: Cluster, app: App, labels: dict[str, str]) -> App:
+    """Write a new app's record, or add labels to an existing one."""
+    if app.stored:
+        if labels:
+            await _merge_labels(cluster, app, labels)
+        return app
+    annotations = {USES_APP_LABEL_ANNOTATION: ""}
+    if app.configmap_name.endswith(FQ_SUFFIX):
+        annotations[MIGRATED_ANNOTATION] = ""
+    await cluster.create(CONFIGMAPS, {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": app.configmap_name, "namespace": app.namespace,
+                     "labels": {IS_APP_LABEL: "", **labels}, "annotations": annotations},
+        "data": {"spec": app.meta.to_json().decode()},
+    })
+    return replace(app, stored=True)
+
+
+async def _merge_labels(cluster: Cluster, app: App, labels: dict[str, str]) -> None:
+    cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
+    assert cm is not None
+    current = cm["metadata"].setdefault("labels", {})
+    for key, value in labels.items():
+        if key in current and current[key] != value:
+            raise KapplyError(f"Expected label '{key}' value to remain same")
+    if any(key not in current for key in labels):
+        current.update(labels)
+        await cluster.update(CONFIGMAPS, cm)
+
+
+async def save_meta(cluster: Cluster, app: App, meta: AppMeta) -> App:
+    """Write meta into the app ConfigMap (GET then PUT, as kapp does)."""
+    app = replace(app, meta=meta)
+    if not app.stored:
+        return app
+    cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
+    if cm is None:
+        raise KapplyError(f"{app.describe()} does not exist")
+    cm.setdefault("data", {})["spec"] = meta.to_json().decode()
+    await cluster.update(CONFIGMAPS, cm)
+    return app
+
+
+async def list_apps(cluster: Cluster, namespace: str | None) -> list[App]:
+    cms = await cluster.list(CONFIGMAPS, label_selector=IS_APP_LABEL, namespace=namespace)
+    return [_from_configmap(plain_name(cm["metadata"]["name"]), cm) for cm in cms]
+
+
+async def delete(cluster: Cluster, app: App) -> None:
+    await cluster.delete(CONFIGMAPS, app.namespace, app.configmap_name)

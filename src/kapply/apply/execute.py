@@ -1,0 +1,277 @@
+"""Applying changes to the cluster: create, update, delete, with kapp's strategies.
+
+Until ordering by change groups and rules lands, changes go in a fixed safe
+order: Namespaces and CRDs first (then CRDs are waited on until Established,
+since their custom resources cannot be created before), then everything else,
+then deletes in reverse (CRDs and Namespaces last). Within a phase changes run
+concurrently, bounded by --apply-concurrency.
+
+Every create and update is followed by a second write that records the
+last-applied copy (kapp's `kapp.k14s.io/original`), as kapp does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from kapply.apply.strategies import (
+    CreateStrategy,
+    DeleteStrategy,
+    UpdateStrategy,
+    create_strategy,
+    delete_strategy,
+    update_strategy,
+)
+from kapply.config.config import Config
+from kapply.diff.change import Change, Op, calculate, last_applied_annotations
+from kapply.diff.ops_diff import fingerprint
+from kapply.errors import ClusterError, KapplyError
+from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.resources.identity import api_group, describe
+from kapply.resources.labeled import with_identity
+from kapply.ui.messages import Progress
+
+CONFLICT_RETRIES = 10
+APP_LABEL = "kapp.k14s.io/app"
+ORPHANED_LABEL = "kapp.k14s.io/orphaned"
+
+
+class ApplyError(KapplyError):
+    """A change the API server refused; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyOptions:
+    concurrency: int = 5
+    default_update_strategy: str = ""
+    crd_established_timeout: float = 60
+    delete_timeout: float = 900
+
+
+def _is(res: dict, group: str, kind: str) -> bool:
+    return api_group(res.get("apiVersion", "")) == group and res.get("kind") == kind
+
+
+def _phase(change: Change) -> int:
+    res = change.resource
+    first = _is(res, "", "Namespace") or _is(res, "apiextensions.k8s.io", "CustomResourceDefinition")
+    if change.op is Op.DELETE:
+        return 4 if _is(res, "", "Namespace") else 3 if first else 2
+    return 0 if first else 1
+
+
+def _with_annotations(obj: dict, annotations: dict[str, str]) -> dict:
+    meta = obj.get("metadata") or {}
+    return {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}}
+
+
+class Applier:
+    def __init__(self, cluster: Cluster, discovery: Discovery, config: Config, options: ApplyOptions,
+                 progress: Progress) -> None:
+        self.cluster = cluster
+        self.discovery = discovery
+        self.config = config
+        self.options = options
+        self.progress = progress
+
+    def _rtype(self, res: dict) -> ResourceType:
+        rtype = self.discovery.find(res["apiVersion"], res["kind"])
+        if rtype is None:
+            raise ApplyError(f"Expected to find kind '{res['apiVersion']}/{res['kind']}', but did not")
+        return rtype
+
+    async def _write(self, verb: str, change: Change, call: Callable[[], Awaitable[dict]]) -> dict:
+        try:
+            return await call()
+        except ClusterError as e:
+            raise ApplyError(f"{change.op.apply_op} {change.describe()}: {verb} resource {change.describe()}: {e}") \
+                from e
+
+    async def _record(self, rtype: ResourceType, saved: dict, applied: dict) -> None:
+        """The second write: annotate the stored object with the copy kapply applied."""
+        annotations = last_applied_annotations(saved, applied, self.config)
+        if annotations is None:
+            return
+        meta = saved["metadata"]
+        patch = {"metadata": {"annotations": annotations, "resourceVersion": meta["resourceVersion"]}}
+        try:
+            await self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch,
+                                     "application/merge-patch+json")
+        except ClusterError as e:
+            if e.status != 409:
+                raise
+            # Changed in between (a controller): record against the latest copy.
+            latest = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+            if latest is not None:
+                await self._record(rtype, latest, applied)
+
+    async def _create(self, change: Change) -> None:
+        assert change.new is not None
+        res = with_identity(change.new)
+        rtype = self._rtype(res)
+        strategy = create_strategy(res)
+        try:
+            saved = await self.cluster.create(rtype, res)
+        except ClusterError as e:
+            if e.status == 409 and strategy is not CreateStrategy.PLAIN:
+                await self._update_after_create(change, rtype, strategy)
+                return
+            raise ApplyError(f"create {change.describe()}: Creating resource {change.describe()}: {e}") from e
+        await self._record(rtype, saved, change.new)
+
+    async def _update_after_create(self, change: Change, rtype: ResourceType, strategy: CreateStrategy) -> None:
+        meta = change.resource["metadata"]
+        live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+        if live is None:
+            raise ApplyError(f"create {change.describe()}: resource disappeared while falling back to update")
+        live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
+        recalculated = calculate(change.new, live, self.config)
+        if recalculated.op is not Op.UPDATE:
+            if strategy is CreateStrategy.FALLBACK_ON_UPDATE_OR_NOOP:
+                return
+            raise ApplyError(f"create {change.describe()}: Recalculated change was a noop but those are not allowed "
+                             "(try adding annotation kapp.k14s.io/create-strategy: fallback-on-update-or-noop)")
+        await self._update(recalculated)
+
+    async def _update(self, change: Change) -> None:
+        assert change.to_apply is not None and change.new is not None
+        rtype = self._rtype(change.to_apply)
+        strategy = update_strategy(change.new, self.options.default_update_strategy)
+        if strategy is UpdateStrategy.SKIP:
+            return
+        if strategy is UpdateStrategy.ALWAYS_REPLACE:
+            await self._replace(change, rtype)
+            return
+        approved = fingerprint(change.left, change.right)
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                saved = await self.cluster.update(rtype, with_identity(change.to_apply))
+                await self._record(rtype, saved, change.new)
+                return
+            except ClusterError as e:
+                if e.status == 422 and strategy is UpdateStrategy.FALLBACK_ON_REPLACE:
+                    await self._replace(change, rtype)
+                    return
+                if e.status != 409:
+                    raise ApplyError(f"update {change.describe()}: Updating resource {change.describe()}: {e}") \
+                        from e
+                conflict = e
+            meta = change.to_apply["metadata"]
+            live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+            if live is None:
+                raise ApplyError(f"update {change.describe()}: resource was deleted while updating it")
+            live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
+            recalculated = calculate(change.new, live, self.config)
+            if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
+                raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict (approved "
+                                 f"diff no longer matches): {conflict}")
+            if recalculated.op is not Op.UPDATE:
+                return
+            change = recalculated
+        raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict "
+                         f"(tried multiple times): {conflict}")
+
+    async def _replace(self, change: Change, rtype: ResourceType) -> None:
+        assert change.existing is not None and change.new is not None
+        meta = change.existing["metadata"]
+        await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
+        while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is not None:
+            await asyncio.sleep(0.5)
+        saved = await self._write("Creating", change,
+                                  lambda: self.cluster.create(rtype, with_identity(change.new)))  # type: ignore
+        await self._record(rtype, saved, change.new)
+
+    async def _delete(self, change: Change) -> None:
+        assert change.existing is not None
+        res = change.existing
+        rtype = self._rtype(res)
+        meta = res["metadata"]
+        if delete_strategy(res) is DeleteStrategy.ORPHAN:
+            patch = [{"op": "remove", "path": "/metadata/labels/" + APP_LABEL.replace("/", "~1")},
+                     {"op": "add", "path": "/metadata/labels/" + ORPHANED_LABEL.replace("/", "~1"), "value": ""}]
+            await self._write("Patching", change,
+                              lambda: self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch))
+            return
+        if "delete" not in rtype.verbs:
+            return
+        try:
+            await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
+        except ClusterError as e:
+            if e.status == 409:  # precondition failed: a different object by that name now; ours is gone
+                return
+            raise ApplyError(f"delete {change.describe()}: Deleting resource {change.describe()}: {e}") from e
+        await self._wait_gone(rtype, meta)
+
+    async def _wait_gone(self, rtype: ResourceType, meta: dict) -> None:
+        """Until the object (this uid) is gone: finalizers, and a Namespace's contents, take a while."""
+        deadline = asyncio.get_running_loop().time() + self.options.delete_timeout
+        while True:
+            live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+            if live is None or live["metadata"].get("uid") != meta.get("uid"):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                finalizers = ", ".join(live["metadata"].get("finalizers") or []) or "none"
+                raise ApplyError(f"Timed out waiting after {self.options.delete_timeout:.0f}s for "
+                                 f"{describe(live)} to be deleted (finalizers: {finalizers})")
+            await asyncio.sleep(0.5)
+
+    async def _exists(self, change: Change) -> None:
+        res = change.resource
+        rtype = self._rtype(res)
+        meta = res["metadata"]
+        while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is None:
+            self.progress.line(f"exists {change.describe()}")
+            self.progress.line(" ^ Retryable error: External resource doesn't exists")
+            await asyncio.sleep(1)
+
+    async def apply_one(self, change: Change) -> None:
+        action = {Op.ADD: self._create, Op.UPDATE: self._update, Op.DELETE: self._delete,
+                  Op.EXISTS: self._exists}.get(change.op)
+        if action is not None:
+            await action(change)
+
+    async def _wait_established(self, crds: Sequence[Change]) -> None:
+        rtype = self.discovery.preferred("apiextensions.k8s.io", "CustomResourceDefinition")
+        assert rtype is not None
+        deadline = asyncio.get_running_loop().time() + self.options.crd_established_timeout
+        for change in crds:
+            name = change.resource["metadata"]["name"]
+            while True:
+                crd = await self.cluster.get(rtype, None, name)
+                conditions = ((crd or {}).get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ApplyError(f"Timed out waiting for {change.describe()} to be Established")
+                await asyncio.sleep(0.2)
+        self.discovery = await self.cluster.discovery(refresh=True)
+
+    async def apply(self, changes: Sequence[Change]) -> None:
+        todo = [c for c in changes if c.op in (Op.ADD, Op.UPDATE, Op.DELETE, Op.EXISTS)]
+        total, done = len(todo), 0
+        semaphore = asyncio.Semaphore(self.options.concurrency)
+
+        async def run(change: Change) -> None:
+            async with semaphore:
+                await self.apply_one(change)
+                self.progress.line(f"{change.op.apply_op} {change.describe()}")
+
+        for phase in range(5):
+            batch = [c for c in todo if _phase(c) == phase]
+            if not batch:
+                continue
+            self.progress.section(f"applying {len(batch)} changes [{done}/{total} done]")
+            results = await asyncio.gather(*(run(c) for c in batch), return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                raise errors[0]
+            done += len(batch)
+            crds = [c for c in batch if c.op is not Op.DELETE and
+                    _is(c.resource, "apiextensions.k8s.io", "CustomResourceDefinition")]
+            if crds:
+                await self._wait_established(crds)
+        self.progress.section(f"applying complete [{total}/{total} done]")
+        self.progress.section(f"waiting complete [{total}/{total} done]")
+

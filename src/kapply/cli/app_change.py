@@ -1,0 +1,80 @@
+"""`kapply app-change list|gc`: an app's change history."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kapply.cli.common import AliasedGroup, app_options, confirm, connect, handle_errors, kube_options, run
+
+
+@click.group(cls=AliasedGroup, name="app-change")
+def app_change() -> None:
+    """App changes"""
+
+
+@click.command(name="list")
+@app_options
+@click.option("--diff", is_flag=True, help="Show the diff each change applied (kapply)")
+@click.option("--tty/--no-tty", default=False, help="Force TTY-like output")
+@kube_options
+@handle_errors
+def list_changes(**flags: object) -> None:
+    """List app changes"""
+    run(_list(**flags))  # type: ignore[arg-type]
+
+
+async def _find(cluster, app: str, namespace: str, app_namespace: str):  # type: ignore[no-untyped-def]
+    from kapply.app import record
+    from kapply.cli.common import namespace_or_default
+    from kapply.errors import KapplyError
+
+    ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
+    found = await record.find(cluster, ns, app)
+    if found is None:
+        raise KapplyError(f"App '{app}' (namespace: {ns}) does not exist")
+    return found
+
+
+async def _list(*, app: str, namespace: str, app_namespace: str, diff: bool, tty: bool, kubeconfig: str | None,
+                kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> None:
+    from kapply.app import history
+    from kapply.ui.apps import app_changes_table
+    from kapply.ui.table import render
+
+    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+        found = await _find(cluster, app, namespace, app_namespace)
+        changes = await history.list_changes(cluster, found)
+        click.echo(render(app_changes_table(found, changes), tty=tty or sys.stdout.isatty()), nl=False)
+        if diff:
+            for change in sorted(changes, key=lambda c: c.meta.started_at, reverse=True):
+                click.echo(f"\n# {change.name}: {change.meta.description}")
+                click.echo(change.diff or "(no diff recorded)\n", nl=False)
+
+
+@click.command(name="garbage-collect")
+@app_options
+@click.option("--max", "max_to_keep", default=200, help="Maximum number of app changes to keep")
+@click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
+@kube_options
+@handle_errors
+def gc(**flags: object) -> None:
+    """Garbage collect app changes"""
+    run(_gc(**flags))  # type: ignore[arg-type]
+
+
+async def _gc(*, app: str, namespace: str, app_namespace: str, max_to_keep: int, yes: bool,
+              kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> None:
+    from kapply.app import history
+
+    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+        found = await _find(cluster, app, namespace, app_namespace)
+        total = len(await history.list_changes(cluster, found))
+        confirm(yes)
+        deleted = await history.gc(cluster, found, max_to_keep)
+        click.echo(f"Kept {total - deleted}, deleted {deleted} app changes")
+
+
+app_change.add_command(list_changes, aliases=("l", "ls"))
+app_change.add_command(gc, aliases=("gc",))

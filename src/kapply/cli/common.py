@@ -1,0 +1,112 @@
+"""What every command shares: aliases, kubeconfig and namespace flags, confirmation, and
+turning kapply's errors into `kapply: Error: ...` with an exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kapply.errors import KapplyError
+
+if TYPE_CHECKING:
+    from kapply.resources.cluster import Cluster
+
+
+class ExitStatus(KapplyError):
+    """Not a failure: kapp's --diff-exit-status / --apply-exit-status outcome (2: no changes, 3: changes)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class AliasedGroup(click.Group):
+    """A group whose commands also answer to kapp's aliases (`d` and `dep` for deploy, ...)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, str] = {}
+
+    def add_command(self, cmd: click.Command, name: str | None = None, aliases: tuple[str, ...] = ()) -> None:
+        super().add_command(cmd, name)
+        for alias in aliases:
+            self.aliases[alias] = name or cmd.name or ""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        _, cmd, rest = super().resolve_command(ctx, args)
+        return (cmd.name if cmd else None), cmd, rest
+
+
+def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """kapp's kubeconfig flags; accepted on every command that talks to a cluster."""
+    fn = click.option("--kubeconfig", envvar="KAPP_KUBECONFIG",
+                      help="Path to the kubeconfig file ($KAPP_KUBECONFIG)")(fn)
+    fn = click.option("--kubeconfig-context", envvar="KAPP_KUBECONFIG_CONTEXT",
+                      help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)")(fn)
+    fn = click.option("--kubeconfig-yaml", envvar="KAPP_KUBECONFIG_YAML",
+                      help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)")(fn)
+    return fn
+
+
+def app_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("-a", "--app", required=True, help="Set app name")(fn)
+    fn = click.option("-n", "--namespace", default="",
+                      help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)")(fn)
+    fn = click.option("--app-namespace", default="", help="Set app namespace (to store app state)")(fn)
+    return fn
+
+
+def connect(kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> Cluster:
+    from kapply.resources.cluster import Cluster
+    from kapply.resources.kubeconfig import KubeconfigFlags, load
+
+    return Cluster(load(KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml)))
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coro)
+
+
+def namespace_or_default(flag: str, kubeconfig_namespace: str | None) -> str:
+    """-n, else $KAPP_NAMESPACE, else the kubeconfig context's namespace."""
+    namespace = flag or os.environ.get("KAPP_NAMESPACE") or kubeconfig_namespace or ""
+    if not namespace:
+        raise KapplyError("Expected to non-empty namespace name")
+    return namespace
+
+
+def confirm(yes: bool) -> None:
+    if yes:
+        return
+    click.echo("Continue? [yN]: ", nl=False)
+    answer = sys.stdin.readline()
+    if answer.strip().lower() not in ("y", "yes"):
+        raise KapplyError("Stopped")
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Print kapply's errors as one message (no traceback) and exit 1, or with an ExitStatus' code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ExitStatus as e:
+            click.echo(f"kapply: Error: {e}", err=True)
+            sys.exit(e.code)
+        except KapplyError as e:
+            click.echo(f"kapply: Error: {e}", err=True)
+            sys.exit(1)
+
+    return wrapper

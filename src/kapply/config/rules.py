@@ -1,0 +1,147 @@
+"""Applying config rules to resources.
+
+Each function returns a new resource and leaves its inputs alone. Results share untouched
+subtrees with the inputs (see `kapply.config.paths`): copy before mutating any of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from kapply.config.config import LabelScopingRule, PathRule, RebaseRule, RebaseType, Source, YttRebaseRule
+from kapply.config.matchers import matches_any
+from kapply.config.paths import (
+    Path,
+    append_string_map,
+    copy_from_sources,
+    format_path,
+    remove_at,
+    replace_maps_at,
+)
+from kapply.errors import ConfigError
+
+
+def rebase(
+    new: dict[str, Any], existing: dict[str, Any], rules: Sequence[RebaseRule | YttRebaseRule]
+) -> dict[str, Any]:
+    """`new` with the rebase rules applied in order, each to the result of the previous ones.
+
+    A rule applies if it matches that current result. Copy rules read the `new` source from the
+    resource as given (so rules can restore what earlier rules replaced) and `existing` from the
+    live resource."""
+    result = new
+    for rule in rules:
+        try:
+            if isinstance(rule, YttRebaseRule):
+                if matches_any(rule.resource_matchers, result):
+                    result = rule.overlay.apply(result, new, existing)
+                continue
+            for path in rule.paths:
+                # kapp makes one modification per path, each matched against the current result.
+                if not matches_any(rule.resource_matchers, result):
+                    continue
+                with _naming(path):
+                    if rule.type is RebaseType.COPY:
+                        sources = [new if source is Source.NEW else existing for source in rule.sources]
+                        result = copy_from_sources(result, path, sources)
+                    else:
+                        result = remove_at(result, path)
+        except ConfigError as e:
+            raise ConfigError(f"Applying rebase rule to {_describe(new)}: {e}") from e
+    return result
+
+
+def add_ownership_labels(
+    resource: dict[str, Any], labels: dict[str, str], rules: Sequence[PathRule]
+) -> dict[str, Any]:
+    """`resource` with `labels` added at every matching rule's path, creating the map if missing
+    (unless the path goes through lists)."""
+    for rule in rules:
+        if matches_any(rule.resource_matchers, resource):
+            with _naming(rule.path, resource):
+                resource = append_string_map(resource, rule.path, labels, create_missing=True)
+    return resource
+
+
+def add_label_scoping(
+    resource: dict[str, Any],
+    labels: dict[str, str],
+    rules: Sequence[LabelScopingRule],
+    include_default: bool = True,
+) -> dict[str, Any]:
+    """`resource` with `labels` added to the maps (selectors) at matching rules' paths that exist.
+
+    `include_default=False` skips the rules marked isDefault."""
+    for rule in rules:
+        if (include_default or not rule.is_default) and matches_any(rule.resource_matchers, resource):
+            with _naming(rule.path, resource):
+                resource = append_string_map(resource, rule.path, labels, create_missing=False)
+    return resource
+
+
+def remove_fields(resource: dict[str, Any], rules: Sequence[PathRule]) -> dict[str, Any]:
+    """`resource` without the paths of the matching field exclusion rules."""
+    for rule in rules:
+        if matches_any(rule.resource_matchers, resource):
+            with _naming(rule.path, resource):
+                resource = remove_at(resource, rule.path)
+    return resource
+
+
+class MaskCounter:
+    """Numbers masked values: equal values get the same number for the counter's lifetime.
+
+    kapp keeps one per process, so a value shows the same `#N` on both sides of every diff."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        self._last = 0
+
+    def number(self, value: Any) -> int:
+        try:
+            key = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            # Not JSON: number it on its own, so that a change still shows as one.
+            self._last += 1
+            return self._last
+        number = self._numbers.get(key)
+        if number is None:
+            self._last += 1
+            number = self._numbers[key] = self._last
+        return number
+
+    def mask_map(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Each value replaced by its mask; numbers are given in sorted key order."""
+        numbers = {key: self.number(values[key]) for key in sorted(values)}
+        return {key: f"<-- value not shown (#{numbers[key]})" for key in values}
+
+
+def mask(resource: dict[str, Any], rules: Sequence[PathRule], counter: MaskCounter) -> dict[str, Any]:
+    """`resource` with every value of the maps at matching diff mask rules' paths masked."""
+    for rule in rules:
+        if matches_any(rule.resource_matchers, resource):
+            with _naming(rule.path, resource):
+                resource = replace_maps_at(resource, rule.path, counter.mask_map)
+    return resource
+
+
+def _describe(res: dict[str, Any]) -> str:
+    """A resource as kapp names it in messages, e.g. `service/app (v1) namespace: default`."""
+    metadata = res.get("metadata") or {}
+    name = metadata.get("name") or (f"{metadata['generateName']}*" if metadata.get("generateName") else "")
+    namespace = metadata.get("namespace")
+    where = f"namespace: {namespace}" if namespace else "cluster"
+    return f"{str(res.get('kind', '')).lower()}/{name} ({res.get('apiVersion', '')}) {where}"
+
+
+@contextmanager
+def _naming(path: Path, resource: dict[str, Any] | None = None) -> Iterator[None]:
+    """Names the path (and the resource, if given) in a failing path operation's error."""
+    try:
+        yield
+    except ConfigError as e:
+        subject = f" on resource '{_describe(resource)}'" if resource is not None else ""
+        raise ConfigError(f"Path '{format_path(path)}'{subject}: {e}") from e

@@ -1,0 +1,1 @@
+"""Diff: change calculation (ops, rebasing, last-applied) and its rendering as text."""

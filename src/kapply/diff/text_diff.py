@@ -1,0 +1,186 @@
+"""Line diff of two YAML texts and its rendering, record for record as kapp's text diff.
+
+kapp diffs with github.com/k14s/difflib: trim the common head and tail, then walk a longest-common-subsequence
+table over the suffixes of the remaining middle from the front, preferring a removed line, then an added line, then
+a common one. Within a hunk removed lines therefore come before added lines.
+"""
+
+import difflib
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import NamedTuple
+
+__all__ = [
+    "DiffKind",
+    "DiffRecord",
+    "diff_lines",
+    "diff_texts",
+    "has_changes",
+    "render",
+    "render_minimal",
+    "text_lines",
+]
+
+# Above this many cells (middle lines of one side times the other) the exact table would take too much memory
+# (one bit per cell); difflib then aligns the lines instead. kapp itself would need 8 bytes per cell.
+EXACT_DIFF_MAX_CELLS = 1 << 28
+
+
+class DiffKind(StrEnum):
+    """Whether a line is in both texts, only in the existing one or only in the new one (its diff mark)."""
+
+    COMMON = " "
+    REMOVED = "-"
+    ADDED = "+"
+
+
+class DiffRecord(NamedTuple):
+    """One line of a diff.
+
+    line_left and line_right are 0-based line numbers in the existing and the new text; for a removed line
+    line_right is the position reached in the new text, and for an added line line_left the position reached in
+    the existing text. A named tuple rather than a frozen dataclass: there is one per line of every diffed object,
+    and it is several times cheaper to create.
+    """
+
+    payload: str
+    kind: DiffKind
+    line_left: int
+    line_right: int
+
+
+def text_lines(text: str | None) -> list[str]:
+    """Lines as kapp splits a resource's YAML (a trailing newline gives a last empty line); none if missing."""
+    return [] if text is None else text.split("\n")
+
+
+def diff_texts(existing: str | None, new: str | None) -> tuple[DiffRecord, ...]:
+    """Diff the YAML of an existing and a new resource; None stands for a resource that does not exist."""
+    return diff_lines(text_lines(existing), text_lines(new))
+
+
+def diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[DiffRecord, ...]:
+    """Records for every line of both sides, in kapp's order."""
+    common = DiffKind.COMMON
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    # Like k14s/difflib, trim the tail only down to index start + 1 on both sides.
+    i, j = len(old) - 1, len(new) - 1
+    while i > start and j > start and old[i] == new[j]:
+        i -= 1
+        j -= 1
+    end = len(old) - 1 - i
+    records = [DiffRecord(line, common, n, n) for n, line in enumerate(old[:start])]
+    old_middle, new_middle = old[start : len(old) - end], new[start : len(new) - end]
+    if not new_middle:
+        records += [DiffRecord(line, DiffKind.REMOVED, start + n, start) for n, line in enumerate(old_middle)]
+    elif not old_middle:
+        records += [DiffRecord(line, DiffKind.ADDED, start, start + n) for n, line in enumerate(new_middle)]
+    elif len(old_middle) * len(new_middle) <= EXACT_DIFF_MAX_CELLS:
+        records += _lcs_middle(old_middle, new_middle, start)
+    else:
+        records += _matcher_middle(old_middle, new_middle, start)
+    tail_left, tail_right = len(old) - end, len(new) - end
+    records += [DiffRecord(line, common, tail_left + n, tail_right + n) for n, line in enumerate(old[tail_left:])]
+    return tuple(records)
+
+
+def _lcs_middle(old: Sequence[str], new: Sequence[str], offset: int) -> list[DiffRecord]:
+    """k14s/difflib's table walk, with the table kept as bit vectors.
+
+    table[i][j] is the LCS length of the last i lines of old and the last j lines of new, that is of the first i
+    and j lines of both sides reversed. Row i is computed bit-parallel (Hyyro's LCS recurrence) over new reversed:
+    bit k of rows[i] is clear exactly where table[i][k + 1] == table[i][k] + 1, so table[i][j] is j minus the set
+    bits below j.
+    """
+    n, m = len(old), len(new)
+    full = (1 << m) - 1
+    matches: dict[str, int] = {}
+    for k, line in enumerate(reversed(new)):
+        matches[line] = matches.get(line, 0) | 1 << k
+    rows = [full]
+    row = full
+    for line in reversed(old):
+        hits = row & matches.get(line, 0)
+        row = ((row + hits) | (row - hits)) & full
+        rows.append(row)
+
+    removed, added, common = DiffKind.REMOVED, DiffKind.ADDED, DiffKind.COMMON
+    records: list[DiffRecord] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        below_j = (1 << j) - 1
+        left, right = offset + n - i, offset + m - j
+        if i > 0 and (rows[i] & below_j).bit_count() == (rows[i - 1] & below_j).bit_count():
+            records.append(DiffRecord(old[n - i], removed, left, right))
+            i -= 1
+        elif j > 0 and rows[i] >> (j - 1) & 1:
+            records.append(DiffRecord(new[m - j], added, left, right))
+            j -= 1
+        else:
+            records.append(DiffRecord(old[n - i], common, left, right))
+            i -= 1
+            j -= 1
+    return records
+
+
+def _matcher_middle(old: Sequence[str], new: Sequence[str], offset: int) -> list[DiffRecord]:
+    """An approximate alignment for huge inputs, laid out like the exact one (removed before added)."""
+    records: list[DiffRecord] = []
+    matcher = difflib.SequenceMatcher(None, old, new)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            shift = j1 - i1
+            records += [DiffRecord(old[i], DiffKind.COMMON, offset + i, offset + i + shift) for i in range(i1, i2)]
+        else:
+            records += [DiffRecord(old[i], DiffKind.REMOVED, offset + i, offset + j1) for i in range(i1, i2)]
+            records += [DiffRecord(new[j], DiffKind.ADDED, offset + i2, offset + j) for j in range(j1, j2)]
+    return records
+
+
+def has_changes(records: Sequence[DiffRecord]) -> bool:
+    return any(record.kind is not DiffKind.COMMON for record in records)
+
+
+def render(records: Sequence[DiffRecord], context: int = 2, line_numbers: bool = True) -> str:
+    """The diff as kapp prints it under a change (without colours).
+
+    A common line k is shown when a changed record j has k - context <= j < k + context (so one line before and
+    two after a change with the default), every line when context < 0; "  ..." marks skipped common lines.
+    """
+    common, added, removed = DiffKind.COMMON, DiffKind.ADDED, DiffKind.REMOVED
+    if context < 0:
+        shown = b"\x01" * len(records)
+    else:
+        shown = bytearray(len(records))
+        for j, record in enumerate(records):
+            if record.kind is not common and context:
+                low, high = max(0, j - context + 1), min(len(records), j + context + 1)
+                shown[low:high] = b"\x01" * (high - low)
+
+    lines: list[str] = []
+    prev_shown = False
+    for k, (payload, kind, left, right) in enumerate(records):
+        if kind is added:
+            lines.append(f"    {right:3d} + {payload}" if line_numbers else f"+ {payload}")
+        elif kind is removed:
+            lines.append(f"{left:3d}     - {payload}" if line_numbers else f"- {payload}")
+        elif shown[k]:
+            if k != 0 and not prev_shown:
+                lines.append("  ...")
+            lines.append(f"{left:3d},{right:3d}   {payload}" if line_numbers else f"  {payload}")
+            prev_shown = True
+        else:
+            prev_shown = False
+    return "\n".join(lines) + "\n"
+
+
+def render_minimal(records: Sequence[DiffRecord]) -> str:
+    """Only the changed lines, each with both line numbers; kapp compares these to detect a changed diff."""
+    return "".join(
+        f"{left:3d},{right:3d} {kind} {payload}\n"
+        for payload, kind, left, right in records
+        if kind is not DiffKind.COMMON
+    )

@@ -1,0 +1,1 @@
+"""Resources: reading manifests, identifying resources, and talking to the cluster."""

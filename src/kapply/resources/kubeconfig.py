@@ -1,0 +1,136 @@
+"""Which cluster to talk to, and as whom: kubeconfig selection as kapp does it.
+
+Precedence: `--kubeconfig-yaml`/`$KAPP_KUBECONFIG_YAML`, then `--kubeconfig`/`$KAPP_KUBECONFIG`, then
+`$KUBECONFIG` (several paths are merged, the first file to define a name wins, as client-go does), then
+`~/.kube/config`. The context is `--kubeconfig-context`/`$KAPP_KUBECONFIG_CONTEXT` or the current one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx2
+import yaml
+from lightkube import KubeConfig
+from lightkube.config.kubeconfig import SingleConfig
+from lightkube.config.models import UserExec
+from lightkube.core.exceptions import ConfigError as LightkubeConfigError
+
+from kapply.errors import KapplyError
+
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+
+
+@dataclass(frozen=True, slots=True)
+class KubeconfigFlags:
+    path: str | None = None
+    context: str | None = None
+    yaml: str | None = None
+
+
+def load(flags: KubeconfigFlags) -> SingleConfig:
+    """The selected context of the selected kubeconfig."""
+    yaml_text = flags.yaml or os.environ.get("KAPP_KUBECONFIG_YAML")
+    context = flags.context or os.environ.get("KAPP_KUBECONFIG_CONTEXT") or None
+    try:
+        if yaml_text:
+            host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+            port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
+            yaml_text = yaml_text.replace("${KAPP_KUBERNETES_SERVICE_HOST_PORT}", f"{host}:{port}")
+            config = KubeConfig.from_dict(yaml.safe_load(yaml_text))
+        else:
+            config = _from_files(_kubeconfig_paths(flags.path))
+        selected = config.get(context)
+    except (LightkubeConfigError, OSError, KeyError, ValueError, yaml.YAMLError) as e:
+        raise KapplyError(f"Loading kubeconfig: {e}") from e
+    if selected is None:
+        raise KapplyError("Loading kubeconfig: no context selected and no current-context set")
+    return selected
+
+
+def _kubeconfig_paths(flag: str | None) -> list[Path]:
+    explicit = flag or os.environ.get("KAPP_KUBECONFIG")
+    if explicit:
+        return [Path(explicit).expanduser()]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [Path.home() / ".kube" / "config"]
+
+
+def _from_files(paths: list[Path]) -> KubeConfig:
+    if len(paths) == 1:
+        return KubeConfig.from_file(paths[0])
+    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    seen: set[tuple[str, str]] = set()
+    for path in paths:
+        if not path.exists():
+            continue
+        doc = yaml.safe_load(path.read_text()) or {}
+        merged.setdefault("current-context", doc.get("current-context"))
+        for section in ("clusters", "contexts", "users"):
+            for entry in doc.get(section) or []:
+                if (section, entry["name"]) not in seen:
+                    seen.add((section, entry["name"]))
+                    merged[section].append(entry)
+    return KubeConfig.from_dict(merged, fname=paths[0])
+
+
+class ExecCredentialAuth(httpx2.Auth):
+    """Bearer tokens from a client-go credential plugin (`client.authentication.k8s.io/v1` and
+    `v1beta1`), cached until their expirationTimestamp and refreshed on a 401. Async only: kapply's
+    cluster client is async."""
+
+    def __init__(self, exec_config: UserExec, server: str) -> None:
+        if exec_config.apiVersion not in EXEC_API_VERSIONS:
+            raise KapplyError(f"Loading kubeconfig: exec plugin apiVersion '{exec_config.apiVersion}' "
+                              f"is not supported (expected one of {', '.join(EXEC_API_VERSIONS)})")
+        self._exec = exec_config
+        self._server = server
+        self._token: str | None = None
+        self._expires: datetime | None = None
+        self._lock = asyncio.Lock()
+
+    def _command(self) -> tuple[list[str], dict[str, str]]:
+        env = dict(os.environ)
+        env.update((e.name, e.value) for e in self._exec.env or [])
+        info = {"apiVersion": self._exec.apiVersion, "kind": "ExecCredential",
+                "spec": {"interactive": False, "cluster": {"server": self._server}}}
+        env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+        return [self._exec.command, *(self._exec.args or [])], env
+
+    def _store(self, stdout: bytes) -> None:
+        try:
+            status = json.loads(stdout)["status"]
+            token = status["token"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise KapplyError(f"exec plugin '{self._exec.command}' returned no token in its ExecCredential "
+                              "status (client certificates from plugins are not supported)") from e
+        self._token = token
+        expiry = status.get("expirationTimestamp")
+        self._expires = datetime.fromisoformat(expiry.replace("Z", "+00:00")) if expiry else None
+
+    def _valid(self) -> bool:
+        return self._token is not None and (self._expires is None or datetime.now(UTC) < self._expires)
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        for attempt in range(2):
+            async with self._lock:
+                if attempt or not self._valid():
+                    command, env = self._command()
+                    proc = await asyncio.create_subprocess_exec(
+                        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                    stdout, stderr = await proc.communicate()
+                    if proc.returncode:
+                        raise KapplyError(f"exec plugin '{command[0]}' failed: {stderr.decode().strip()}")
+                    self._store(stdout)
+            request.headers["Authorization"] = f"Bearer {self._token}"
+            response = yield request
+            if response.status_code != 401:
+                return

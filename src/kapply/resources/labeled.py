@@ -1,0 +1,67 @@
+"""Finding an app's resources on the cluster by its label.
+
+Controllers copy the app label onto what they create (a Deployment's ReplicaSets and
+Pods inherit it from the pod template). kapp tells its own resources from those by
+the identity annotation it writes on every create and update: a labeled object
+without a valid one is *transient* and is never deleted by a deploy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.resources.identity import api_group, key_of
+
+IDENTITY_ANNOTATION = "kapp.k14s.io/identity"
+
+
+def identity_value(obj: dict) -> str:
+    return f"v1;{key_of(obj)};{obj['apiVersion']}"
+
+
+def is_transient(obj: dict) -> bool:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(IDENTITY_ANNOTATION, "")
+    parts = value.split(";")
+    return not (len(parts) == 3 and parts[0] == "v1" and parts[1] == str(key_of(obj)))
+
+
+def with_identity(obj: dict) -> dict:
+    meta = obj.get("metadata") or {}
+    annotations = {**(meta.get("annotations") or {}), IDENTITY_ANNOTATION: identity_value(obj)}
+    return {**obj, "metadata": {**meta, "annotations": annotations}}
+
+
+def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] | None) -> list[ResourceType]:
+    """Listable types, limited to the given (group, kind)s unless None (then every listable type, except events,
+    which are never an app's and are the largest collection on most clusters)."""
+    listable = discovery.listable()
+    if group_kinds is None:
+        return [t for t in listable if (t.group, t.kind) not in {("", "Event"), ("events.k8s.io", "Event"),
+                                                               ("", "ComponentStatus")}]
+    wanted = set(group_kinds)
+    return [t for t in listable if (t.group, t.kind) in wanted]
+
+
+async def list_labeled(cluster: Cluster, rtypes: Iterable[ResourceType], selector: str) -> list[dict]:
+    """Every object with the label selector among the types (one cluster-wide LIST per type, concurrently)."""
+    return await cluster.list_many(rtypes, label_selector=selector)
+
+
+async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[dict]) -> list[dict]:
+    """The live copy of each resource that exists (one GET each, concurrently)."""
+
+    async def one(res: dict) -> dict | None:
+        rtype = discovery.find(res["apiVersion"], res["kind"]) or discovery.preferred(
+            api_group(res["apiVersion"]), res["kind"])
+        if rtype is None:  # a custom resource whose CRD is in the same deploy
+            return None
+        meta = res["metadata"]
+        obj = await cluster.get(rtype, meta.get("namespace"), meta["name"])
+        if obj is not None:
+            obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+        return obj
+
+    found = await asyncio.gather(*(one(r) for r in resources))
+    return [obj for obj in found if obj is not None]

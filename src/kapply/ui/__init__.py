@@ -1,0 +1,1 @@
+"""Output: kapp's tables, progress lines and messages. Stages return data; this renders it."""

@@ -1,0 +1,48 @@
+"""The table of an app's resources (`inspect`), flat or as a tree of owners."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kapply.app.record import App
+from kapply.resources.labeled import is_transient
+from kapply.ui.changes import age
+from kapply.ui.table import Table
+
+
+def _row(obj: dict, prefix: str = "") -> tuple[str, ...]:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "(cluster)", prefix + meta["name"], obj["kind"],
+            "cluster" if is_transient(obj) else "kapp", "", "", age(obj))
+
+
+def _sort_key(obj: dict) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace") or "", meta["name"], obj["kind"]
+
+
+def resources_table(app: App, resources: Sequence[dict], *, tree: bool = False) -> Table:
+    ordered = sorted(resources, key=_sort_key)
+    if not tree:
+        rows = [_row(obj) for obj in ordered]
+    else:
+        by_uid = {obj["metadata"].get("uid"): obj for obj in ordered}
+        children: dict[str, list[dict]] = {}
+        roots = []
+        for obj in ordered:
+            owners = [o["uid"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("uid") in by_uid]
+            if owners:
+                children.setdefault(owners[0], []).append(obj)
+            else:
+                roots.append(obj)
+        rows = []
+
+        def walk(obj: dict, depth: int) -> None:
+            rows.append(_row(obj, "" if depth == 0 else " L" + ".." * (depth - 1) + " "))
+            for child in children.get(obj["metadata"].get("uid"), []):
+                walk(child, depth + 1)
+
+        for root in roots:
+            walk(root, 0)
+    return Table(f"Resources in app '{app.name}'", ("Namespace", "Name", "Kind", "Owner", "Rs", "Ri", "Age"),
+                 tuple(rows), notes=("Rs: Reconcile state", "Ri: Reconcile information"), content="resources")
