@@ -1,6 +1,7 @@
-"""`make demo`: run kapply against the local control plane started by `make cluster-up`.
+"""`make demo`: kapply against the local control plane started by `make cluster-up`.
 
-Until `kapply deploy` exists this shows the version and the cluster's nodes.
+Deploys examples/simple-app, redeploys it unchanged (no changes), changes it and
+shows the diff, lists its history and resources, then deletes it.
 """
 
 from __future__ import annotations
@@ -10,23 +11,33 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lightkube import Client, KubeConfig
-from lightkube.resources.core_v1 import Node
-
+REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("KAPPLY_CACHE", Path.home() / ".cache" / "kapply"))
 KUBECONFIG = Path(os.environ.get("KAPPLY_CLUSTER_DIR", CACHE / "cluster")) / "kubeconfig"
+APP = REPO / "examples" / "simple-app" / "config.yml"
+
+
+def kapply(*args: str, stdin: str | None = None) -> None:
+    shown = " ".join(args) + (" -f -" if stdin is not None else "")
+    print(f"\n$ kapply {shown}", flush=True)
+    extra = ["-f", "-"] if stdin is not None else []
+    subprocess.run([sys.executable, "-m", "kapply", *args, *extra], input=stdin, text=True, check=True,
+                   env={**os.environ, "KUBECONFIG": str(KUBECONFIG)})
 
 
 def main() -> None:
-    env = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}
-    print(f"$ KUBECONFIG={KUBECONFIG} kapply version", flush=True)
-    subprocess.run([sys.executable, "-m", "kapply", "version"], env=env, check=True)
-    client = Client(KubeConfig.from_file(KUBECONFIG))
-    print(f"\nNodes of the cluster at {client.config.cluster.server}:")
-    print(f"{'NAME':16} {'READY':6} {'VERSION':10}")
-    for node in client.list(Node):
-        ready = next(c.status for c in node.status.conditions if c.type == "Ready")
-        print(f"{node.metadata.name:16} {ready:6} {node.status.nodeInfo.kubeletVersion:10}")
+    print(f"KUBECONFIG={KUBECONFIG}")
+    kapply("version")
+    kapply("deploy", "-a", "simple-app", "-n", "default", "-f", str(APP), "-y")
+    print("\n# the same manifests again: nothing to do")
+    kapply("deploy", "-a", "simple-app", "-n", "default", "-f", str(APP), "-y")
+    print("\n# a changed environment variable: one update, shown as a line diff")
+    changed = APP.read_text().replace("value: stranger", "value: demo")
+    kapply("deploy", "-a", "simple-app", "-n", "default", "-c", "-y", stdin=changed)
+    kapply("app-change", "list", "-a", "simple-app", "-n", "default", "--tty")
+    kapply("inspect", "-a", "simple-app", "-n", "default", "--tree", "--tty")
+    kapply("ls", "-n", "default", "--tty")
+    kapply("delete", "-a", "simple-app", "-n", "default", "-y")
     print("\nThe cluster keeps running; stop it with `make cluster-down`.")
 
 

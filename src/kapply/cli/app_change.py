@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from kapply.cli.common import AliasedGroup, app_options, confirm, connect, handle_errors, kube_options, run
+from kapply.cli.common import (
+    AliasedGroup,
+    app_options,
+    confirm,
+    connect,
+    handle_errors,
+    kube_options,
+    make_output,
+    output_options,
+    run,
+)
 
 
 @click.group(cls=AliasedGroup, name="app-change")
@@ -17,7 +25,7 @@ def app_change() -> None:
 @click.command(name="list")
 @app_options
 @click.option("--diff", is_flag=True, help="Show the diff each change applied (kapply)")
-@click.option("--tty/--no-tty", default=False, help="Force TTY-like output")
+@output_options
 @kube_options
 @handle_errors
 def list_changes(**flags: object) -> None:
@@ -37,20 +45,30 @@ async def _find(cluster, app: str, namespace: str, app_namespace: str):  # type:
     return found
 
 
-async def _list(*, app: str, namespace: str, app_namespace: str, diff: bool, tty: bool, kubeconfig: str | None,
-                kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> None:
+async def _list(
+    *,
+    app: str,
+    namespace: str,
+    app_namespace: str,
+    diff: bool,
+    tty: bool | None,
+    as_json: bool,
+    kubeconfig: str | None,
+    kubeconfig_context: str | None,
+    kubeconfig_yaml: str | None,
+) -> None:
     from kapply.app import history
     from kapply.ui.apps import app_changes_table
-    from kapply.ui.table import render
 
+    out = make_output(tty, as_json)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
         found = await _find(cluster, app, namespace, app_namespace)
         changes = await history.list_changes(cluster, found)
-        click.echo(render(app_changes_table(found, changes), tty=tty or sys.stdout.isatty()), nl=False)
+        out.table(app_changes_table(found, changes))
         if diff:
             for change in sorted(changes, key=lambda c: c.meta.started_at, reverse=True):
-                click.echo(f"\n# {change.name}: {change.meta.description}")
-                click.echo(change.diff or "(no diff recorded)\n", nl=False)
+                out.block(f"# {change.name}: {change.meta.description}\n{change.diff or '(no diff recorded)'}\n")
+        out.finish()
 
 
 @click.command(name="garbage-collect")
@@ -64,8 +82,17 @@ def gc(**flags: object) -> None:
     run(_gc(**flags))  # type: ignore[arg-type]
 
 
-async def _gc(*, app: str, namespace: str, app_namespace: str, max_to_keep: int, yes: bool,
-              kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> None:
+async def _gc(
+    *,
+    app: str,
+    namespace: str,
+    app_namespace: str,
+    max_to_keep: int,
+    yes: bool,
+    kubeconfig: str | None,
+    kubeconfig_context: str | None,
+    kubeconfig_yaml: str | None,
+) -> None:
     from kapply.app import history
 
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:

@@ -16,6 +16,7 @@ from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
     from kapply.resources.cluster import Cluster
+    from kapply.ui.output import Output
 
 
 class ExitStatus(KapplyError):
@@ -50,19 +51,25 @@ class AliasedGroup(click.Group):
 
 def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """kapp's kubeconfig flags; accepted on every command that talks to a cluster."""
-    fn = click.option("--kubeconfig", envvar="KAPP_KUBECONFIG",
-                      help="Path to the kubeconfig file ($KAPP_KUBECONFIG)")(fn)
-    fn = click.option("--kubeconfig-context", envvar="KAPP_KUBECONFIG_CONTEXT",
-                      help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)")(fn)
-    fn = click.option("--kubeconfig-yaml", envvar="KAPP_KUBECONFIG_YAML",
-                      help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)")(fn)
+    fn = click.option("--kubeconfig", envvar="KAPP_KUBECONFIG", help="Path to the kubeconfig file ($KAPP_KUBECONFIG)")(
+        fn
+    )
+    fn = click.option(
+        "--kubeconfig-context",
+        envvar="KAPP_KUBECONFIG_CONTEXT",
+        help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)",
+    )(fn)
+    fn = click.option(
+        "--kubeconfig-yaml", envvar="KAPP_KUBECONFIG_YAML", help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)"
+    )(fn)
     return fn
 
 
 def app_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("-a", "--app", required=True, help="Set app name")(fn)
-    fn = click.option("-n", "--namespace", default="",
-                      help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)")(fn)
+    fn = click.option(
+        "-n", "--namespace", default="", help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)"
+    )(fn)
     fn = click.option("--app-namespace", default="", help="Set app namespace (to store app state)")(fn)
     return fn
 
@@ -72,6 +79,22 @@ def connect(kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_y
     from kapply.resources.kubeconfig import KubeconfigFlags, load
 
     return Cluster(load(KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml)))
+
+
+def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--tty/--no-tty",
+        default=None,
+        help="Force TTY-like output (default: on for deploy and delete, else if stdout is a terminal)",
+    )(fn)
+    fn = click.option("--json", "as_json", is_flag=True, help="Output as JSON")(fn)
+    return fn
+
+
+def make_output(tty: bool | None, as_json: bool, *, tty_by_default: bool = False) -> Output:
+    from kapply.ui.output import Output
+
+    return Output(tty=tty if tty is not None else (tty_by_default or sys.stdout.isatty()), as_json=as_json)
 
 
 def run(coro: Coroutine[Any, Any, Any]) -> Any:

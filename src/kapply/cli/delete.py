@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import app_options, confirm, connect, handle_errors, kube_options, run
+from kapply.cli.common import (
+    app_options,
+    confirm,
+    connect,
+    handle_errors,
+    kube_options,
+    make_output,
+    output_options,
+    run,
+)
 
 
 @click.command()
 @app_options
 @click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
-@click.option("--tty/--no-tty", default=True, help="Force TTY-like output")
+@output_options
 @click.option("--diff-run", is_flag=True, help="Show diff and exit")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
 @kube_options
@@ -20,29 +29,37 @@ def delete(**flags: object) -> None:
     run(_delete(**flags))  # type: ignore[arg-type]
 
 
-async def _delete(*, app: str, namespace: str, app_namespace: str, yes: bool, tty: bool, diff_run: bool,
-                  apply_concurrency: int, kubeconfig: str | None, kubeconfig_context: str | None,
-                  kubeconfig_yaml: str | None) -> None:
+async def _delete(
+    *,
+    app: str,
+    namespace: str,
+    app_namespace: str,
+    yes: bool,
+    tty: bool | None,
+    as_json: bool,
+    diff_run: bool,
+    apply_concurrency: int,
+    kubeconfig: str | None,
+    kubeconfig_context: str | None,
+    kubeconfig_yaml: str | None,
+) -> None:
     from kapply import delete as pipeline
     from kapply.apply.execute import ApplyOptions
     from kapply.cli.common import namespace_or_default
     from kapply.ui.changes import changes_table
-    from kapply.ui.messages import Progress
-    from kapply.ui.table import render
 
+    out = make_output(tty, as_json, tty_by_default=True)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
         ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
         plan = await pipeline.plan(cluster, ns, app)
         if plan is None:
             click.echo(f"App '{app}' (namespace: {ns}) does not exist")
             return
-        if tty:
-            click.echo(f"Target cluster '{cluster.server}'\n")
-        click.echo(render(changes_table(plan.changes), tty=tty))
-        if diff_run:
-            return
-        confirm(yes)
-        click.echo()
-        await pipeline.run(cluster, plan, ApplyOptions(concurrency=apply_concurrency), Progress(enabled=tty))
-        if tty:
-            click.echo("\nSucceeded")
+        out.line(f"Target cluster '{cluster.server}'")
+        out.table(changes_table(plan.changes))
+        if not diff_run:
+            if not yes:
+                click.echo()
+                confirm(yes)
+            await pipeline.run(cluster, plan, ApplyOptions(concurrency=apply_concurrency), out.progress())
+        out.finish()

@@ -6,7 +6,17 @@ import sys
 
 import click
 
-from kapply.cli.common import ExitStatus, app_options, confirm, connect, handle_errors, kube_options, run
+from kapply.cli.common import (
+    ExitStatus,
+    app_options,
+    confirm,
+    connect,
+    handle_errors,
+    kube_options,
+    make_output,
+    output_options,
+    run,
+)
 
 
 @click.command()
@@ -14,16 +24,22 @@ from kapply.cli.common import ExitStatus, app_options, confirm, connect, handle_
 @click.option("-f", "--file", "files", multiple=True, help="Set file (format: /tmp/foo, -) (can repeat)")
 @click.option("--labels", multiple=True, help="Set app labels (format: key=val, key=val) (can repeat)")
 @click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
-@click.option("--tty/--no-tty", default=True, help="Force TTY-like output")
+@output_options
 @click.option("-c", "--diff-changes", is_flag=True, help="Show changes")
 @click.option("--diff-context", default=2, help="Show number of lines around changed lines")
 @click.option("--diff-line-numbers/--no-diff-line-numbers", default=True, help="Show line numbers")
 @click.option("--diff-mask/--no-diff-mask", default=True, help="Apply masking rules")
 @click.option("--diff-summary/--no-diff-summary", default=True, help="Show diff summary")
-@click.option("--diff-against-last-applied/--no-diff-against-last-applied", default=True,
-              help="Show changes against last applied copy when possible")
-@click.option("--diff-server-side/--no-diff-server-side", default=True,
-              help="Confirm updates found against the live object with a server-side dry run (kapply)")
+@click.option(
+    "--diff-against-last-applied/--no-diff-against-last-applied",
+    default=True,
+    help="Show changes against last applied copy when possible",
+)
+@click.option(
+    "--diff-server-side/--no-diff-server-side",
+    default=True,
+    help="Confirm updates found against the live object with a server-side dry run (kapply)",
+)
 @click.option("--diff-run", is_flag=True, help="Show diff and exit")
 @click.option("--diff-exit-status", is_flag=True, help="Return specific exit status based on number of changes")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
@@ -31,10 +47,16 @@ from kapply.cli.common import ExitStatus, app_options, confirm, connect, handle_
 @click.option("--apply-exit-status", is_flag=True, help="Return specific exit status based on number of changes")
 @click.option("--app-changes-max-to-keep", default=200, help="Maximum number of app changes to keep")
 @click.option("--dangerous-allow-empty-list-of-resources", is_flag=True, help="Allow to apply empty set of resources")
-@click.option("--dangerous-override-ownership-of-existing-resources", is_flag=True,
-              help="Steal existing resources from another app")
-@click.option("--default-label-scoping-rules/--no-default-label-scoping-rules", default=True,
-              help="Use default label scoping rules")
+@click.option(
+    "--dangerous-override-ownership-of-existing-resources",
+    is_flag=True,
+    help="Steal existing resources from another app",
+)
+@click.option(
+    "--default-label-scoping-rules/--no-default-label-scoping-rules",
+    default=True,
+    help="Use default label scoping rules",
+)
 @click.option("--into-ns", default="", help="Place resources into namespace")
 @click.option("--map-ns", multiple=True, help="Map resources from one namespace into another (can repeat)")
 @kube_options
@@ -54,15 +76,38 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
     return out
 
 
-async def _deploy(*, app: str, namespace: str, app_namespace: str, files: tuple[str, ...], labels: tuple[str, ...],
-                  yes: bool, tty: bool, diff_changes: bool, diff_context: int, diff_line_numbers: bool,
-                  diff_mask: bool, diff_summary: bool, diff_against_last_applied: bool, diff_server_side: bool,
-                  diff_run: bool, diff_exit_status: bool, apply_concurrency: int, apply_default_update_strategy: str,
-                  apply_exit_status: bool, app_changes_max_to_keep: int,
-                  dangerous_allow_empty_list_of_resources: bool,
-                  dangerous_override_ownership_of_existing_resources: bool, default_label_scoping_rules: bool,
-                  into_ns: str, map_ns: tuple[str, ...], kubeconfig: str | None, kubeconfig_context: str | None,
-                  kubeconfig_yaml: str | None) -> None:
+async def _deploy(
+    *,
+    app: str,
+    namespace: str,
+    app_namespace: str,
+    files: tuple[str, ...],
+    labels: tuple[str, ...],
+    yes: bool,
+    tty: bool | None,
+    as_json: bool,
+    diff_changes: bool,
+    diff_context: int,
+    diff_line_numbers: bool,
+    diff_mask: bool,
+    diff_summary: bool,
+    diff_against_last_applied: bool,
+    diff_server_side: bool,
+    diff_run: bool,
+    diff_exit_status: bool,
+    apply_concurrency: int,
+    apply_default_update_strategy: str,
+    apply_exit_status: bool,
+    app_changes_max_to_keep: int,
+    dangerous_allow_empty_list_of_resources: bool,
+    dangerous_override_ownership_of_existing_resources: bool,
+    default_label_scoping_rules: bool,
+    into_ns: str,
+    map_ns: tuple[str, ...],
+    kubeconfig: str | None,
+    kubeconfig_context: str | None,
+    kubeconfig_yaml: str | None,
+) -> None:
     from kapply import deploy as pipeline
     from kapply.app.preparation import Placement
     from kapply.app.record import validate_name
@@ -70,44 +115,55 @@ async def _deploy(*, app: str, namespace: str, app_namespace: str, files: tuple[
     from kapply.cli.common import namespace_or_default
     from kapply.config.rules import MaskCounter
     from kapply.ui import changes as changes_view
-    from kapply.ui.messages import Progress
-    from kapply.ui.table import render
 
     validate_name(app)
+    out = make_output(tty, as_json, tty_by_default=True)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
         ns = namespace_or_default(namespace, cluster.namespace)
         options = pipeline.DeployOptions(
-            app=app, files=files, app_namespace=app_namespace or ns,
+            app=app,
+            files=files,
+            app_namespace=app_namespace or ns,
             placement=Placement(ns, into_ns, tuple(_pairs(map_ns, "--map-ns").items())),
-            app_labels=_pairs(labels, "--labels"), against_last_applied=diff_against_last_applied,
-            server_side_check=diff_server_side, override_ownership=dangerous_override_ownership_of_existing_resources,
-            allow_empty=dangerous_allow_empty_list_of_resources, default_label_scoping=default_label_scoping_rules,
+            app_labels=_pairs(labels, "--labels"),
+            against_last_applied=diff_against_last_applied,
+            server_side_check=diff_server_side,
+            override_ownership=dangerous_override_ownership_of_existing_resources,
+            allow_empty=dangerous_allow_empty_list_of_resources,
+            default_label_scoping=default_label_scoping_rules,
             app_changes_max_to_keep=app_changes_max_to_keep,
-            apply=ApplyOptions(concurrency=apply_concurrency, default_update_strategy=apply_default_update_strategy))
+            apply=ApplyOptions(concurrency=apply_concurrency, default_update_strategy=apply_default_update_strategy),
+        )
         plan = await pipeline.plan(cluster, options, sys.stdin)
-        if tty:
-            click.echo(f"Target cluster '{cluster.server}'\n")
+        out.line(f"Target cluster '{cluster.server}'")
         if diff_changes:
             counter = MaskCounter() if diff_mask else None
-            click.echo(changes_view.all_line_diffs(plan.changes, plan.config, counter, context=diff_context,
-                                                   line_numbers=diff_line_numbers), nl=False)
-            click.echo()
+            out.block(
+                changes_view.all_line_diffs(
+                    plan.changes, plan.config, counter, context=diff_context, line_numbers=diff_line_numbers
+                )
+            )
         if diff_summary:
-            click.echo(render(changes_view.changes_table(plan.changes, apply_default_update_strategy), tty=tty))
+            out.table(changes_view.changes_table(plan.changes, apply_default_update_strategy))
         pending = bool(plan.pending)
         if diff_run:
+            out.finish(succeeded=not diff_exit_status)
             if diff_exit_status:
-                raise ExitStatus(f"Exiting after diffing with {'' if pending else 'no '}pending changes "
-                                 f"(exit status {3 if pending else 2})", 3 if pending else 2)
+                raise ExitStatus(
+                    f"Exiting after diffing with {'' if pending else 'no '}pending changes "
+                    f"(exit status {3 if pending else 2})",
+                    3 if pending else 2,
+                )
             return
         if pending and not yes:
-            confirm(yes)
             click.echo()
-        deleted = await pipeline.run(cluster, plan, options, Progress(enabled=tty))
-        if deleted and tty:
-            click.echo(f"\nDeleted {deleted} older app changes")
+            confirm(yes)
+        deleted = await pipeline.run(cluster, plan, options, out.progress())
+        if deleted:
+            out.line(f"Deleted {deleted} older app changes")
+        out.finish(succeeded=not apply_exit_status)
         if apply_exit_status:
-            raise ExitStatus(f"Exiting after applying with {'' if pending else 'no '}changes "
-                             f"(exit status {3 if pending else 2})", 3 if pending else 2)
-        if tty:
-            click.echo("\nSucceeded")
+            raise ExitStatus(
+                f"Exiting after applying with {'' if pending else 'no '}changes (exit status {3 if pending else 2})",
+                3 if pending else 2,
+            )

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from kapply.cli.common import connect, handle_errors, kube_options, run
+from kapply.cli.common import connect, handle_errors, kube_options, make_output, output_options, run
 
 
 @click.command(name="list")
 @click.option("-n", "--namespace", default="", help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)")
 @click.option("-A", "--all-namespaces", is_flag=True, help="List apps in all namespaces")
-@click.option("--tty/--no-tty", default=False, help="Force TTY-like output")
+@output_options
 @kube_options
 @handle_errors
 def list_apps(**flags: object) -> None:
@@ -20,16 +18,24 @@ def list_apps(**flags: object) -> None:
     run(_list(**flags))  # type: ignore[arg-type]
 
 
-async def _list(*, namespace: str, all_namespaces: bool, tty: bool, kubeconfig: str | None,
-                kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> None:
+async def _list(
+    *,
+    namespace: str,
+    all_namespaces: bool,
+    tty: bool | None,
+    as_json: bool,
+    kubeconfig: str | None,
+    kubeconfig_context: str | None,
+    kubeconfig_yaml: str | None,
+) -> None:
     from kapply.app import record
     from kapply.cli.common import namespace_or_default
     from kapply.ui.apps import apps_table
-    from kapply.ui.table import render
 
+    out = make_output(tty, as_json)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
-        tty = tty or sys.stdout.isatty()
         ns = None if all_namespaces else namespace_or_default(namespace, cluster.namespace)
         apps = await record.list_apps(cluster, ns)
         title = "Apps in all namespaces" if ns is None else f"Apps in namespace '{ns}'"
-        click.echo(render(apps_table(apps, title, show_namespace=ns is None), tty=tty), nl=False)
+        out.table(apps_table(apps, title, show_namespace=ns is None))
+        out.finish()

@@ -16,8 +16,15 @@ def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 
 
 @click.group(cls=AliasedGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-v", "--version", is_flag=True, expose_value=False, is_eager=True,
-              callback=print_version, help="Print the version.")
+@click.option(
+    "-v",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=print_version,
+    help="Print the version.",
+)
 def kapply() -> None:
     """kapply helps to manage applications on your Kubernetes cluster."""
 

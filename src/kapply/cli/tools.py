@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import AliasedGroup, handle_errors
+from kapply.cli.common import AliasedGroup, handle_errors, make_output, output_options
 
 
 @click.group(cls=AliasedGroup)
@@ -20,10 +20,19 @@ def tools() -> None:
 @click.option("--line-numbers/--no-line-numbers", default=True, help="Show line numbers")
 @click.option("--mask/--no-mask", default=True, help="Apply masking rules")
 @click.option("--summary/--no-summary", default=True, help="Show diff summary")
-@click.option("--tty/--no-tty", default=False, help="Force TTY-like output")
+@output_options
 @handle_errors
-def diff(files: tuple[str, ...], files2: tuple[str, ...], changes: bool, context: int, line_numbers: bool,
-         mask: bool, summary: bool, tty: bool) -> None:
+def diff(
+    files: tuple[str, ...],
+    files2: tuple[str, ...],
+    changes: bool,
+    context: int,
+    line_numbers: bool,
+    mask: bool,
+    summary: bool,
+    tty: bool | None,
+    as_json: bool,
+) -> None:
     """Diff files against files2 (no cluster, no rebase rules)"""
     import sys
 
@@ -32,17 +41,19 @@ def diff(files: tuple[str, ...], files2: tuple[str, ...], changes: bool, context
     from kapply.diff.local import local_changes
     from kapply.resources import manifests
     from kapply.ui.changes import all_line_diffs, changes_table
-    from kapply.ui.table import render
 
+    out = make_output(tty, as_json)
     found = local_changes(manifests.read(files, sys.stdin), manifests.read(files2, sys.stdin))
     if changes:
         from kapply.config.default import default_config
 
         config = Config(diff_mask_rules=default_config().diff_mask_rules)
-        click.echo(all_line_diffs(found, config, MaskCounter() if mask else None, context=context,
-                                  line_numbers=line_numbers))
+        out.block(
+            all_line_diffs(found, config, MaskCounter() if mask else None, context=context, line_numbers=line_numbers)
+        )
     if summary:
-        click.echo(render(changes_table(found), tty=tty or sys.stdout.isatty()), nl=False)
+        out.table(changes_table(found))
+    out.finish()
 
 
 @click.command(name="deploy-config")

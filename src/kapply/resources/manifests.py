@@ -63,6 +63,11 @@ def _expand(path: str) -> list[Path]:
 def _documents(text: str, source: str) -> Iterator[Document]:
     try:
         docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = f" ({e.context})" if e.context else ""
+        raise ManifestError(f"Parsing {source}: {e.problem}{where}{context}") from e
     except yaml.YAMLError as e:
         raise ManifestError(f"Parsing {source}: {e}") from e
     for index, doc in enumerate(docs):
