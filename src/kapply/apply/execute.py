@@ -25,7 +25,14 @@ from kapply.apply.strategies import (
     update_strategy,
 )
 from kapply.config.config import Config
-from kapply.diff.change import Change, Op, calculate, last_applied_annotations
+from kapply.diff.change import (
+    MAX_ANNOTATION_VALUE,
+    Change,
+    Op,
+    calculate,
+    last_applied_annotations,
+    records_original,
+)
 from kapply.diff.ops_diff import fingerprint
 from kapply.errors import ClusterError, KapplyError
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
@@ -91,8 +98,13 @@ class Applier:
 
     async def _record(self, rtype: ResourceType, saved: dict, applied: dict) -> None:
         """The second write: annotate the stored object with the copy kapply applied."""
+        if not (records_original(applied) and records_original(saved)):
+            return
         annotations = last_applied_annotations(saved, applied, self.config)
         if annotations is None:
+            self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
+                               f"{MAX_ANNOTATION_VALUE} bytes, the limit of an annotation value; the next deploy "
+                               "diffs it against the live object")
             return
         meta = saved["metadata"]
         patch = {"metadata": {"annotations": annotations, "resourceVersion": meta["resourceVersion"]}}
@@ -100,12 +112,14 @@ class Applier:
             await self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch,
                                      "application/merge-patch+json")
         except ClusterError as e:
-            if e.status != 409:
-                raise
-            # Changed in between (a controller): record against the latest copy.
-            latest = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
-            if latest is not None:
-                await self._record(rtype, latest, applied)
+            if e.status == 422:  # the annotations together exceed what the server accepts
+                self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: {e}")
+            elif e.status == 409:  # changed in between (a controller): record against the latest copy
+                latest = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+                if latest is not None:
+                    await self._record(rtype, latest, applied)
+            else:
+                raise ApplyError(f"Recording the last-applied copy of {describe(saved)}: {e}") from e
 
     async def _create(self, change: Change) -> None:
         assert change.new is not None

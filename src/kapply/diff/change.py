@@ -112,11 +112,14 @@ def last_applied(live: dict, config: Config) -> dict | None:
     return applied
 
 
+def records_original(res: dict) -> bool:
+    """False when the resource opts out of the last-applied copy (`kapp.k14s.io/disable-original`)."""
+    return DISABLE_ORIGINAL_ANNOTATION not in _annotations(res)
+
+
 def last_applied_annotations(saved: dict, applied: dict, config: Config) -> dict[str, str] | None:
-    """The annotations that record `applied` on the object the server returned (`saved`), or None when
-    the resource opts out or the copy is too large for an annotation."""
-    if DISABLE_ORIGINAL_ANNOTATION in _annotations(saved) or DISABLE_ORIGINAL_ANNOTATION in _annotations(applied):
-        return None
+    """The annotations that record `applied` on the object the server returned (`saved`), or None when the copy is
+    too large for an annotation."""
     original = orjson.dumps(applied, option=orjson.OPT_SORT_KEYS).decode()
     if len(original) > MAX_ANNOTATION_VALUE:
         return None

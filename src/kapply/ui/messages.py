@@ -24,5 +24,9 @@ class Progress:
         if self.enabled:
             print(f"{timestamp()}: {message}", file=self.out, flush=True)
 
+    def warn(self, message: str) -> None:
+        """`Warning: ...` on stderr, without a timestamp, as kapp prints API warnings; shown in every mode."""
+        print(f"Warning: {message}", file=sys.stderr, flush=True)
+
     def section(self, message: str) -> None:
         self.line(f"---- {message} ----")
