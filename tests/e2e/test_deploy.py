@@ -137,7 +137,7 @@ def test_secret_values_are_masked_in_diffs_and_history(kapply, kube: Client, nam
     for cm in app_changes(kube, namespace):
         assert "hunter2" not in json.dumps(cm.data) and "correct-horse" not in json.dumps(cm.data)
 
-    shown = deploy(kapply, namespace, SECRET.format(password="battery"), "-c", "--diff-run", "--no-diff-mask",
+    shown = deploy(kapply, namespace, SECRET.format(password="battery"), "-c", "--diff-run", "--diff-mask=false",
                    app="secrets")
     assert "password: battery" in shown.stdout, shown.stdout
     assert "password: correct-horse" in shown.stdout, shown.stdout
@@ -171,3 +171,18 @@ def test_api_error_fails_the_deploy_records_it_and_a_fixed_rerun_converges(kappl
     assert deploy(kapply, namespace, fixed, app="svc").returncode == 0
     assert kube.get(Service, "broken", namespace=namespace).spec.ports[0].port == 80
     eventually(lambda: len(app_changes(kube, namespace)) == 2, what="a second app-change")
+
+
+def test_seed_secret_example_masks_changed_values(kapply, namespace: str):
+    """kapp's diff docs: stringData foo: bar -> bars shows two different masked values."""
+    sample = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sample\nstringData:\n  foo: {value}\n"
+    assert deploy(kapply, namespace, sample.format(value="bar"), app="sample-secret").returncode == 0
+    masked = deploy(kapply, namespace, sample.format(value="bars"), "--diff-changes=true", "--diff-context=4",
+                    "--diff-run", app="sample-secret")
+    assert f"@@ update secret/sample (v1) namespace: {namespace} @@" in masked.stdout
+    assert re.search(r"^\s*\d+\s+-\s+foo: <-- value not shown \(#1\)$", masked.stdout, re.M), masked.stdout
+    assert re.search(r"^\s*\d+ \+\s+foo: <-- value not shown \(#2\)$", masked.stdout, re.M), masked.stdout
+    plain = deploy(kapply, namespace, sample.format(value="bars"), "-c", "--diff-mask=false", "--diff-run",
+                   app="sample-secret")
+    assert re.search(r"^\s*\d+\s+-\s+foo: bar$", plain.stdout, re.M), plain.stdout
+    assert re.search(r"^\s*\d+ \+\s+foo: bars$", plain.stdout, re.M), plain.stdout

@@ -154,6 +154,6 @@ def test_json_output_has_kapps_shape(kapply, namespace):
     assert set(doc) == {"Tables", "Blocks", "Lines"}
     [table] = doc["Tables"]
     assert table["Header"]["op_strategy"] == "Op st." and table["Header"]["wait_to"] == "Wait to"
-    assert table["Rows"] == [{"namespace": namespace, "name": "settings", "kind": "ConfigMap", "age": "", "op": "create",
-                              "op_strategy": "", "wait_to": "reconcile", "reconcile_state": "",
+    assert table["Rows"] == [{"namespace": namespace, "name": "settings", "kind": "ConfigMap", "age": "",
+                              "op": "create", "op_strategy": "", "wait_to": "reconcile", "reconcile_state": "",
                               "reconcile_info": ""}]

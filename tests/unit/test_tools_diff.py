@@ -54,5 +54,5 @@ def test_local_diff_shows_kapps_line_diff_and_summary(tmp_path):
 def test_local_diff_shows_secret_values_only_when_asked(tmp_path):
     (tmp_path / "old.yml").write_text(OLD)
     (tmp_path / "new.yml").write_text(NEW)
-    result = run("-f", str(tmp_path / "new.yml"), "--file2", str(tmp_path / "old.yml"), "-c", "--no-mask")
+    result = run("-f", str(tmp_path / "new.yml"), "--file2", str(tmp_path / "old.yml"), "-c", "--mask=false")
     assert "password: hunter2" in result.stdout

@@ -7,6 +7,7 @@ import click
 from kapply.cli.common import (
     AliasedGroup,
     app_options,
+    bool_flag,
     confirm,
     connect,
     handle_errors,
@@ -24,7 +25,7 @@ def app_change() -> None:
 
 @click.command(name="list")
 @app_options
-@click.option("--diff", is_flag=True, help="Show the diff each change applied (kapply)")
+@bool_flag("--diff", help="Show the diff each change applied (kapply)")
 @output_options
 @kube_options
 @handle_errors
@@ -74,7 +75,7 @@ async def _list(
 @click.command(name="garbage-collect")
 @app_options
 @click.option("--max", "max_to_keep", default=200, help="Maximum number of app changes to keep")
-@click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
+@bool_flag("-y", "--yes", help="Assumes yes for any prompt")
 @kube_options
 @handle_errors
 def gc(**flags: object) -> None:

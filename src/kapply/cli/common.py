@@ -49,6 +49,13 @@ class AliasedGroup(click.Group):
         return (cmd.name if cmd else None), cmd, rest
 
 
+def bool_flag(*names: str, default: bool = False, help: str = "") -> Callable[[Callable[..., Any]], Any]:
+    """A boolean flag as kapp (pflag) takes it: `--x`, `--x=true` or `--x=false`."""
+    return click.option(
+        *names, type=click.BOOL, default=default, is_flag=False, flag_value=True, show_default=True, help=help
+    )
+
+
 def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """kapp's kubeconfig flags; accepted on every command that talks to a cluster."""
     fn = click.option("--kubeconfig", envvar="KAPP_KUBECONFIG", help="Path to the kubeconfig file ($KAPP_KUBECONFIG)")(
@@ -82,12 +89,9 @@ def connect(kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_y
 
 
 def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option(
-        "--tty/--no-tty",
-        default=None,
-        help="Force TTY-like output (default: on for deploy and delete, else if stdout is a terminal)",
-    )(fn)
-    fn = click.option("--json", "as_json", is_flag=True, help="Output as JSON")(fn)
+    fn = click.option("--tty", type=click.BOOL, default=None, is_flag=False, flag_value=True,
+                      help="Force TTY-like output (default: on for deploy and delete, else when stdout is a TTY)")(fn)
+    fn = bool_flag("--json", "as_json", help="Output as JSON")(fn)
     return fn
 
 

@@ -6,6 +6,7 @@ import click
 
 from kapply.cli.common import (
     app_options,
+    bool_flag,
     confirm,
     connect,
     handle_errors,
@@ -18,9 +19,9 @@ from kapply.cli.common import (
 
 @click.command()
 @app_options
-@click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
+@bool_flag("-y", "--yes", help="Assumes yes for any prompt")
 @output_options
-@click.option("--diff-run", is_flag=True, help="Show diff and exit")
+@bool_flag("--diff-run", help="Show diff and exit")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
 @kube_options
 @handle_errors

@@ -9,6 +9,7 @@ import click
 from kapply.cli.common import (
     ExitStatus,
     app_options,
+    bool_flag,
     confirm,
     connect,
     handle_errors,
@@ -23,37 +24,36 @@ from kapply.cli.common import (
 @app_options
 @click.option("-f", "--file", "files", multiple=True, help="Set file (format: /tmp/foo, -) (can repeat)")
 @click.option("--labels", multiple=True, help="Set app labels (format: key=val, key=val) (can repeat)")
-@click.option("-y", "--yes", is_flag=True, help="Assumes yes for any prompt")
+@bool_flag("-y", "--yes", help="Assumes yes for any prompt")
 @output_options
-@click.option("-c", "--diff-changes", is_flag=True, help="Show changes")
+@bool_flag("-c", "--diff-changes", help="Show changes")
 @click.option("--diff-context", default=2, help="Show number of lines around changed lines")
-@click.option("--diff-line-numbers/--no-diff-line-numbers", default=True, help="Show line numbers")
-@click.option("--diff-mask/--no-diff-mask", default=True, help="Apply masking rules")
-@click.option("--diff-summary/--no-diff-summary", default=True, help="Show diff summary")
-@click.option(
-    "--diff-against-last-applied/--no-diff-against-last-applied",
+@bool_flag("--diff-line-numbers", default=True, help="Show line numbers")
+@bool_flag("--diff-mask", default=True, help="Apply masking rules")
+@bool_flag("--diff-summary", default=True, help="Show diff summary")
+@bool_flag(
+    "--diff-against-last-applied",
     default=True,
     help="Show changes against last applied copy when possible",
 )
-@click.option(
-    "--diff-server-side/--no-diff-server-side",
+@bool_flag(
+    "--diff-server-side",
     default=True,
     help="Confirm updates found against the live object with a server-side dry run (kapply)",
 )
-@click.option("--diff-run", is_flag=True, help="Show diff and exit")
-@click.option("--diff-exit-status", is_flag=True, help="Return specific exit status based on number of changes")
+@bool_flag("--diff-run", help="Show diff and exit")
+@bool_flag("--diff-exit-status", help="Return specific exit status based on number of changes")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
 @click.option("--apply-default-update-strategy", default="", help="Change default update strategy")
-@click.option("--apply-exit-status", is_flag=True, help="Return specific exit status based on number of changes")
+@bool_flag("--apply-exit-status", help="Return specific exit status based on number of changes")
 @click.option("--app-changes-max-to-keep", default=200, help="Maximum number of app changes to keep")
-@click.option("--dangerous-allow-empty-list-of-resources", is_flag=True, help="Allow to apply empty set of resources")
-@click.option(
+@bool_flag("--dangerous-allow-empty-list-of-resources", help="Allow to apply empty set of resources")
+@bool_flag(
     "--dangerous-override-ownership-of-existing-resources",
-    is_flag=True,
     help="Steal existing resources from another app",
 )
-@click.option(
-    "--default-label-scoping-rules/--no-default-label-scoping-rules",
+@bool_flag(
+    "--default-label-scoping-rules",
     default=True,
     help="Use default label scoping rules",
 )

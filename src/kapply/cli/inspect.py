@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import app_options, connect, handle_errors, kube_options, make_output, output_options, run
+from kapply.cli.common import (
+    app_options,
+    bool_flag,
+    connect,
+    handle_errors,
+    kube_options,
+    make_output,
+    output_options,
+    run,
+)
 
 
 @click.command()
 @app_options
-@click.option("-t", "--tree", is_flag=True, help="Tree view")
+@bool_flag("-t", "--tree", help="Tree view")
 @output_options
 @kube_options
 @handle_errors

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import connect, handle_errors, kube_options, make_output, output_options, run
+from kapply.cli.common import bool_flag, connect, handle_errors, kube_options, make_output, output_options, run
 
 
 @click.command(name="list")
 @click.option("-n", "--namespace", default="", help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)")
-@click.option("-A", "--all-namespaces", is_flag=True, help="List apps in all namespaces")
+@bool_flag("-A", "--all-namespaces", help="List apps in all namespaces")
 @output_options
 @kube_options
 @handle_errors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import AliasedGroup, handle_errors, make_output, output_options
+from kapply.cli.common import AliasedGroup, bool_flag, handle_errors, make_output, output_options
 
 
 @click.group(cls=AliasedGroup)
@@ -15,11 +15,11 @@ def tools() -> None:
 @click.command()
 @click.option("-f", "--file", "files", multiple=True, help="Set file (format: /tmp/foo, -) (can repeat)")
 @click.option("--file2", "files2", multiple=True, help="Set second file (format: /tmp/foo, -) (can repeat)")
-@click.option("-c", "--changes", is_flag=True, help="Show changes")
+@bool_flag("-c", "--changes", help="Show changes")
 @click.option("--context", default=2, help="Show number of lines around changed lines")
-@click.option("--line-numbers/--no-line-numbers", default=True, help="Show line numbers")
-@click.option("--mask/--no-mask", default=True, help="Apply masking rules")
-@click.option("--summary/--no-summary", default=True, help="Show diff summary")
+@bool_flag("--line-numbers", default=True, help="Show line numbers")
+@bool_flag("--mask", default=True, help="Apply masking rules")
+@bool_flag("--summary", default=True, help="Show diff summary")
 @output_options
 @handle_errors
 def diff(

@@ -111,11 +111,15 @@ class Cluster:
         self.server: str = config.cluster.server
         self.namespace: str | None = config.namespace
         self._http = httpx2.AsyncClient(**params)
+        self._params = params
+        self._http1: httpx2.AsyncClient | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
 
     async def close(self) -> None:
         await self._http.aclose()
+        if self._http1 is not None:
+            await self._http1.aclose()
 
     async def __aenter__(self) -> Cluster:
         return self
@@ -132,7 +136,14 @@ class Cluster:
             content = orjson.dumps(body)
             headers["Content-Type"] = content_type
         try:
-            response = await self._http.request(method, path, params=params, content=content, headers=headers)
+            try:
+                response = await self._http.request(method, path, params=params, content=content, headers=headers)
+            except httpx2.RemoteProtocolError:
+                # The API server closes an HTTP/2 connection (GOAWAY) before answering an unauthenticated
+                # request, and the HTTP/2 client then loses the 401; HTTP/1.1 gets the real answer.
+                if self._http1 is None:
+                    self._http1 = httpx2.AsyncClient(**{**self._params, "http2": False})
+                response = await self._http1.request(method, path, params=params, content=content, headers=headers)
         except httpx2.HTTPError as e:
             raise ClusterError(f"Request {method} {path} to {self.server} failed: {e}") from e
         if response.status_code >= 400:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -124,12 +125,17 @@ class ExecCredentialAuth(httpx2.Auth):
             async with self._lock:
                 if attempt or not self._valid():
                     command, env = self._command()
-                    proc = await asyncio.create_subprocess_exec(
-                        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-                    stdout, stderr = await proc.communicate()
+                    # A thread, not asyncio's subprocess support: on Python 3.11 a task cancelled while
+                    # asyncio is still starting a child (a sibling request failed first) never finishes,
+                    # so asyncio.run hangs on shutdown.
+                    try:
+                        proc = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True,
+                                                       stdin=subprocess.DEVNULL)
+                    except OSError as e:
+                        raise KapplyError(f"exec plugin '{command[0]}' could not be run: {e}") from e
                     if proc.returncode:
-                        raise KapplyError(f"exec plugin '{command[0]}' failed: {stderr.decode().strip()}")
-                    self._store(stdout)
+                        raise KapplyError(f"exec plugin '{command[0]}' failed: {proc.stderr.decode().strip()}")
+                    self._store(proc.stdout)
             request.headers["Authorization"] = f"Bearer {self._token}"
             response = yield request
             if response.status_code != 401:
