@@ -83,6 +83,9 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
     inspected = kapply("inspect", "-a", "simple-app", "-n", namespace, "--tty")
     assert inspected.returncode == 0, inspected.stderr
     assert re.search(r"simple-app\s+Deployment\s+kapp", inspected.stdout), inspected.stdout
+    status = kapply("inspect", "-a", "simple-app", "-n", namespace, "--status")
+    assert status.returncode == 0, status.stderr
+    assert re.search(r"simple-app\tDeployment\t.*observedGeneration=\d", status.stdout), status.stdout
     history = kapply("app-change", "list", "-a", "simple-app", "-n", namespace, "--diff")
     assert history.returncode == 0, history.stderr
     assert history.stdout.count("simple-app-change-") >= 3

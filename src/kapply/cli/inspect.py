@@ -19,6 +19,7 @@ from kapply.cli.common import (
 @click.command()
 @app_options
 @bool_flag("-t", "--tree", help="Tree view")
+@bool_flag("--status", help="Show status of each resource")
 @output_options
 @kube_options
 @handle_errors
@@ -33,6 +34,7 @@ async def _inspect(
     namespace: str,
     app_namespace: str,
     tree: bool,
+    status: bool,
     tty: bool | None,
     as_json: bool,
     kubeconfig: str | None,
@@ -43,7 +45,7 @@ async def _inspect(
     from kapply.cli.common import namespace_or_default
     from kapply.delete import app_resources
     from kapply.errors import KapplyError
-    from kapply.ui.resources import resources_table
+    from kapply.ui.resources import resources_table, status_table
 
     out = make_output(tty, as_json)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
@@ -52,5 +54,5 @@ async def _inspect(
         if found is None:
             raise KapplyError(f"App '{app}' (namespace: {ns}) does not exist")
         resources = await app_resources(cluster, found, await cluster.discovery())
-        out.table(resources_table(found, resources, tree=tree))
+        out.table(status_table(found, resources) if status else resources_table(found, resources, tree=tree))
         out.finish()

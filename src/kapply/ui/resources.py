@@ -46,3 +46,24 @@ def resources_table(app: App, resources: Sequence[dict], *, tree: bool = False) 
             walk(root, 0)
     return Table(f"Resources in app '{app.name}'", ("Namespace", "Name", "Kind", "Owner", "Rs", "Ri", "Age"),
                  tuple(rows), notes=("Rs: Reconcile state", "Ri: Reconcile information"), content="resources")
+
+
+def _status_summary(status: object) -> str:
+    """`.status` in one cell: scalars as key=value, conditions as Type=Status."""
+    if not isinstance(status, dict):
+        return ""
+    parts = []
+    for key in sorted(status):
+        value = status[key]
+        if key == "conditions" and isinstance(value, list):
+            parts += [f"{c.get('type')}={c.get('status')}" for c in value if isinstance(c, dict)]
+        elif not isinstance(value, dict | list):
+            parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def status_table(app: App, resources: Sequence[dict]) -> Table:
+    rows = tuple((obj["metadata"].get("namespace") or "(cluster)", obj["metadata"]["name"], obj["kind"],
+                  _status_summary(obj.get("status"))) for obj in sorted(resources, key=_sort_key))
+    return Table(f"Resources in app '{app.name}' status", ("Namespace", "Name", "Kind", "Status"), rows,
+                 content="resources")
