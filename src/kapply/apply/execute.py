@@ -25,6 +25,7 @@ from kapply.apply.strategies import (
     update_strategy,
 )
 from kapply.config.config import Config
+from kapply.config.rules import MaskCounter, mask
 from kapply.diff.change import (
     MAX_ANNOTATION_VALUE,
     Change,
@@ -34,6 +35,8 @@ from kapply.diff.change import (
     records_original,
 )
 from kapply.diff.ops_diff import fingerprint
+from kapply.diff.text_diff import diff_lines, render_minimal
+from kapply.diff.yaml_text import to_yaml
 from kapply.errors import ClusterError, KapplyError
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
 from kapply.resources.identity import api_group, describe
@@ -180,12 +183,18 @@ class Applier:
             recalculated = calculate(change.new, live, self.config)
             if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
                 raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict (approved "
-                                 f"diff no longer matches): {conflict}")
+                                 f"diff no longer matches): {conflict}: Recalculated diff:\n"
+                                 f"{self._minimal_diff(recalculated)}")
             if recalculated.op is not Op.UPDATE:
                 return
             change = recalculated
         raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict "
                          f"(tried multiple times): {conflict}")
+
+    def _minimal_diff(self, change: Change) -> str:
+        counter = MaskCounter()
+        left, right = (mask(side, self.config.diff_mask_rules, counter) for side in (change.left, change.right))
+        return render_minimal(diff_lines(to_yaml(left).split("\n"), to_yaml(right).split("\n")))
 
     async def _replace(self, change: Change, rtype: ResourceType) -> None:
         assert change.existing is not None and change.new is not None
