@@ -395,8 +395,157 @@ def component_args(ports: dict[str, int]) -> dict[str, list[str]]:
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--cidr=10.244.0.1/16", "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{ports['kwok']}",
+            f"--config={DATA_DIR / 'kwok-stages.yaml'}",
         ],
     }
+
+
+# kwok's default pod stages (pods become Ready; Job pods Succeed; deleted pods go), plus three that
+# tests select by image, so that failures are real pod states the controllers react to:
+#   registry.invalid/kapply-test:image-pull-backoff  -> Pending, waiting ImagePullBackOff
+#   registry.invalid/kapply-test:crash-loop-backoff  -> Running, not Ready, waiting CrashLoopBackOff
+#   registry.invalid/kapply-test:exit-1              -> Failed, terminated with exit code 1
+FAILING_IMAGES = {
+    "image-pull-backoff": "registry.invalid/kapply-test:image-pull-backoff",
+    "crash-loop-backoff": "registry.invalid/kapply-test:crash-loop-backoff",
+    "exit-1": "registry.invalid/kapply-test:exit-1",
+}
+
+_NOT_DELETED = """    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+"""
+_NO_STATUS_YET = _NOT_DELETED + """    - key: '.status.podIP'
+      operator: 'DoesNotExist'
+"""
+
+
+def _stage(name: str, selector: str, next_: str) -> str:
+    return (f"apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: {name}\nspec:\n"
+            f"  resourceRef:\n    apiGroup: v1\n    kind: Pod\n  selector:\n    matchExpressions:\n{selector}"
+            f"  next:\n{next_}")
+
+
+def _image_is(image: str, negate: bool = False) -> str:
+    values = "".join(f"      - '{i}'\n" for i in ([image] if not negate else FAILING_IMAGES.values()))
+    return (f"    - key: '.spec.containers.[].image'\n      operator: '{'NotIn' if negate else 'In'}'\n"
+            f"      values:\n{values}")
+
+
+def _status(body: str) -> str:
+    return "    statusTemplate: |\n" + "".join(f"      {line}\n" for line in body.strip().splitlines())
+
+
+_CONTAINERS = """
+{{ $now := Now }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: %(restarts)s
+  state:
+    %(state)s
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+startTime: {{ $now | Quote }}
+"""
+
+
+def kwok_stages() -> str:
+    ready = _status("""
+{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  restartCount: 0
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+{{ end }}
+initContainerStatuses:
+{{ range .spec.initContainers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: 0
+      finishedAt: {{ $now | Quote }}
+      reason: Completed
+      startedAt: {{ $now | Quote }}
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+phase: Running
+startTime: {{ $now | Quote }}
+""")
+    complete = _status("""
+{{ $now := Now }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: 0
+      finishedAt: {{ $now | Quote }}
+      reason: Completed
+      startedAt: {{ $now | Quote }}
+{{ end }}
+phase: Succeeded
+""")
+    job_running = _NOT_DELETED + """    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+"""
+    waiting = "waiting:\n      reason: %s\n      message: %s"
+    pull = _status(_CONTAINERS % {"restarts": 0, "state": waiting % (
+        "ImagePullBackOff", "'Back-off pulling image \"{{ .image }}\"'")} + "phase: Pending\n")
+    crash = _status(_CONTAINERS % {"restarts": 3, "state": waiting % (
+        "CrashLoopBackOff", "'back-off 40s restarting failed container'")} + """phase: Running
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  type: Ready
+""")
+    failed = _status(_CONTAINERS % {"restarts": 0, "state": (
+        "terminated:\n      exitCode: 1\n      reason: Error\n      startedAt: {{ $now | Quote }}\n"
+        "      finishedAt: {{ $now | Quote }}")} + "phase: Failed\n")
+    return "---\n".join([
+        _stage("pod-ready", _NO_STATUS_YET + _image_is("", negate=True), ready),
+        _stage("pod-complete", job_running, complete),
+        _stage("pod-delete", "    - key: '.metadata.deletionTimestamp'\n      operator: 'Exists'\n",
+               "    finalizers:\n      empty: true\n    delete: true\n"),
+        _stage("pod-image-pull-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["image-pull-backoff"]), pull),
+        _stage("pod-crash-loop-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["crash-loop-backoff"]), crash),
+        _stage("pod-exit-1", _NO_STATUS_YET + _image_is(FAILING_IMAGES["exit-1"]), failed),
+    ])
 
 
 def fake_node() -> dict:
@@ -464,6 +613,7 @@ def up() -> None:
     write_kubeconfig(DATA_DIR / "kubeconfig", server, pki, "kapply-admin", "admin", "default")
     write_kubeconfig(DATA_DIR / "restricted.kubeconfig", server, pki, RESTRICTED_USER, "restricted",
                      RESTRICTED_NAMESPACE)
+    (DATA_DIR / "kwok-stages.yaml").write_text(kwok_stages())
     args = component_args(ports)
     procs: dict[str, subprocess.Popen] = {}
 

@@ -124,3 +124,32 @@ def test_cluster_up_on_a_running_cluster_reuses_it(cluster_script, cluster: Clus
     cluster_script.up()
     assert cluster_script.read_state() == before
     assert cluster_script.healthy(before)
+
+
+@pytest.mark.parametrize(("image", "reason"), [
+    ("registry.invalid/kapply-test:image-pull-backoff", "ImagePullBackOff"),
+    ("registry.invalid/kapply-test:crash-loop-backoff", "CrashLoopBackOff"),
+])
+def test_kwok_gives_pods_of_failing_test_images_real_waiting_reasons(kube: Client, namespace: str, image, reason):
+    kube.create(from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "broken"},
+                           "spec": {"containers": [{"name": "app", "image": image}]}}), namespace=namespace)
+
+    def waiting_reason():
+        statuses = kube.get(Pod, "broken", namespace=namespace).status.containerStatuses or []
+        return statuses and statuses[0].state.waiting and statuses[0].state.waiting.reason
+
+    assert eventually(waiting_reason, what=f"pod waiting with {reason}") == reason
+
+
+def test_a_job_whose_pods_exit_1_fails(kube: Client, namespace: str):
+    kube.create(from_dict({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "failing"},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "app", "image": "registry.invalid/kapply-test:exit-1"}]}}},
+    }), namespace=namespace)
+
+    def failed():
+        job = kube.get(Job, "failing", namespace=namespace)
+        return any(c.type == "Failed" and c.status == "True" for c in (job.status.conditions or []))
+
+    eventually(failed, what="job failing to fail")
