@@ -432,8 +432,14 @@ def _image_is(image: str, negate: bool = False) -> str:
 
 
 def _status(body: str) -> str:
+    body = body.replace("ADDRESSES", _ADDRESSES)
     return "    statusTemplate: |\n" + "".join(f"      {line}\n" for line in body.strip().splitlines())
 
+
+# Where kwok says the pod runs; templates write it where this marker stands.
+_ADDRESSES = ("hostIP: {{ NodeIPWith .spec.nodeName | Quote }}\n"
+              "podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid \"\" ) "
+              "( or .metadata.name \"\" ) ( or .metadata.namespace \"\" ) | Quote }}")
 
 _CONTAINERS = """
 {{ $now := Now }}
@@ -446,8 +452,7 @@ containerStatuses:
   state:
     %(state)s
 {{ end }}
-hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+ADDRESSES
 startTime: {{ $now | Quote }}
 """
 
@@ -488,8 +493,7 @@ initContainerStatuses:
       reason: Completed
       startedAt: {{ $now | Quote }}
 {{ end }}
-hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+ADDRESSES
 phase: Running
 startTime: {{ $now | Quote }}
 """)
