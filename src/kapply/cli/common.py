@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,25 @@ class ExitStatus(KapplyError):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Duration(click.ParamType):
+    """A Go duration as kapp's flags take it (`15m`, `1h30m`, `500ms`, `3s`, `0`), in seconds."""
+
+    name = "duration"
+    _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip()
+        if text in ("0", ""):
+            return 0.0
+        parts = self._PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            self.fail(f"invalid duration '{value}' (expected e.g. 15m, 1h30m, 500ms)", param, ctx)
+        return sum(float(n) * self._UNITS[u] for n, u in parts)
 
 
 class AliasedGroup(click.Group):

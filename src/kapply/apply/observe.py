@@ -1,0 +1,75 @@
+"""Reading the current state of every resource being waited on, a few requests per tick.
+
+Waiting on N resources costs one LIST per (type, namespace) among them per tick, not one
+GET per resource: the app label selects the app's objects, and the association label
+groups the controller-made children (ReplicaSets, Pods) under their parents, since both
+labels are copied into pod templates. A type with a single waited object is read with a
+GET instead, which is cheaper than a LIST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kapply.app.preparation import ASSOCIATION_LABEL
+from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.resources.identity import ResourceKey, api_group, key_of
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    objects: dict[ResourceKey, dict] = field(default_factory=dict)  # waited objects that exist now
+    children: dict[str, list[dict]] = field(default_factory=dict)  # association label value -> children
+
+    def get(self, obj: dict) -> dict | None:
+        return self.objects.get(key_of(obj))
+
+    def children_of(self, obj: dict) -> list[dict]:
+        association = ((obj.get("metadata") or {}).get("labels") or {}).get(ASSOCIATION_LABEL)
+        return self.children.get(association, []) if association else []
+
+
+def _rtype(discovery: Discovery, obj: dict) -> ResourceType | None:
+    return discovery.find(obj["apiVersion"], obj["kind"]) or discovery.preferred(api_group(obj["apiVersion"]),
+                                                                                 obj["kind"])
+
+
+async def snapshot(cluster: Cluster, discovery: Discovery, waited: Sequence[dict], selector: str,
+                   child_types: Iterable[tuple[str, str]] = ()) -> Snapshot:
+    """The live copies of `waited` (absent when gone) and, for parents, their children of `child_types`
+    ((group, plural) pairs) in the parents' namespaces."""
+    groups: dict[tuple[ResourceType, str | None], list[dict]] = defaultdict(list)
+    for obj in waited:
+        rtype = _rtype(discovery, obj)
+        if rtype is not None:
+            groups[(rtype, obj["metadata"].get("namespace"))].append(obj)
+
+    async def read(rtype: ResourceType, namespace: str | None, objs: list[dict]) -> list[dict]:
+        if len(objs) == 1:
+            found = await cluster.get(rtype, namespace, objs[0]["metadata"]["name"])
+            if found is not None:
+                found["apiVersion"], found["kind"] = rtype.api_version, rtype.kind
+            return [found] if found is not None else []
+        return await cluster.list(rtype, label_selector=selector, namespace=namespace)
+
+    wanted_children = set(child_types)
+    child_rtypes = [t for t in discovery.listable() if (t.group, t.plural) in wanted_children]
+    namespaces = {obj["metadata"].get("namespace") for obj in waited if obj["metadata"].get("namespace")}
+    reads = [read(rtype, ns, objs) for (rtype, ns), objs in groups.items()]
+    reads += [cluster.list(rtype, label_selector=selector, namespace=ns) for rtype in child_rtypes for ns in namespaces]
+    results = await asyncio.gather(*reads)
+
+    objects: dict[ResourceKey, dict] = {}
+    for found in results[: len(groups)]:
+        for obj in found:
+            objects[key_of(obj)] = obj
+    children: dict[str, list[dict]] = defaultdict(list)
+    for found in results[len(groups):]:
+        for obj in found:
+            association = (obj["metadata"].get("labels") or {}).get(ASSOCIATION_LABEL)
+            if association:
+                children[association].append(obj)
+    return Snapshot(objects, dict(children))
