@@ -56,7 +56,7 @@ async def _delete(
         if plan is None:
             click.echo(f"App '{app}' (namespace: {ns}) does not exist")
             return
-        out.line(f"Target cluster '{cluster.server}'")
+        out.line(await cluster.target())
         out.table(changes_table(plan.changes))
         if not diff_run:
             if not yes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import click
@@ -134,8 +135,8 @@ async def _deploy(
             app_changes_max_to_keep=app_changes_max_to_keep,
             apply=ApplyOptions(concurrency=apply_concurrency, default_update_strategy=apply_default_update_strategy),
         )
-        plan = await pipeline.plan(cluster, options, sys.stdin)
-        out.line(f"Target cluster '{cluster.server}'")
+        plan, target = await asyncio.gather(pipeline.plan(cluster, options, sys.stdin), cluster.target())
+        out.line(target)
         if diff_changes:
             counter = MaskCounter() if diff_mask else None
             out.block(

@@ -179,6 +179,18 @@ class Cluster:
         results = await asyncio.gather(*(one(g, v) for g, v in group_versions))
         return [t for ts in results for t in ts]
 
+    async def target(self) -> str:
+        """kapp's `Target cluster '<server>' (nodes: <oldest>, <N-1>+)`; without the nodes if they can't be listed."""
+        try:
+            page = await self.request("GET", "/api/v1/nodes", params={"limit": "500"})
+        except ClusterError:
+            return f"Target cluster '{self.server}'"
+        nodes = sorted(page.get("items") or [], key=lambda n: n["metadata"].get("creationTimestamp", ""))
+        if not nodes:
+            return f"Target cluster '{self.server}'"
+        more = f", {len(nodes) - 1}+" if len(nodes) > 1 else ""
+        return f"Target cluster '{self.server}' (nodes: {nodes[0]['metadata']['name']}{more})"
+
     async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict | None:
         try:
             return await self.request("GET", rtype.path(namespace, name))
