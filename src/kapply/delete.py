@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kapply.app import history, record
-from kapply.apply.execute import Applier, ApplyOptions
+from kapply.apply.execute import ApplyOptions
+from kapply.apply.loop import ApplyLoop, ClusterChange, WaitOptions, cluster_changes, order
 from kapply.config.config import Config
 from kapply.config.default import default_config
-from kapply.diff.change import Change, calculate
+from kapply.diff.change import calculate
 from kapply.errors import KapplyError
+from kapply.graph import ChangeGraph
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.identity import describe
 from kapply.resources.labeled import is_transient, list_labeled, types_in_scope
@@ -25,7 +27,8 @@ class DeletePlan:
     app: record.App
     config: Config
     discovery: Discovery
-    changes: tuple[Change, ...]
+    changes: tuple[ClusterChange, ...]
+    graph: ChangeGraph
 
 
 async def app_resources(cluster: Cluster, app: record.App, discovery: Discovery) -> list[dict]:
@@ -33,7 +36,7 @@ async def app_resources(cluster: Cluster, app: record.App, discovery: Discovery)
     return await list_labeled(cluster, types_in_scope(discovery, None), app.meta.label_selector)
 
 
-async def plan(cluster: Cluster, namespace: str, name: str) -> DeletePlan | None:
+async def plan(cluster: Cluster, namespace: str, name: str, wait: bool = True) -> DeletePlan | None:
     """None when the app does not exist."""
     app = await record.find(cluster, namespace, name)
     if app is None:
@@ -41,13 +44,17 @@ async def plan(cluster: Cluster, namespace: str, name: str) -> DeletePlan | None
     discovery = await cluster.discovery()
     config = default_config()
     owned = [obj for obj in await app_resources(cluster, app, discovery) if not is_transient(obj)]
-    return DeletePlan(app, config, discovery, tuple(calculate(None, obj, config) for obj in owned))
+    changes = [calculate(None, obj, config) for obj in owned]
+    planned = tuple(cluster_changes(changes, config, wait))
+    return DeletePlan(app, config, discovery, planned, order(planned, config))
 
 
-async def run(cluster: Cluster, plan: DeletePlan, options: ApplyOptions, progress: Progress) -> None:
+async def run(cluster: Cluster, plan: DeletePlan, options: ApplyOptions, wait: WaitOptions,
+              progress: Progress) -> None:
     app, _ = await history.begin(cluster, plan.app, "delete", [], "", record=False)
     try:
-        await Applier(cluster, plan.discovery, plan.config, options, progress).apply(plan.changes)
+        await ApplyLoop(cluster, plan.discovery, plan.config, app.meta.label_selector, options, wait,
+                        progress).run(plan.changes, plan.graph)
     except KapplyError:
         await history.finish(cluster, app, "", successful=False)
         raise

@@ -19,18 +19,20 @@ import yaml
 from kapply.app import history, record
 from kapply.app.meta import APP_LABEL_KEY, AppMeta
 from kapply.app.preparation import Placement, Prepared, prepare
-from kapply.apply.execute import Applier, ApplyOptions
+from kapply.apply.execute import ApplyOptions
+from kapply.apply.loop import ApplyLoop, ClusterChange, WaitOptions, cluster_changes, order
 from kapply.config.config import Config, merge, parse_config
 from kapply.config.default import default_config
 from kapply.config.rules import MaskCounter
 from kapply.diff import server_check
-from kapply.diff.change import EXISTS_ANNOTATION, NOOP_ANNOTATION, Change, calculate
+from kapply.diff.change import EXISTS_ANNOTATION, NOOP_ANNOTATION, calculate
 from kapply.errors import ConfigError, KapplyError, ManifestError, OwnershipError
+from kapply.graph import ChangeGraph
 from kapply.resources import manifests
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.identity import api_group, describe, key_of
 from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
-from kapply.ui.changes import all_line_diffs, description, shown
+from kapply.ui.changes import all_line_diffs, description
 from kapply.ui.messages import Progress
 
 CONFIG_API_VERSION = "kapp.k14s.io/v1alpha1"
@@ -51,6 +53,7 @@ class DeployOptions:
     default_label_scoping: bool = True
     app_changes_max_to_keep: int = 200
     apply: ApplyOptions = field(default_factory=ApplyOptions)
+    wait: WaitOptions = field(default_factory=WaitOptions)
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,12 @@ class Plan:
     is_new_app: bool
     config: Config
     discovery: Discovery
-    changes: tuple[Change, ...]
+    changes: tuple[ClusterChange, ...]  # those that apply or wait on something
+    graph: ChangeGraph
     namespaces: tuple[str, ...]
     used: frozenset[tuple[str, str, str]]  # (group, version, kind) of new and existing resources
     new_used: frozenset[tuple[str, str, str]]
 
-    @property
-    def pending(self) -> list[Change]:
-        return shown(self.changes)
 
 
 def _split_configs(docs: Sequence[manifests.Document]) -> tuple[list[manifests.Document], list[Config]]:
@@ -146,7 +147,8 @@ async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = 
     namespaces = sorted({r["metadata"].get("namespace") or "(cluster)" for r in new_by_key.values()})
     new_used = frozenset(_gvk(r) for r in new_by_key.values())
     used = new_used | {_gvk(obj) for obj in existing_by_key.values() if not is_transient(obj)}
-    return Plan(app, is_new, config, discovery, tuple(changes), tuple(namespaces), used, new_used)
+    planned = tuple(cluster_changes(changes, config, options.wait.wait))
+    return Plan(app, is_new, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
 
 
 def _used_meta(meta: AppMeta, used: frozenset[tuple[str, str, str]]) -> AppMeta:
@@ -155,16 +157,16 @@ def _used_meta(meta: AppMeta, used: frozenset[tuple[str, str, str]]) -> AppMeta:
 
 async def run(cluster: Cluster, plan: Plan, options: DeployOptions, progress: Progress) -> int:
     """Apply the plan and record it; returns the number of old app-changes garbage-collected."""
-    pending = plan.pending
     app = await record.store(cluster, plan.app, options.app_labels)
-    if not pending:
+    if not plan.changes:
         return 0
     app = await record.save_meta(cluster, app, _used_meta(app.meta, plan.used))
-    stored_diff = all_line_diffs(pending, plan.config, MaskCounter())
+    stored_diff = all_line_diffs(plan.changes, plan.config, MaskCounter())
     app, change_name = await history.begin(cluster, app, description(plan.changes), list(plan.namespaces),
                                            stored_diff, record=options.app_changes_max_to_keep > 0)
     try:
-        await Applier(cluster, plan.discovery, plan.config, options.apply, progress).apply(pending)
+        await ApplyLoop(cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait,
+                        progress).run(plan.changes, plan.graph)
     except (KapplyError, OSError):
         await history.finish(cluster, app, change_name, successful=False)
         raise

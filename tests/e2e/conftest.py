@@ -69,7 +69,12 @@ def kapply(cluster: Cluster) -> Callable[..., subprocess.CompletedProcess]:
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
-        return subprocess.run([sys.executable, "-m", "kapply", *args], input=input, env=full_env,
-                              capture_output=True, text=True, timeout=timeout)
+        try:
+            return subprocess.run([sys.executable, "-m", "kapply", *args], input=input, env=full_env,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            output = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            errors = (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+            pytest.fail(f"kapply {' '.join(args)} did not finish in {timeout}s; its output so far:\n{output}\n{errors}")
 
     return run

@@ -1,10 +1,5 @@
-"""Applying changes to the cluster: create, update, delete, with kapp's strategies.
-
-Until ordering by change groups and rules lands, changes go in a fixed safe
-order: Namespaces and CRDs first (then CRDs are waited on until Established,
-since their custom resources cannot be created before), then everything else,
-then deletes in reverse (CRDs and Namespaces last). Within a phase changes run
-concurrently, bounded by --apply-concurrency.
+"""Applying one change to the cluster: create, update, delete, with kapp's strategies.
+(The order of changes and the waiting are `kapply.apply.loop`'s.)
 
 Every create and update is followed by a second write that records the
 last-applied copy (kapp's `kapp.k14s.io/original`), as kapp does.
@@ -13,7 +8,7 @@ last-applied copy (kapp's `kapp.k14s.io/original`), as kapp does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from kapply.apply.strategies import (
@@ -39,7 +34,7 @@ from kapply.diff.text_diff import diff_lines, render_minimal
 from kapply.diff.yaml_text import to_yaml
 from kapply.errors import ClusterError, KapplyError
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
-from kapply.resources.identity import api_group, describe
+from kapply.resources.identity import describe
 from kapply.resources.labeled import with_identity
 from kapply.ui.messages import Progress
 
@@ -56,20 +51,6 @@ class ApplyError(KapplyError):
 class ApplyOptions:
     concurrency: int = 5
     default_update_strategy: str = ""
-    crd_established_timeout: float = 60
-    delete_timeout: float = 900
-
-
-def _is(res: dict, group: str, kind: str) -> bool:
-    return api_group(res.get("apiVersion", "")) == group and res.get("kind") == kind
-
-
-def _phase(change: Change) -> int:
-    res = change.resource
-    first = _is(res, "", "Namespace") or _is(res, "apiextensions.k8s.io", "CustomResourceDefinition")
-    if change.op is Op.DELETE:
-        return 4 if _is(res, "", "Namespace") else 3 if first else 2
-    return 0 if first else 1
 
 
 def _with_annotations(obj: dict, annotations: dict[str, str]) -> dict:
@@ -225,20 +206,6 @@ class Applier:
             if e.status == 409:  # precondition failed: a different object by that name now; ours is gone
                 return
             raise ApplyError(f"delete {change.describe()}: Deleting resource {change.describe()}: {e}") from e
-        await self._wait_gone(rtype, meta)
-
-    async def _wait_gone(self, rtype: ResourceType, meta: dict) -> None:
-        """Until the object (this uid) is gone: finalizers, and a Namespace's contents, take a while."""
-        deadline = asyncio.get_running_loop().time() + self.options.delete_timeout
-        while True:
-            live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
-            if live is None or live["metadata"].get("uid") != meta.get("uid"):
-                return
-            if asyncio.get_running_loop().time() > deadline:
-                finalizers = ", ".join(live["metadata"].get("finalizers") or []) or "none"
-                raise ApplyError(f"Timed out waiting after {self.options.delete_timeout:.0f}s for "
-                                 f"{describe(live)} to be deleted (finalizers: {finalizers})")
-            await asyncio.sleep(0.5)
 
     async def _exists(self, change: Change) -> None:
         res = change.resource
@@ -254,47 +221,3 @@ class Applier:
                   Op.EXISTS: self._exists}.get(change.op)
         if action is not None:
             await action(change)
-
-    async def _wait_established(self, crds: Sequence[Change]) -> None:
-        rtype = self.discovery.preferred("apiextensions.k8s.io", "CustomResourceDefinition")
-        assert rtype is not None
-        deadline = asyncio.get_running_loop().time() + self.options.crd_established_timeout
-        for change in crds:
-            name = change.resource["metadata"]["name"]
-            while True:
-                crd = await self.cluster.get(rtype, None, name)
-                conditions = ((crd or {}).get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    break
-                if asyncio.get_running_loop().time() > deadline:
-                    raise ApplyError(f"Timed out waiting for {change.describe()} to be Established")
-                await asyncio.sleep(0.2)
-        self.discovery = await self.cluster.discovery(refresh=True)
-
-    async def apply(self, changes: Sequence[Change]) -> None:
-        todo = [c for c in changes if c.op in (Op.ADD, Op.UPDATE, Op.DELETE, Op.EXISTS)]
-        total, done = len(todo), 0
-        semaphore = asyncio.Semaphore(self.options.concurrency)
-
-        async def run(change: Change) -> None:
-            async with semaphore:
-                await self.apply_one(change)
-                self.progress.line(f"{change.op.apply_op} {change.describe()}")
-
-        for phase in range(5):
-            batch = [c for c in todo if _phase(c) == phase]
-            if not batch:
-                continue
-            self.progress.section(f"applying {len(batch)} changes [{done}/{total} done]")
-            results = await asyncio.gather(*(run(c) for c in batch), return_exceptions=True)
-            errors = [r for r in results if isinstance(r, BaseException)]
-            if errors:
-                raise errors[0]
-            done += len(batch)
-            crds = [c for c in batch if c.op is not Op.DELETE and
-                    _is(c.resource, "apiextensions.k8s.io", "CustomResourceDefinition")]
-            if crds:
-                await self._wait_established(crds)
-        self.progress.section(f"applying complete [{total}/{total} done]")
-        self.progress.section(f"waiting complete [{total}/{total} done]")
-

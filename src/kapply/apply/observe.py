@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kapply.app.preparation import ASSOCIATION_LABEL
@@ -38,7 +38,7 @@ def _rtype(discovery: Discovery, obj: dict) -> ResourceType | None:
 
 
 async def snapshot(cluster: Cluster, discovery: Discovery, waited: Sequence[dict], selector: str,
-                   child_types: Iterable[tuple[str, str]] = ()) -> Snapshot:
+                   child_types: Iterable[tuple[str, str]] = (), concurrency: int = 5) -> Snapshot:
     """The live copies of `waited` (absent when gone) and, for parents, their children of `child_types`
     ((group, plural) pairs) in the parents' namespaces."""
     groups: dict[tuple[ResourceType, str | None], list[dict]] = defaultdict(list)
@@ -60,7 +60,13 @@ async def snapshot(cluster: Cluster, discovery: Discovery, waited: Sequence[dict
     namespaces = {obj["metadata"].get("namespace") for obj in waited if obj["metadata"].get("namespace")}
     reads = [read(rtype, ns, objs) for (rtype, ns), objs in groups.items()]
     reads += [cluster.list(rtype, label_selector=selector, namespace=ns) for rtype in child_rtypes for ns in namespaces]
-    results = await asyncio.gather(*reads)
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def bounded(read: Awaitable[list[dict]]) -> list[dict]:
+        async with semaphore:
+            return await read
+
+    results = await asyncio.gather(*(bounded(r) for r in reads))
 
     objects: dict[ResourceKey, dict] = {}
     for found in results[: len(groups)]:

@@ -16,6 +16,7 @@ import click
 from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
+    from kapply.apply.loop import WaitOptions
     from kapply.resources.cluster import Cluster
     from kapply.ui.output import Output
 
@@ -108,9 +109,57 @@ def connect(kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_y
     return Cluster(load(KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml)))
 
 
+def wait_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = bool_flag("--wait", default=True, help="Wait for changes to be applied")(fn)
+    fn = click.option(
+        "--wait-timeout",
+        type=Duration(),
+        default="15m",
+        show_default=True,
+        help="Maximum amount of time to wait in wait phase",
+    )(fn)
+    fn = click.option(
+        "--wait-resource-timeout",
+        type=Duration(),
+        default="0s",
+        show_default=True,
+        help="Maximum amount of time to wait for a resource in wait phase (0s means no timeout)",
+    )(fn)
+    fn = click.option(
+        "--wait-check-interval",
+        type=Duration(),
+        default="3s",
+        show_default=True,
+        help="Amount of time to sleep between checks while waiting",
+    )(fn)
+    fn = click.option(
+        "--wait-concurrency", default=5, show_default=True, help="Maximum number of concurrent reads while waiting"
+    )(fn)
+    return fn
+
+
+def make_wait_options(flags: dict[str, Any]) -> WaitOptions:
+    """WaitOptions from the flags of `wait_options`, which it removes from `flags`."""
+    from kapply.apply.loop import WaitOptions
+
+    return WaitOptions(
+        wait=flags.pop("wait"),
+        timeout=flags.pop("wait_timeout"),
+        resource_timeout=flags.pop("wait_resource_timeout"),
+        check_interval=flags.pop("wait_check_interval"),
+        concurrency=flags.pop("wait_concurrency"),
+    )
+
+
 def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--tty", type=click.BOOL, default=None, is_flag=False, flag_value=True,
-                      help="Force TTY-like output (default: on for deploy and delete, else when stdout is a TTY)")(fn)
+    fn = click.option(
+        "--tty",
+        type=click.BOOL,
+        default=None,
+        is_flag=False,
+        flag_value=True,
+        help="Force TTY-like output (default: on for deploy and delete, else when stdout is a TTY)",
+    )(fn)
     fn = bool_flag("--json", "as_json", help="Output as JSON")(fn)
     return fn
 

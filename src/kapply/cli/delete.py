@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from kapply.cli.common import (
@@ -12,9 +14,14 @@ from kapply.cli.common import (
     handle_errors,
     kube_options,
     make_output,
+    make_wait_options,
     output_options,
     run,
+    wait_options,
 )
+
+if TYPE_CHECKING:
+    from kapply.apply.loop import WaitOptions
 
 
 @click.command()
@@ -23,11 +30,12 @@ from kapply.cli.common import (
 @output_options
 @bool_flag("--diff-run", help="Show diff and exit")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
+@wait_options
 @kube_options
 @handle_errors
 def delete(**flags: object) -> None:
     """Delete app"""
-    run(_delete(**flags))  # type: ignore[arg-type]
+    run(_delete(wait=make_wait_options(flags), **flags))  # type: ignore[arg-type]
 
 
 async def _delete(
@@ -40,6 +48,7 @@ async def _delete(
     as_json: bool,
     diff_run: bool,
     apply_concurrency: int,
+    wait: WaitOptions,
     kubeconfig: str | None,
     kubeconfig_context: str | None,
     kubeconfig_yaml: str | None,
@@ -52,7 +61,7 @@ async def _delete(
     out = make_output(tty, as_json, tty_by_default=True)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
         ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
-        plan = await pipeline.plan(cluster, ns, app)
+        plan = await pipeline.plan(cluster, ns, app, wait.wait)
         if plan is None:
             click.echo(f"App '{app}' (namespace: {ns}) does not exist")
             return
@@ -62,5 +71,5 @@ async def _delete(
             if not yes:
                 click.echo()
                 confirm(yes)
-            await pipeline.run(cluster, plan, ApplyOptions(concurrency=apply_concurrency), out.progress())
+            await pipeline.run(cluster, plan, ApplyOptions(concurrency=apply_concurrency), wait, out.progress())
         out.finish()

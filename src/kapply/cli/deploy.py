@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,9 +17,14 @@ from kapply.cli.common import (
     handle_errors,
     kube_options,
     make_output,
+    make_wait_options,
     output_options,
     run,
+    wait_options,
 )
+
+if TYPE_CHECKING:
+    from kapply.apply.loop import WaitOptions
 
 
 @click.command()
@@ -60,11 +66,12 @@ from kapply.cli.common import (
 )
 @click.option("--into-ns", default="", help="Place resources into namespace")
 @click.option("--map-ns", multiple=True, help="Map resources from one namespace into another (can repeat)")
+@wait_options
 @kube_options
 @handle_errors
 def deploy(**flags: object) -> None:
     """Deploy app"""
-    run(_deploy(**flags))  # type: ignore[arg-type]
+    run(_deploy(wait=make_wait_options(flags), **flags))  # type: ignore[arg-type]
 
 
 def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
@@ -97,6 +104,7 @@ async def _deploy(
     diff_run: bool,
     diff_exit_status: bool,
     apply_concurrency: int,
+    wait: WaitOptions,
     apply_default_update_strategy: str,
     apply_exit_status: bool,
     app_changes_max_to_keep: int,
@@ -134,6 +142,7 @@ async def _deploy(
             default_label_scoping=default_label_scoping_rules,
             app_changes_max_to_keep=app_changes_max_to_keep,
             apply=ApplyOptions(concurrency=apply_concurrency, default_update_strategy=apply_default_update_strategy),
+            wait=wait,
         )
         plan, target = await asyncio.gather(pipeline.plan(cluster, options, sys.stdin), cluster.target())
         out.line(target)
@@ -146,7 +155,7 @@ async def _deploy(
             )
         if diff_summary:
             out.table(changes_view.changes_table(plan.changes, apply_default_update_strategy))
-        pending = bool(plan.pending)
+        pending = bool(plan.changes)
         if diff_run:
             out.finish(succeeded=not diff_exit_status)
             if diff_exit_status:

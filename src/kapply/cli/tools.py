@@ -36,6 +36,7 @@ def diff(
     """Diff files against files2 (no cluster, no rebase rules)"""
     import sys
 
+    from kapply.apply.loop import cluster_changes
     from kapply.config.config import Config
     from kapply.config.rules import MaskCounter
     from kapply.diff.local import local_changes
@@ -43,7 +44,9 @@ def diff(
     from kapply.ui.changes import all_line_diffs, changes_table
 
     out = make_output(tty, as_json)
-    found = local_changes(manifests.read(files, sys.stdin), manifests.read(files2, sys.stdin))
+    found = cluster_changes(
+        local_changes(manifests.read(files, sys.stdin), manifests.read(files2, sys.stdin)), Config(), wait=False
+    )
     if changes:
         from kapply.config.default import default_config
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from kapply.apply.loop import ClusterChange
 from kapply.apply.strategies import create_strategy, delete_strategy, label, update_strategy
+from kapply.apply.waiters import wait_state
 from kapply.config.config import Config
 from kapply.config.rules import MaskCounter, mask
 from kapply.diff.change import Change, Op
@@ -13,31 +15,18 @@ from kapply.diff.text_diff import diff_lines, render
 from kapply.diff.yaml_text import to_yaml
 from kapply.ui.table import Table
 
-SHOWN_OPS = (Op.ADD, Op.UPDATE, Op.DELETE, Op.EXISTS)
 
-
-def wait_op(change: Change) -> str:
-    return {Op.ADD: "reconcile", Op.UPDATE: "reconcile", Op.EXISTS: "reconcile", Op.DELETE: "delete"}.get(
-        change.op, "noop")
-
-
-def shown(changes: Sequence[Change]) -> list[Change]:
-    """Changes whose apply op or wait op is something: the rest are not shown or applied."""
-    return [c for c in changes if c.op in SHOWN_OPS]
-
-
-def summary(changes: Sequence[Change]) -> tuple[str, str]:
-    """kapp's two note lines, counting the changes that are shown (the others do nothing)."""
-    changes = shown(changes)
-    ops = [c.op.apply_op for c in changes]
-    waits = [wait_op(c) for c in changes]
+def summary(changes: Sequence[ClusterChange]) -> tuple[str, str]:
+    """kapp's two note lines."""
+    ops = [c.apply_op for c in changes]
+    waits = [c.wait.value for c in changes]
     return (f"Op:      {ops.count('create')} create, {ops.count('delete')} delete, {ops.count('update')} update, "
             f"{ops.count('noop')} noop, {ops.count('exists')} exists",
             f"Wait to: {waits.count('reconcile')} reconcile, {waits.count('delete')} delete, "
             f"{waits.count('noop')} noop")
 
 
-def description(changes: Sequence[Change]) -> str:
+def description(changes: Sequence[ClusterChange]) -> str:
     op_line, wait_line = summary(changes)
     return "update: " + op_line.replace("Op:      ", "Op: ") + " / " + wait_line
 
@@ -65,11 +54,20 @@ def op_strategy(change: Change, default_update_strategy: str = "") -> str:
     return ""
 
 
-def changes_table(changes: Sequence[Change], default_update_strategy: str = "") -> Table:
+def reconcile_state(change: Change) -> tuple[str, str]:
+    """Rs and Ri: how the live object stands now (kapp leaves out wait rules and children here)."""
+    if change.existing is None:
+        return "", ""
+    state = wait_state(change.existing)
+    return state.word.value, state.message
+
+
+def changes_table(changes: Sequence[ClusterChange], default_update_strategy: str = "") -> Table:
     rows = []
-    for c in sorted(shown(changes), key=lambda c: (c.key.namespace, c.key.name, c.key.kind)):
-        rows.append((c.key.namespace or "(cluster)", c.key.name, c.key.kind, age(c.existing),
-                     c.op.apply_op, op_strategy(c, default_update_strategy), wait_op(c), "", ""))
+    for cc in sorted(changes, key=lambda cc: (cc.change.key.namespace, cc.change.key.name, cc.change.key.kind)):
+        c = cc.change
+        rows.append((c.key.namespace or "(cluster)", c.key.name, c.key.kind, age(c.existing), cc.apply_op,
+                     op_strategy(c, default_update_strategy), cc.wait.value, *reconcile_state(c)))
     return Table("Changes", ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri"),
                  tuple(rows), notes=summary(changes),
                  json_keys=("namespace", "name", "kind", "age", "op", "op_strategy", "wait_to", "reconcile_state",
@@ -89,7 +87,8 @@ def line_diff(change: Change, config: Config, counter: MaskCounter | None, *, co
     return f"@@ {change.op.apply_op} {change.describe()} @@\n{body}"
 
 
-def all_line_diffs(changes: Sequence[Change], config: Config, counter: MaskCounter | None, *, context: int = 2,
-                   line_numbers: bool = True) -> str:
-    return "".join(line_diff(c, config, counter, context=context, line_numbers=line_numbers)
-                   for c in shown(changes))
+def all_line_diffs(changes: Sequence[ClusterChange], config: Config, counter: MaskCounter | None, *,
+                   context: int = 2, line_numbers: bool = True) -> str:
+    """The line diffs of the changes that apply something."""
+    return "".join(line_diff(cc.change, config, counter, context=context, line_numbers=line_numbers)
+                   for cc in changes if cc.apply_op != "noop")

@@ -1,0 +1,228 @@
+"""kapp's apply loop: apply every change whose dependencies are done, then wait until one of
+the changes being waited on converges (or unblocks its dependents), and repeat.
+
+    ---- applying 2 changes [0/3 done] ----
+    create service/web (v1) namespace: ns
+    ---- waiting on 2 changes [0/3 done] ----
+    ok: reconcile service/web (v1) namespace: ns
+    ongoing: reconcile deployment/web (apps/v1) namespace: ns
+     ^ Waiting for 1 unavailable replicas
+     L ok: waiting on replicaset/web-6f7c (apps/v1) namespace: ns
+    ...
+    ---- applying complete [3/3 done] ----
+    ---- waiting complete [3/3 done] ----
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kapply.apply.execute import Applier, ApplyError, ApplyOptions
+from kapply.apply.observe import Snapshot, snapshot
+from kapply.apply.strategies import DeleteStrategy, delete_strategy
+from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, wait_state, which_children
+from kapply.config.config import Config
+from kapply.diff.change import Change, Op
+from kapply.graph import ChangeGraph, GraphOp, Node, build_graph
+from kapply.resources.cluster import Cluster, Discovery
+from kapply.resources.identity import api_group
+from kapply.ui.messages import Progress
+
+DISABLE_WAIT_ANNOTATION = "kapp.k14s.io/disable-wait"
+
+
+class WaitOp(StrEnum):
+    RECONCILE = "reconcile"
+    DELETE = "delete"
+    NOOP = "noop"
+
+
+def wait_op(change: Change, config: Config, wait: bool = True) -> WaitOp:
+    """kapp's wait op: nothing when waiting is off or disabled for the resource, else reconcile what is created or
+    updated (and kept resources that have not converged), and see deleted ones gone."""
+    annotations = ((change.resource.get("metadata") or {}).get("annotations")) or {}
+    if not wait or DISABLE_WAIT_ANNOTATION in annotations:
+        return WaitOp.NOOP
+    if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
+        return WaitOp.RECONCILE
+    if change.op is Op.DELETE:
+        return WaitOp.NOOP if delete_strategy(change.resource) is DeleteStrategy.ORPHAN else WaitOp.DELETE
+    if change.op is Op.KEEP and change.existing is not None and not wait_state(change.existing,
+                                                                                config.wait_rules).successful:
+        return WaitOp.RECONCILE
+    return WaitOp.NOOP
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterChange:
+    """A change as the apply loop sees it: what to apply and what to wait for (kapp's ClusterChange)."""
+
+    change: Change
+    wait: WaitOp
+
+    @property
+    def apply_op(self) -> str:
+        return self.change.op.apply_op
+
+
+def cluster_changes(changes: Sequence[Change], config: Config, wait: bool = True) -> list[ClusterChange]:
+    """The changes that apply or wait on something; the others are neither shown nor run."""
+    out = [ClusterChange(c, wait_op(c, config, wait)) for c in changes]
+    return [c for c in out if c.apply_op != "noop" or c.wait is not WaitOp.NOOP]
+
+
+def order(planned: Sequence[ClusterChange], config: Config) -> ChangeGraph:
+    """The dependency graph of the changes; a cycle is an error (raised before anything is applied)."""
+    return build_graph([Node(graph_op(c.change), c.change.resource, c.change.describe()) for c in planned], config)
+
+
+def graph_op(change: Change) -> GraphOp:
+    if change.op is Op.DELETE:
+        return GraphOp.DELETE
+    if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
+        return GraphOp.UPSERT
+    return GraphOp.NOOP
+
+
+@dataclass(frozen=True, slots=True)
+class WaitOptions:
+    wait: bool = True
+    timeout: float = 900  # per round of waiting, as kapp's --wait-timeout
+    resource_timeout: float = 0  # from when the change was applied; 0 is none
+    check_interval: float = 3
+    concurrency: int = 5  # reads in flight per check
+
+
+class ApplyLoop:
+    def __init__(self, cluster: Cluster, discovery: Discovery, config: Config, selector: str,
+                 apply_options: ApplyOptions, wait_options: WaitOptions, progress: Progress) -> None:
+        self.applier = Applier(cluster, discovery, config, apply_options, progress)
+        self.cluster = cluster
+        self.config = config
+        self.selector = selector
+        self.options = wait_options
+        self.progress = progress
+        self._shown: dict[int, list[str]] = {}
+
+    async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> None:
+        """Apply `planned`, ordered by `graph` (see `order`)."""
+        changes = [c.change for c in planned]
+        waits = [c.wait for c in planned]
+        total = len(changes)
+        applied: set[int] = set()
+        finished: set[int] = set()
+        unblocked: set[int] = set()
+        tracking: dict[int, float] = {}  # change -> when it was applied
+        while len(finished) < total:
+            ready = [i for i in graph.ready(finished | unblocked) if i not in applied]
+            if ready:
+                self.progress.section(f"applying {len(ready)} changes [{len(applied)}/{total} done]")
+                await self._apply(changes, ready)
+                applied.update(ready)
+                for i in ready:
+                    if waits[i] is WaitOp.NOOP:
+                        finished.add(i)
+                    else:
+                        tracking[i] = time.monotonic()
+                continue
+            if not tracking:
+                blocked = [changes[i].describe() for i in range(total) if i not in applied]
+                raise ApplyError("Internal inconsistency: did not apply all changes; blocked: " + ", ".join(blocked))
+            self.progress.section(f"waiting on {len(tracking)} changes [{len(finished)}/{total} done]")
+            done, newly_unblocked = await self._wait_for_any(changes, waits, tracking)
+            for i in done:
+                del tracking[i]
+            finished.update(done)
+            unblocked.update(newly_unblocked)
+        self.progress.section(f"applying complete [{total}/{total} done]")
+        self.progress.section(f"waiting complete [{total}/{total} done]")
+
+    async def _apply(self, changes: Sequence[Change], ready: Sequence[int]) -> None:
+        semaphore = asyncio.Semaphore(self.applier.options.concurrency)
+
+        async def one(i: int) -> None:
+            async with semaphore:
+                await self.applier.apply_one(changes[i])
+                self.progress.line(f"{changes[i].op.apply_op} {changes[i].describe()}")
+
+        results = await asyncio.gather(*(one(i) for i in ready), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+        if any(_is_crd(changes[i].resource) for i in ready if changes[i].op is not Op.DELETE):
+            self.applier.discovery = await self.cluster.discovery(refresh=True)
+
+    def _converge(self, change: Change, op: WaitOp, snap: Snapshot) -> Convergence:
+        live = snap.get(change.resource)
+        if op is WaitOp.DELETE:
+            uid = (change.existing or {}).get("metadata", {}).get("uid")
+            if live is None or live["metadata"].get("uid") != uid:
+                return Convergence(change.resource, ok(), None)
+            finalizers = live["metadata"].get("finalizers") or []
+            message = f"Waiting on finalizers: {', '.join(finalizers)}" if finalizers else "Deleting"
+            return Convergence(live, ongoing(message), None)
+        if live is None:
+            return Convergence(change.resource, ongoing("Waiting for the resource to be visible"), None)
+        return converge(live, self.config.wait_rules, snap.children_of(live))
+
+    def _print(self, i: int, lines: list[str]) -> None:
+        if self._shown.get(i) != lines:
+            self._shown[i] = lines
+            for line in lines:
+                self.progress.line(line)
+
+    async def _wait_for_any(self, changes: Sequence[Change], waits: Sequence[WaitOp],
+                            tracking: dict[int, float]) -> tuple[set[int], set[int]]:
+        started = time.monotonic()
+        child_types = {t for i in tracking if waits[i] is WaitOp.RECONCILE
+                       for t in which_children(changes[i].resource, self.config.wait_rules)}
+        while True:
+            snap = await snapshot(self.cluster, self.applier.discovery, [changes[i].resource for i in tracking],
+                                  self.selector, child_types, concurrency=self.options.concurrency)
+            done: set[int] = set()
+            unblocked: set[int] = set()
+            for i in tracking:
+                result = self._converge(changes[i], waits[i], snap)
+                self._print(i, wait_lines(result, waits[i].value))
+                description = f"{waits[i].value} {changes[i].describe()}"
+                if result.error:
+                    raise ApplyError(f"waiting on {description}: Errored: {result.error}")
+                if result.state.done:
+                    if not result.state.successful:
+                        raise ApplyError(f"waiting on {description}: Finished unsuccessfully "
+                                         f"({result.state.message})")
+                    done.add(i)
+                elif result.state.unblock:
+                    unblocked.add(i)
+                elif self.options.resource_timeout and \
+                        time.monotonic() - tracking[i] > self.options.resource_timeout:
+                    raise ApplyError(f"waiting on {description}: Errored: Resource timed out waiting after "
+                                     f"{_duration(self.options.resource_timeout)}")
+            if done or unblocked:
+                return done, unblocked
+            if time.monotonic() - started > self.options.timeout:
+                waiting = ", ".join(changes[i].describe() for i in tracking)
+                raise ApplyError(f"Timed out waiting after {_duration(self.options.timeout)} for resources: "
+                                 f"[{waiting}]")
+            await asyncio.sleep(self.options.check_interval)
+
+
+def _is_crd(res: dict) -> bool:
+    return api_group(res.get("apiVersion", "")) == "apiextensions.k8s.io" and res.get("kind") == \
+        "CustomResourceDefinition"
+
+
+def _duration(seconds: float) -> str:
+    """Go's time.Duration string for whole and fractional seconds (`15m0s`, `1s`, `500ms`)."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
