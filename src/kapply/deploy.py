@@ -18,13 +18,13 @@ import yaml
 
 from kapply.app import history, record
 from kapply.app.meta import APP_LABEL_KEY, AppMeta
-from kapply.app.preparation import Placement, Prepared, prepare
+from kapply.app.preparation import Placement, prepare
 from kapply.apply.execute import ApplyOptions
 from kapply.apply.loop import ApplyLoop, ClusterChange, WaitOptions, cluster_changes, order
 from kapply.config.config import Config, merge, parse_config
 from kapply.config.default import default_config
 from kapply.config.rules import MaskCounter
-from kapply.diff import server_check
+from kapply.diff import server_check, versioned
 from kapply.diff.change import EXISTS_ANNOTATION, NOOP_ANNOTATION, calculate
 from kapply.errors import ConfigError, KapplyError, ManifestError, OwnershipError
 from kapply.graph import ChangeGraph
@@ -117,20 +117,21 @@ async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = 
     app, discovery = await asyncio.gather(record.find_or_new(cluster, options.app_namespace, options.app),
                                           cluster.discovery())
     is_new = not app.stored
-    prepared: list[Prepared] = prepare(docs, discovery, config, options.placement,
+    prepared = prepare(docs, discovery, config, options.placement,
                                        {app.meta.label_key: app.meta.label_value},
                                        default_label_scoping=options.default_label_scoping)
     if not prepared and not options.allow_empty:
         raise ManifestError("Trying to apply empty set of resources will result in deletion of resources on cluster. "
                             "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified.")
-    new_by_key = {key_of(p.resource): p.resource for p in prepared}
-    origins = {key_of(p.resource): p.origin for p in prepared}
-
     labeled: list[dict] = []
     if not is_new:
-        new_gks = {(api_group(r["apiVersion"]), r["kind"]) for r in new_by_key.values()}
+        new_gks = {(api_group(p.obj["apiVersion"]), p.obj["kind"]) for p in prepared}
         scope = None if app.meta.used_gks is None else set(app.meta.used_gks) | new_gks
         labeled = await list_labeled(cluster, types_in_scope(discovery, scope), app.meta.label_selector)
+    resolved = versioned.resolve(prepared, labeled, config)
+    new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
+    origins = {key_of(d.obj): d.origin for d in resolved.desired}
+
     existing_by_key = {key_of(obj): obj for obj in labeled}
     unlabeled = await get_each(cluster, discovery, [r for k, r in new_by_key.items() if k not in existing_by_key])
     if not options.override_ownership:
@@ -139,8 +140,10 @@ async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = 
 
     changes = [calculate(new, existing_by_key.get(key), config, origin=origins[key],
                          against_last_applied=options.against_last_applied) for key, new in new_by_key.items()]
+    changes = [versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
+               for c in changes]
     changes += [calculate(None, obj, config) for key, obj in existing_by_key.items()
-                if key not in new_by_key and not is_transient(obj)]
+                if key not in new_by_key and key not in resolved.keep and not is_transient(obj)]
     if options.server_side_check:
         changes = await server_check.check_all(cluster, discovery, changes, config)
 

@@ -27,12 +27,6 @@ class Placement:
     namespace_map: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    resource: dict
-    origin: str
-
-
 def association_value(resource: dict) -> str:
     return "v1." + hashlib.md5(str(key_of(resource)).encode()).hexdigest()
 
@@ -116,7 +110,7 @@ def _nonce(obj: dict, origin: str) -> dict:
 
 
 def prepare(docs: Sequence[Document], discovery: Discovery, config: Config, placement: Placement,
-            app_labels: dict[str, str], *, default_label_scoping: bool = True) -> list[Prepared]:
+            app_labels: dict[str, str], *, default_label_scoping: bool = True) -> list[Document]:
     """The desired resources, in input order, labeled for the app. `app_labels` is {app label key: value}."""
     _validate(docs)
     docs = _dedupe(docs)
@@ -137,7 +131,7 @@ def prepare(docs: Sequence[Document], discovery: Discovery, config: Config, plac
         labels = {**app_labels, ASSOCIATION_LABEL: association_value(obj), **config.additional_labels}
         obj = add_ownership_labels(obj, labels, config.ownership_label_rules)
         obj = add_label_scoping(obj, app_labels, config.label_scoping_rules, include_default=default_label_scoping)
-        out.append(Prepared(obj, doc.origin))
+        out.append(Document(obj, doc.origin))
     if unknown:
         raise ManifestError("Resource types the cluster does not serve:\n" + "\n".join(unknown) +
                             "\n(hint: is the CRD installed, or given in the same deploy? is the apiVersion right?)")

@@ -81,7 +81,7 @@ def _annotations(obj: dict) -> dict:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def _for_diff(obj: dict, config: Config) -> dict:
+def diff_side(obj: dict, config: Config) -> dict:
     """A side of a diff: no history annotations, no excluded fields (status), and no managedFields, which the
     server rewrites on every write and which no manifest sets."""
     obj = remove_fields(historyless(obj), config.diff_against_existing_field_exclusion_rules)
@@ -136,19 +136,19 @@ def calculate(new: dict | None, existing: dict | None, config: Config, *, origin
         assert new is not None
         op = Op.EXISTS if EXISTS_ANNOTATION in _annotations(new) else Op.ADD
         applied = historyless(new)
-        return Change(op, key, applied, None, applied, None, _for_diff(new, config), origin=origin)
+        return Change(op, key, applied, None, applied, None, diff_side(new, config), origin=origin)
     if new is None:
-        return Change(Op.DELETE, key, None, existing, None, _for_diff(existing, config), None)
+        return Change(Op.DELETE, key, None, existing, None, diff_side(existing, config), None)
 
     applied = historyless(new)
     to_apply = rebase(applied, existing, config.rebase_rules)
     recorded = last_applied(existing, config) if against_last_applied else None
     if recorded is not None:
-        left = _for_diff(rebase(recorded, existing, config.rebase_rules), config)
+        left = diff_side(rebase(recorded, existing, config.rebase_rules), config)
         basis = Basis.LAST_APPLIED
     else:
-        left = _for_diff(existing, config)
+        left = diff_side(existing, config)
         basis = Basis.LIVE
-    right = _for_diff(to_apply, config)
+    right = diff_side(to_apply, config)
     op = Op.UPDATE if left != right and EXISTS_ANNOTATION not in _annotations(new) else Op.KEEP
     return Change(op, key, applied, existing, to_apply, left, right, basis, origin)

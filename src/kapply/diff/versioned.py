@@ -1,0 +1,183 @@
+"""Versioned resources (`kapp.k14s.io/versioned`): a change is a new `<name>-ver-<N>`, never an update.
+
+For each versioned resource the current version is the latest existing one if the new
+resource equals it, else the next number. References to it in other new resources
+(template rules of the Config, and `kapp.k14s.io/versioned-explicit-ref` annotations)
+are rewritten to the current version's name, so that a Deployment using a versioned
+ConfigMap changes, and rolls, whenever the ConfigMap does. Naming and rewriting run
+twice, as in kapp, so that versioned resources referring to each other settle. The
+newest `kapp.k14s.io/num-versions` versions (default 5) are kept; older ones are deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import yaml
+
+from kapply.config.config import Config
+from kapply.config.matchers import matches_any
+from kapply.config.paths import replace_maps_at
+from kapply.diff.change import Change, Op, calculate
+from kapply.errors import ManifestError
+from kapply.resources.identity import ResourceKey, api_group, describe, key_of
+from kapply.resources.labeled import is_transient
+from kapply.resources.manifests import Document
+
+VERSIONED = "kapp.k14s.io/versioned"
+KEEP_ORIGINAL = "kapp.k14s.io/versioned-keep-original"
+NUM_VERSIONS = "kapp.k14s.io/num-versions"
+EXPLICIT_REF = "kapp.k14s.io/versioned-explicit-ref"
+DEFAULT_NUM_VERSIONS = 5
+_VERSION_SUFFIX = re.compile(r"^(.*)-ver-(\d+)$")
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """The desired resources with versioned names and rewritten references, and what becomes of old versions."""
+
+    desired: tuple[Document, ...]
+    previous: dict[ResourceKey, dict]  # key of a new version -> the version before it, to diff against
+    keep: frozenset[ResourceKey]  # existing old versions to keep (the rest are deleted like any removed resource)
+
+
+def _annotations(res: dict) -> dict:
+    return (res.get("metadata") or {}).get("annotations") or {}
+
+
+def _with_name(res: dict, name: str) -> dict:
+    return {**res, "metadata": {**res["metadata"], "name": name}}
+
+
+def base_name_and_version(name: str) -> tuple[str, int | None]:
+    match = _VERSION_SUFFIX.match(name)
+    return (match.group(1), int(match.group(2))) if match else (name, None)
+
+
+def _group(res: dict, base: str) -> tuple[str, str, str, str]:
+    return (res["metadata"].get("namespace") or "", api_group(res["apiVersion"]), res["kind"], base)
+
+
+def _num_versions(res: dict, origin: str) -> int:
+    value = _annotations(res).get(NUM_VERSIONS)
+    if value is None:
+        return DEFAULT_NUM_VERSIONS
+    try:
+        number = int(value)
+    except ValueError:
+        raise ManifestError(f"Expected annotation '{NUM_VERSIONS}' on resource '{describe(res)}' to be an integer "
+                            f"({origin})") from None
+    if number < 1:
+        raise ManifestError(f"Expected annotation '{NUM_VERSIONS}' on resource '{describe(res)}' to be a >= 1 "
+                            f"({origin})")
+    return number
+
+
+def _refers_to(ref: dict, target: dict, name_key: str, base: str) -> bool:
+    meta = target["metadata"]
+    return (ref.get(name_key) == base
+            and ref.get("namespace", meta.get("namespace")) == meta.get("namespace")
+            and ref.get("kind", target["kind"]) == target["kind"]
+            and ref.get("apiVersion", target["apiVersion"]) == target["apiVersion"])
+
+
+def _rewrite_explicit_refs(res: dict, target: dict, base: str, name: str) -> dict:
+    annotations = _annotations(res)
+    changed = {}
+    for key, value in annotations.items():
+        if key != EXPLICIT_REF and not key.startswith(EXPLICIT_REF + "."):
+            continue
+        try:
+            ref = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise ManifestError(f"Parsing annotation '{key}' on resource '{describe(res)}': {e}") from e
+        if not isinstance(ref, dict) or not all(ref.get(k) for k in ("apiVersion", "kind", "name")):
+            raise ManifestError(f"Expected annotation '{key}' on resource '{describe(res)}' to have apiVersion, kind "
+                                "and name")
+        current, _ = base_name_and_version(ref["name"])
+        if current == base and _refers_to({**ref, "name": current}, target, "name", base):
+            changed[key] = yaml.safe_dump({**ref, "name": name}, sort_keys=False)
+    if not changed:
+        return res
+    return {**res, "metadata": {**res["metadata"], "annotations": {**annotations, **changed}}}
+
+
+def _rewrite_refs(resources: list[dict], target: dict, base: str, name: str, config: Config) -> list[dict]:
+    """Point every reference to the versioned resource `target` (named `base` in manifests) at `name`."""
+    for rule in config.template_rules:
+        if not matches_any(rule.resource_matchers, target):
+            continue
+        for ref in rule.object_references:
+            def rename(m: dict, key: str = ref.name_key) -> dict:
+                return {**m, key: name} if _refers_to(m, target, key, base) else m
+
+            resources = [replace_maps_at(r, ref.path, rename) if matches_any(ref.resource_matchers, r) else r
+                         for r in resources]
+    return [_rewrite_explicit_refs(r, target, base, name) for r in resources]
+
+
+def against_previous(change: Change, previous: dict, config: Config) -> Change:
+    """A new version's create, shown as its diff against the version before it (as kapp shows it)."""
+    assert change.new is not None
+    compared = calculate(_with_name(change.new, previous["metadata"]["name"]), previous, config)
+    if compared.right is None:
+        return change
+    return replace(change, left=compared.left, right=_with_name(compared.right, change.new["metadata"]["name"]))
+
+
+def resolve(desired: Sequence[Document], existing: Sequence[dict], config: Config) -> Versioned:
+    """Versioned names, rewritten references and the old versions to keep, for an app's desired resources."""
+    versions: dict[tuple[str, str, str, str], list[tuple[int, dict]]] = defaultdict(list)
+    for obj in existing:
+        base, number = base_name_and_version(obj["metadata"]["name"])
+        if number is not None and VERSIONED in _annotations(obj) and not is_transient(obj):
+            versions[_group(obj, base)].append((number, obj))
+    for group in versions.values():
+        group.sort(key=lambda nv: nv[0])
+
+    resources = [d.obj for d in desired]
+    versioned = [i for i, r in enumerate(resources) if VERSIONED in _annotations(r)]
+    names: dict[int, str] = {}
+    for _ in range(2):
+        current = resources
+        for i in versioned:
+            base = resources[i]["metadata"]["name"]
+            if i in names:
+                current = _rewrite_refs(current, resources[i], base, names[i], config)
+        for i in versioned:
+            base = resources[i]["metadata"]["name"]
+            group = versions.get(_group(resources[i], base))
+            if not group:
+                names[i] = f"{base}-ver-1"
+                continue
+            number, latest = group[-1]
+            same = calculate(_with_name(current[i], latest["metadata"]["name"]), latest, config).op is Op.KEEP
+            names[i] = latest["metadata"]["name"] if same else f"{base}-ver-{number + 1}"
+    for i in versioned:
+        resources = _rewrite_refs(resources, desired[i].obj, desired[i].obj["metadata"]["name"],
+                                  names[i], config)
+
+    out: list[Document] = []
+    previous: dict[ResourceKey, dict] = {}
+    keep: set[ResourceKey] = set()
+    for i, d in enumerate(desired):
+        if i not in names:
+            out.append(Document(resources[i], d.origin))
+            continue
+        base = d.obj["metadata"]["name"]
+        if KEEP_ORIGINAL in _annotations(d.obj):
+            out.append(Document(resources[i], d.origin))
+        new = _with_name(resources[i], names[i])
+        out.append(Document(new, d.origin))
+        group = versions.get(_group(d.obj, base), [])
+        olds = [obj for _, obj in group if obj["metadata"]["name"] != names[i]]
+        if group and group[-1][1]["metadata"]["name"] != names[i]:
+            previous[key_of(new)] = group[-1][1]
+        if group and group[-1][1]["metadata"]["name"] == names[i]:
+            keep.add(key_of(group[-1][1]))  # unchanged: the latest version stays current
+        room = _num_versions(d.obj, d.origin) - 1
+        keep.update(key_of(obj) for obj in olds[max(0, len(olds) - room):] if room)
+    return Versioned(tuple(out), previous, frozenset(keep))
