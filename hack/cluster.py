@@ -385,6 +385,9 @@ def component_args(ports: dict[str, int]) -> dict[str, list[str]]:
             f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--use-service-account-credentials=false", "--profiling=false",
+            # kwok's heartbeats can run late on a loaded 2-core machine; a node marked NotReady gets its
+            # pods marked not ready, which kwok never undoes, and rollouts hang. Tests never want that.
+            "--node-monitor-grace-period=1h",
         ],
         "kube-scheduler": [
             f"--kubeconfig={kubeconfig}", "--leader-elect=false",

@@ -3,7 +3,7 @@ import time
 import pytest
 
 from kapply.config import default_config, parse_config
-from kapply.graph import ChangeGraph, GraphError, GraphOp, Node, build_graph, needs_waiting
+from kapply.graph import ChangeGraph, GraphError, GraphOp, Node, build_graph
 
 UPSERT, DELETE, NOOP = GraphOp.UPSERT, GraphOp.DELETE, GraphOp.NOOP
 
@@ -338,7 +338,7 @@ def test_blocked_changes_are_listed_with_what_they_wait_for():
     assert graph.why_blocked({1, 2}) == ""
 
 
-def test_changes_waiting_on_something_to_wait_for_need_waiting_too():
+def test_a_workload_waits_for_its_namespace_and_configuration():
     nodes = [
         change(UPSERT, "apps/v1", "Deployment", "web", "app"),
         change(UPSERT, "v1", "ConfigMap", "config", "app"),
@@ -347,9 +347,6 @@ def test_changes_waiting_on_something_to_wait_for_need_waiting_too():
     ]
     graph = build(nodes)
     assert graph.waiting_for == ((2, 1), (2,), (), ())
-    assert needs_waiting(graph, [False, False, True, True]) == (True, True, False, False)
-    assert needs_waiting(graph, [False, True, False, False]) == (True, False, False, False)
-    assert needs_waiting(graph, [True, False, False, False]) == (False, False, False, False)
 
 
 # Size

@@ -99,7 +99,8 @@ def test_ongoing_deployment_shows_its_children_in_kapps_order():
     assert wait_lines(convergence) == [
         "ongoing: reconcile deployment/web (apps/v1) namespace: ns",
         " ^ Waiting for 1 unavailable replicas",
-        " L ok: waiting on replicaset/web-7c9d8 (apps/v1) namespace: ns",
+        " L ongoing: waiting on replicaset/web-7c9d8 (apps/v1) namespace: ns",
+        "    ^ Waiting for 1 replicas to be ready",
         " L ok: waiting on replicaset/web-5f6b7 (apps/v1) namespace: ns",
         " L ongoing: waiting on pod/web-7c9d8-x2x7k (v1) namespace: ns",
         "    ^ Pending: ContainerCreating",

@@ -32,14 +32,31 @@ def test_configmap_is_ok_at_once():
     assert wait_state({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}) == ok()
 
 
-def test_custom_resource_with_failing_conditions_but_no_wait_rule_is_ok_at_once():
-    crontab = obj("stable.example.com/v1", "CronTab", status={"conditions": [cond("Ready", "False", "Broken")]})
-    assert wait_state(crontab) == ok()
+def test_custom_resource_without_a_wait_rule_follows_its_standard_conditions():
+    """Beyond kapp (which is done at once here): kstatus' Ready / Failed / Stalled conditions."""
+    not_ready = obj("stable.example.com/v1", "CronTab", status={"conditions": [cond("Ready", "False", "Broken")]})
+    assert wait_state(not_ready).word == "ongoing"
+    assert "Condition Ready is not True (False): Broken" in wait_state(not_ready).message
+    ready = obj("stable.example.com/v1", "CronTab", status={"conditions": [cond("Ready", "True", "Done")]})
+    assert wait_state(ready) == ok()
+    stalled = obj("stable.example.com/v1", "CronTab", status={"conditions": [cond("Stalled", "True", "BadSpec")]})
+    assert wait_state(stalled).word == "fail"
+    other = obj("stable.example.com/v1", "CronTab", status={"conditions": [cond("Synced", "False", "x")]})
+    assert wait_state(other) == ok()
 
 
-def test_standalone_replicaset_has_no_waiter():
+def test_standalone_replicaset_waits_for_its_replicas():
+    """Beyond kapp (which has no ReplicaSet waiter)."""
     rs = obj("apps/v1", "ReplicaSet", status={"replicas": 2, "availableReplicas": 0, "observedGeneration": 1})
+    rs["spec"] = {"replicas": 2}
+    assert wait_state(rs) == ongoing("Waiting for 2 replicas to be ready")
+    rs["status"] |= {"readyReplicas": 2, "availableReplicas": 2}
     assert wait_state(rs) == ok()
+
+
+def test_namespace_waits_while_terminating():
+    assert wait_state(obj("v1", "Namespace", status={"phase": "Active"})) == ok()
+    assert wait_state(obj("v1", "Namespace", status={"phase": "Terminating"})) == ongoing("Phase is Terminating")
 
 
 def test_state_words_are_kapps():

@@ -130,8 +130,8 @@ class ApplyLoop:
                         tracking[i] = time.monotonic()
                 continue
             if not tracking:
-                blocked = [changes[i].describe() for i in range(total) if i not in applied]
-                raise ApplyError("Internal inconsistency: did not apply all changes; blocked: " + ", ".join(blocked))
+                raise ApplyError(f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
+                                 f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}")
             self.progress.section(f"waiting on {len(tracking)} changes [{len(finished)}/{total} done]")
             done, newly_unblocked = await self._wait_for_any(changes, waits, tracking)
             for i in done:

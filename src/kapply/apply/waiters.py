@@ -1,8 +1,10 @@
 """Whether a resource has converged: kapp's waiters, as pure functions.
 
 kapp asks the first *specific waiter* that applies to a resource whether it is done: a fixed list by
-kind, with the Config's waitRules after the deletion check. A resource no waiter applies to
-(ConfigMap, Secret, ReplicaSet, ...) is done at once. Workloads also name the types of their
+kind, with the Config's waitRules after the deletion check. Beyond kapp, kapply also waits on
+ReplicaSets, Namespaces, and any other resource whose status has standard `Ready`, `Failed` or
+`Stalled` conditions (kstatus' convention, as Flux reads it). A resource no waiter applies to
+(ConfigMap, Secret, ...) is done at once. Workloads also name the types of their
 children, the resources carrying their association label; the caller lists those
 (`which_children`) and `converge` reports on each of them next to the parent.
 """
@@ -31,6 +33,8 @@ ChildType = tuple[str, str]
 _REPLICA_SETS_AND_PODS: tuple[ChildType, ...] = (("apps", "replicasets"), ("", "pods"))
 _JOBS_AND_PODS: tuple[ChildType, ...] = (("batch", "jobs"), ("", "pods"))
 _CLAIMS_AND_PODS: tuple[ChildType, ...] = (("", "persistentvolumeclaims"), ("", "pods"))
+_PODS: tuple[ChildType, ...] = (("", "pods"),)
+_STANDARD_CONDITIONS = frozenset({"Ready", "Failed", "Stalled"})
 
 _KAPP_CONTROLLER_KINDS = frozenset(
     {
@@ -217,6 +221,12 @@ def _waiter(
             return _Waiter(ok)
         case (_, "apps/v1", "StatefulSet"):
             return _Waiter(partial(_stateful_set, resource), _CLAIMS_AND_PODS)
+        case (_, "apps/v1", "ReplicaSet"):
+            return _Waiter(partial(_replica_set, resource), _PODS)
+        case (_, "v1", "Namespace"):
+            return _Waiter(partial(_namespace, resource))
+    if any(c.get("type") in _STANDARD_CONDITIONS for c in _conditions(resource)):
+        return _Waiter(partial(_standard_conditions, resource))
     return None
 
 
@@ -554,3 +564,43 @@ def _stateful_set(resource: dict[str, Any]) -> State:
     if not_deleted > 0:
         return ongoing(f"Waiting for {not_deleted} replicas to be deleted")
     return ok()
+
+
+def _replica_set(resource: dict[str, Any]) -> State:
+    """Beyond kapp: a ReplicaSet is done when its replicas are ready and available."""
+    if (waiting := _observed(resource)) is not None:
+        return waiting
+    wanted = _int((resource.get("spec") or {}).get("replicas", 1))
+    status = _status(resource)
+    ready, available = _int(status.get("readyReplicas")), _int(status.get("availableReplicas"))
+    if ready < wanted:
+        return ongoing(f"Waiting for {wanted - ready} replicas to be ready")
+    if available < wanted:
+        return ongoing(f"Waiting for {wanted - available} replicas to be available")
+    return ok()
+
+
+def _namespace(resource: dict[str, Any]) -> State:
+    """Beyond kapp: a Namespace is done when Active (a Terminating one cannot take new resources)."""
+    phase = _text(_status(resource), "phase")
+    return ok() if phase in ("", "Active") else ongoing(f"Phase is {phase}")
+
+
+def _standard_conditions(resource: dict[str, Any]) -> State:
+    """Beyond kapp: kstatus' reading of `Ready`, `Failed` and `Stalled` conditions, for resources with no
+    specific waiter and no wait rule (custom resources of operators that follow the convention)."""
+    if "observedGeneration" in _status(resource) and (waiting := _observed(resource)) is not None:
+        return waiting
+    by_type = {c.get("type"): c for c in _conditions(resource)}
+    for failing in ("Failed", "Stalled"):
+        condition = by_type.get(failing)
+        if condition and condition.get("status") == "True":
+            return failed(f"Encountered failure condition {failing} == True: {_text(condition, 'reason')} "
+                          f"(message: {_text(condition, 'message')})")
+    ready = by_type.get("Ready")
+    if ready is None:
+        return ok()
+    if ready.get("status") == "True":
+        return ok()
+    return ongoing(f"Condition Ready is not True ({_text(ready, 'status')}): {_text(ready, 'reason')} "
+                   f"(message: {_text(ready, 'message')})")

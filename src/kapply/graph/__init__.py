@@ -1,7 +1,7 @@
 """Ordering changes: which change waits for which, from change groups and change rules (kapp's diffgraph)."""
 
 from kapply.graph.change import GraphOp, Node
-from kapply.graph.change_graph import ChangeGraph, build_graph, needs_waiting
+from kapply.graph.change_graph import ChangeGraph, build_graph
 from kapply.graph.change_group import groups_of
 from kapply.graph.change_rule import ChangeRule, RuleOrder, parse_rule, rules_of
 from kapply.graph.errors import GraphError
@@ -15,7 +15,6 @@ __all__ = [
     "RuleOrder",
     "build_graph",
     "groups_of",
-    "needs_waiting",
     "parse_rule",
     "rules_of",
 ]

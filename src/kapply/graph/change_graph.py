@@ -94,19 +94,6 @@ def build_graph(nodes: Sequence[Node], config: Config) -> ChangeGraph:
     return ChangeGraph(waiting_for=edges.waiting_for(), descriptions=descriptions, order=tuple(order))
 
 
-def needs_waiting(graph: ChangeGraph, waits: Sequence[bool]) -> tuple[bool, ...]:
-    """Which nodes wait, directly or not, for a node whose wait op is not noop (`waits[i]`).
-
-    kapp waits on such a node even when it is unchanged itself, so that what comes after it also
-    comes after what it waits for."""
-    marked = [False] * len(waits)
-    passes_on = [False] * len(waits)
-    for node in graph.order:
-        marked[node] = any(passes_on[dependency] for dependency in graph.waiting_for[node])
-        passes_on[node] = marked[node] or waits[node]
-    return tuple(marked)
-
-
 def _applicable_rules(nodes: Sequence[Node], config: Config, matches: MatchFunction) -> list[tuple[int, ChangeRule]]:
     """(node, rule) for each rule whose action is its node's op, heaviest first, otherwise in node order.
 

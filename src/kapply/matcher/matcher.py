@@ -1,0 +1,81 @@
+"""Does a live object already hold the desired state, and if not, what patch makes it so."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from kapply.matcher.diff import diff
+from kapply.matcher.objects import LAST_APPLIED_ANNOTATION, annotate, original_of, prepare, to_dict
+from kapply.matcher.patch import apply_dict
+from kapply.matcher.schema import PatchType, Schema
+
+
+class Mode(enum.StrEnum):
+    THREE_WAY = "three-way"  # as kubectl apply: changes to fields desired never set are left alone
+    TWO_WAY = "two-way"  # also reverts keys and items added to the maps and lists desired sets
+
+
+@dataclass(frozen=True, slots=True)
+class PatchResult:
+    """The patch that turns `current` into the desired state, and the three documents it was computed from
+    (without apiVersion, kind, status and server-written metadata), for logging."""
+
+    patch: dict
+    patch_type: PatchType
+    current: dict
+    modified: dict
+    original: dict | None
+    is_empty: bool
+
+
+def calculate(current: object, desired: object, *, schema: Schema | None = None, mode: Mode = Mode.THREE_WAY,
+              annotation: str = LAST_APPLIED_ANNOTATION, record: bool = False) -> PatchResult:
+    """Compare a live object with the desired one, against the last-applied state in `current`'s annotation.
+
+    With `record`, a non-empty patch also writes `desired` into the annotation, so that PATCHing it leaves
+    the object ready for the next comparison (as `annotate` before an update does).
+    """
+    current, desired = to_dict(current), to_dict(desired)
+    schema = schema or Schema.builtin()
+    root, patch_type = schema.root(desired.get("apiVersion") or current.get("apiVersion", ""),
+                                   desired.get("kind") or current.get("kind", ""))
+    live, text = prepare(current, annotation)
+    modified, _ = prepare(desired, annotation)
+    original = original_of(text, annotation, current)
+    if original is not None:
+        original, _ = prepare(original, annotation)
+    patch = diff(root, original, modified, live, two_way=mode is Mode.TWO_WAY,
+                 strategic=patch_type is PatchType.STRATEGIC)
+    is_empty = not patch
+    if record and not is_empty:
+        annotated = annotate(desired, annotation)["metadata"]["annotations"][annotation]
+        meta = patch.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), annotation: annotated}
+    return PatchResult(patch, patch_type, live, modified, original, is_empty)
+
+
+def apply_patch(obj: object, patch: dict, patch_type: PatchType, *, schema: Schema | None = None) -> dict:
+    """`obj` with `patch` applied, as the API server would apply it."""
+    obj = to_dict(obj)
+    root, _ = (schema or Schema.builtin()).root(obj.get("apiVersion", ""), obj.get("kind", ""))
+    return apply_dict(root, obj, patch, patch_type is PatchType.STRATEGIC)
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """The matcher's settings in one value, for an operator to build once and use on every loop."""
+
+    schema: Schema = field(default_factory=Schema.builtin)
+    mode: Mode = Mode.THREE_WAY
+    annotation: str = LAST_APPLIED_ANNOTATION
+
+    def annotate(self, obj: object) -> dict:
+        return annotate(obj, self.annotation)
+
+    def calculate(self, current: object, desired: object, *, record: bool = False) -> PatchResult:
+        return calculate(current, desired, schema=self.schema, mode=self.mode, annotation=self.annotation,
+                         record=record)
+
+    def apply_patch(self, obj: object, result: PatchResult) -> dict:
+        return apply_patch(obj, result.patch, result.patch_type, schema=self.schema)

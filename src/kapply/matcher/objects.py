@@ -1,0 +1,122 @@
+"""Objects at the matcher's boundary: conversion to plain dicts, the fields it never compares, and the
+last-applied annotation."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from kapply.errors import KapplyError
+
+LAST_APPLIED_ANNOTATION = "kapply.matcher/last-applied"
+
+# Written by the server, never by the user: not compared, not stored.
+_SERVER_METADATA = frozenset({"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation",
+                              "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
+_IDENTITY = frozenset({"apiVersion", "kind", "status"})
+
+_api_client: Any = None
+
+
+class LastAppliedError(KapplyError):
+    """The last-applied annotation of a live object is not a JSON object."""
+
+
+def to_dict(obj: object) -> dict:
+    """A Kubernetes object as the plain dict the API speaks: dicts as they are; objects of the official
+    `kubernetes` client (typed models) through its serializer; anything with a `to_dict()` that returns
+    API field names (lightkube models, `kubernetes.dynamic` resources) through that."""
+    if isinstance(obj, dict):
+        return obj
+    if hasattr(type(obj), "openapi_types") and hasattr(type(obj), "attribute_map"):
+        return _kubernetes_api_client().sanitize_for_serialization(obj)
+    to_dict_method = getattr(obj, "to_dict", None)
+    if callable(to_dict_method):
+        result = to_dict_method()
+        if isinstance(result, dict):
+            return result
+    raise TypeError(f"Not a Kubernetes object: {type(obj).__name__}")
+
+
+def _kubernetes_api_client() -> Any:
+    global _api_client
+    if _api_client is None:
+        from kubernetes.client import ApiClient  # optional: only objects of that client get here
+
+        _api_client = ApiClient()
+    return _api_client
+
+
+def prepare(obj: dict, annotation: str) -> tuple[dict, str | None]:
+    """The object's comparable part (no apiVersion, kind, status, server metadata or last-applied annotation),
+    and the last-applied annotation's text. Shallow: shares everything below metadata with `obj`."""
+    body = {k: v for k, v in obj.items() if k not in _IDENTITY}
+    text = None
+    meta = obj.get("metadata")
+    if meta:
+        meta = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
+        annotations = meta.get("annotations")
+        if annotations and annotation in annotations:
+            text = annotations[annotation]
+            meta["annotations"] = {k: v for k, v in annotations.items() if k != annotation}
+        body["metadata"] = meta
+    if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1" and body.get("stringData"):
+        body = _string_data_as_data(body)
+    return body, text
+
+
+def _string_data_as_data(secret: dict) -> dict:
+    """The server writes `stringData` into `data`, base64-encoded, and never returns it."""
+    body = dict(secret)
+    string_data = body.pop("stringData")
+    body["data"] = {**(body.get("data") or {}),
+                    **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}}
+    return body
+
+
+def original_of(text: str | None, annotation: str, annotation_owner: dict) -> dict | None:
+    if text is None:
+        return None
+    try:
+        original = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        original = e
+    if not isinstance(original, dict):
+        meta = annotation_owner.get("metadata") or {}
+        raise LastAppliedError(f"Annotation {annotation} of {annotation_owner.get('kind')} "
+                               f"{meta.get('namespace', '')}/{meta.get('name')} is not a JSON object; remove it "
+                               "to start again from the live object")
+    return original
+
+
+def last_applied(obj: dict) -> dict:
+    """What the annotation stores: the object without server-written fields, nulls and empty lists."""
+    kept = {k: v for k, v in obj.items() if k != "status"}
+    meta = kept.get("metadata")
+    if isinstance(meta, dict):
+        kept["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
+    return _without_empty(kept)
+
+
+def _without_empty(value: Any) -> Any:
+    # Empty maps stay: `emptyDir: {}` is how a pod asks for an empty-dir volume.
+    if type(value) is dict:
+        return {k: _without_empty(v) for k, v in value.items() if v is not None and v != []}
+    if type(value) is list:
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def annotate(obj: object, annotation: str = LAST_APPLIED_ANNOTATION) -> dict:
+    """A copy of `obj` carrying its last-applied state in `annotation`: what to create or update it with."""
+    obj = to_dict(obj)
+    meta = dict(obj.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != annotation}
+    meta["annotations"] = annotations
+    state = last_applied({**obj, "metadata": meta})
+    if not annotations:
+        state["metadata"].pop("annotations")
+    meta["annotations"] = {**annotations, annotation: orjson.dumps(state, option=orjson.OPT_SORT_KEYS).decode()}
+    return {**obj, "metadata": meta}
