@@ -4,6 +4,7 @@ an outside change to a field desired never set is ignored in three-way mode and 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import os
@@ -21,7 +22,9 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType as LightkubePatchType
 
-from kapply.matcher import Mode, PatchType, Schema, annotate, calculate, schema_from_kubeconfig
+from kapply.matcher import Mode, PatchType, Schema, annotate, calculate, fetch_schema, schema_from_kubeconfig
+from kapply.resources.cluster import Cluster as KapplyCluster
+from kapply.resources.kubeconfig import KubeconfigFlags, load
 from tests.e2e.harness import Cluster, eventually
 
 pytestmark = pytest.mark.e2e
@@ -373,3 +376,30 @@ def test_example_operator_loop_makes_no_updates_when_nothing_changes(cluster: Cl
     assert run.returncode == 0, run.stdout + run.stderr
     assert "first pass: created 3, updated 0" in run.stdout
     assert "updated 0 in 100 iterations (300 objects unchanged)" in run.stdout
+
+
+def test_schema_is_fetched_once_and_then_read_from_the_file_cache(cluster: Cluster, tmp_path: Path,
+                                                                 schema: Schema) -> None:
+    paths: list[str] = []
+
+    class CountingCluster(KapplyCluster):
+        async def request(self, method: str, path: str, **kwargs: object) -> object:
+            paths.append(path)
+            return await super().request(method, path, **kwargs)
+
+    async def fetch_twice() -> tuple[Schema, int, Schema]:
+        async with CountingCluster(load(KubeconfigFlags(str(cluster.kubeconfig)))) as client:
+            fetched = await fetch_schema(client, cache_dir=tmp_path)
+            requests = len(paths)
+            return fetched, requests, await fetch_schema(client, cache_dir=tmp_path)
+
+    fetched, requests, cached = asyncio.run(fetch_twice())
+    assert requests > 10  # the index, then every group-version
+    assert paths[requests:] == ["/openapi/v3"]
+    assert len(list(tmp_path.iterdir())) == 1
+    assert cached.kinds() == fetched.kinds()
+    desired = yaml.safe_load(CASES["custom-resource"].manifest)
+    current = copy.deepcopy(annotate(desired))
+    current["spec"]["parts"].reverse()
+    assert calculate(current, desired, schema=cached).is_empty
+    assert not calculate(current, desired, schema=Schema.builtin()).is_empty  # no list keys without the CRD's schema

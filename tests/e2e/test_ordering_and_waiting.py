@@ -121,7 +121,8 @@ def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, namespace):
     result = deploy(kapply, namespace, DEPLOYMENT.format(image="registry.invalid/web:1"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(rf"ongoing: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
-    assert re.search(r" L ok: waiting on replicaset/web-\w+ \(apps/v1\)", result.stdout), result.stdout
+    assert re.search(r" L (ok|ongoing): waiting on replicaset/web-\w+ \(apps/v1\)", result.stdout), result.stdout
+    assert re.search(r" L (ok|ongoing): waiting on pod/web-\S+ \(v1\)", result.stdout), result.stdout
     assert re.search(rf"ok: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
     assert result.stdout.index("---- waiting complete [1/1 done] ----") > result.stdout.index("ok: reconcile")
 

@@ -112,10 +112,12 @@ def test_disable_annotation_removes_default_change_rules_except_storage_and_pod_
     ]
 
 
-def test_only_service_accounts_are_deleted_before_their_namespace():
+def test_everything_namespaced_is_deleted_before_its_namespace():
+    """kapply's default; kapp's orders only ServiceAccounts so."""
     rule = ["delete before deleting change-groups.kapp.k14s.io/namespaces-{namespace}"]
     assert rule in rule_bindings_for(res("v1", "ServiceAccount", "ns"))
-    assert rule not in rule_bindings_for(res("v1", "ConfigMap", "ns"))
+    assert rule in rule_bindings_for(res("v1", "ConfigMap", "ns"))
+    assert rule not in rule_bindings_for(res("v1", "Namespace", None))
 
 
 def test_label_scoping_applies_to_policy_v1beta1_pdb_only():

@@ -139,20 +139,21 @@ def test_custom_resources_are_deleted_before_their_crd_and_the_crd_before_the_re
     assert graph.order == (1, 0, 2)
 
 
-def test_service_account_is_deleted_before_its_namespace():
+def test_what_lives_in_a_namespace_is_deleted_before_it():
     nodes = [
         change(DELETE, "v1", "Namespace", "app"),
         change(DELETE, "v1", "ServiceAccount", "runner", "app"),
         change(DELETE, "v1", "ConfigMap", "config", "app"),
+        change(DELETE, "v1", "ConfigMap", "elsewhere", "other"),
     ]
-    assert build(nodes).waiting_for == ((1,), (), ())
+    assert build(nodes).waiting_for == ((1, 2), (), (), ())
 
 
 def test_upsert_rules_do_not_order_deletes():
     nodes = [
         change(DELETE, "v1", "Namespace", "app"),
         change(UPSERT, "v1", "ConfigMap", "config", "app"),
-        change(DELETE, "v1", "ConfigMap", "old", "app"),
+        change(DELETE, "v1", "ConfigMap", "old", "other"),
     ]
     assert build(nodes).waiting_for == ((), (), ())
 

@@ -143,6 +143,7 @@ def test_rules_come_from_annotations_then_bindings_weighted_by_binding_position(
         ("example.com/db", 0, False),
         ("change-groups.kapp.k14s.io/crds", 102, True),
         ("change-groups.kapp.k14s.io/namespaces-app", 103, False),
+        ("change-groups.kapp.k14s.io/namespaces-app", 104, True),  # delete before its namespace (kapply)
     ]
 
 

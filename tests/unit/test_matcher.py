@@ -463,3 +463,11 @@ def test_applying_a_json_merge_patch_replaces_lists_and_deletes_nulls() -> None:
     live = served(widget())
     after = apply_patch(live, {"spec": {"parts": [{"name": "gear"}], "color": None}}, PatchType.MERGE)
     assert after["spec"] == {"size": 1, "parts": [{"name": "gear"}]}
+
+
+def test_secret_data_compares_by_the_bytes_it_encodes() -> None:
+    desired = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"user": "YWRt\naW4="}}
+    live = served(desired, lambda o: o["data"].update(user="YWRtaW4="))
+    assert calculate(live, desired).is_empty
+    assert calculate(live, edited(desired, lambda d: d["data"].update(user="cm9vdA=="))).patch == {
+        "data": {"user": "cm9vdA=="}}

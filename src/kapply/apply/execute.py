@@ -39,6 +39,7 @@ from kapply.resources.labeled import with_identity
 from kapply.ui.messages import Progress
 
 CONFLICT_RETRIES = 10
+DISCOVERY_RETRIES = 20
 APP_LABEL = "kapp.k14s.io/app"
 ORPHANED_LABEL = "kapp.k14s.io/orphaned"
 
@@ -67,11 +68,17 @@ class Applier:
         self.options = options
         self.progress = progress
 
-    def _rtype(self, res: dict) -> ResourceType:
-        rtype = self.discovery.find(res["apiVersion"], res["kind"])
-        if rtype is None:
-            raise ApplyError(f"Expected to find kind '{res['apiVersion']}/{res['kind']}', but did not")
-        return rtype
+    async def _rtype(self, res: dict) -> ResourceType:
+        """The resource's type; an unknown kind (one whose CRD was just created) re-reads discovery, which
+        can lag a CRD's Established condition by a moment."""
+        for attempt in range(DISCOVERY_RETRIES):
+            rtype = self.discovery.find(res["apiVersion"], res["kind"])
+            if rtype is not None:
+                return rtype
+            if attempt:
+                await asyncio.sleep(0.5)
+            self.discovery = await self.cluster.discovery(refresh=True)
+        raise ApplyError(f"Expected to find kind '{res['apiVersion']}/{res['kind']}', but did not")
 
     async def _write(self, verb: str, change: Change, call: Callable[[], Awaitable[dict]]) -> dict:
         try:
@@ -108,7 +115,7 @@ class Applier:
     async def _create(self, change: Change) -> None:
         assert change.new is not None
         res = with_identity(change.new)
-        rtype = self._rtype(res)
+        rtype = await self._rtype(res)
         strategy = create_strategy(res)
         try:
             saved = await self.cluster.create(rtype, res)
@@ -135,7 +142,7 @@ class Applier:
 
     async def _update(self, change: Change) -> None:
         assert change.to_apply is not None and change.new is not None
-        rtype = self._rtype(change.to_apply)
+        rtype = await self._rtype(change.to_apply)
         strategy = update_strategy(change.new, self.options.default_update_strategy)
         if strategy is UpdateStrategy.SKIP:
             return
@@ -190,7 +197,7 @@ class Applier:
     async def _delete(self, change: Change) -> None:
         assert change.existing is not None
         res = change.existing
-        rtype = self._rtype(res)
+        rtype = await self._rtype(res)
         meta = res["metadata"]
         if delete_strategy(res) is DeleteStrategy.ORPHAN:
             patch = [{"op": "remove", "path": "/metadata/labels/" + APP_LABEL.replace("/", "~1")},
@@ -209,7 +216,7 @@ class Applier:
 
     async def _exists(self, change: Change) -> None:
         res = change.resource
-        rtype = self._rtype(res)
+        rtype = await self._rtype(res)
         meta = res["metadata"]
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is None:
             self.progress.line(f"exists {change.describe()}")

@@ -29,7 +29,6 @@ from kapply.config.config import Config
 from kapply.diff.change import Change, Op
 from kapply.graph import ChangeGraph, GraphOp, Node, build_graph
 from kapply.resources.cluster import Cluster, Discovery
-from kapply.resources.identity import api_group
 from kapply.ui.messages import Progress
 
 DISABLE_WAIT_ANNOTATION = "kapp.k14s.io/disable-wait"
@@ -153,8 +152,6 @@ class ApplyLoop:
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
-        if any(_is_crd(changes[i].resource) for i in ready if changes[i].op is not Op.DELETE):
-            self.applier.discovery = await self.cluster.discovery(refresh=True)
 
     def _converge(self, change: Change, op: WaitOp, snap: Snapshot) -> Convergence:
         live = snap.get(change.resource)
@@ -209,11 +206,6 @@ class ApplyLoop:
                 raise ApplyError(f"Timed out waiting after {_duration(self.options.timeout)} for resources: "
                                  f"[{waiting}]")
             await asyncio.sleep(self.options.check_interval)
-
-
-def _is_crd(res: dict) -> bool:
-    return api_group(res.get("apiVersion", "")) == "apiextensions.k8s.io" and res.get("kind") == \
-        "CustomResourceDefinition"
 
 
 def _duration(seconds: float) -> str:

@@ -15,6 +15,8 @@ The result is a strategic merge patch (`strategic`) or a JSON merge patch, `{}` 
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, NamedTuple
 
 from kapply.matcher.patch import apply_dict
@@ -50,7 +52,7 @@ class _SetPatch(NamedTuple):
 
 def diff(root: Node, original: dict | None, modified: dict, current: dict, *, two_way: bool,
          strategic: bool) -> dict:
-    return _diff_dict(root, original, modified, current, two_way, strategic)
+    return _diff_dict(root, _unless_equal(original, modified), modified, current, two_way, strategic)
 
 
 def _control_plane_key(key: str) -> bool:
@@ -92,16 +94,39 @@ def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, stra
     default = node.item
     empty = _EMPTY if is_map or not node.builtin else _EMPTY_IN_BUILTIN_STRUCT
     for k, mv in m.items():
-        if mv is None or (not mv and type(mv) in empty):
-            continue
         cv = c.get(k)
+        tm = type(mv)
+        if tm is type(cv) and mv == cv:  # most values are equal, and the comparison runs in C
+            continue
+        if mv is None or (not mv and tm in empty):
+            continue
         if cv is None:
             patch[k] = clean(mv)
             continue
-        d = _diff_value(default if is_map else fields.get(k, default), o.get(k) if o else None, mv, cv,
-                        two_way, strategic)
-        if d is not _SAME:
-            _put(patch, k, d)
+        child = default if is_map else fields.get(k, default)
+        # _diff_value, unrolled: this loop is where the time goes.
+        if tm is dict:
+            if type(cv) is not dict:
+                patch[k] = clean(mv)
+                continue
+            if child.shape is not Shape.STRUCT and child.shape is not Shape.MAP:
+                child = ANY_BUILTIN if child.builtin else ANY_JSON
+            ov = o.get(k) if o else None
+            d = _diff_dict(child, ov if type(ov) is dict and ov != mv else None, mv, cv, two_way, strategic)
+            if d:
+                patch[k] = d
+        elif tm is list:
+            if type(cv) is not list:
+                patch[k] = clean(mv)
+                continue
+            if child.shape is not Shape.LIST:
+                child = ANY_BUILTIN_LIST if child.builtin else ANY_JSON_LIST
+            ov = o.get(k) if o else None
+            d = _diff_list(child, ov if type(ov) is list and ov != mv else None, mv, cv, two_way, strategic)
+            if d is not _SAME:
+                _put(patch, k, d)
+        elif not _same_scalar(child, mv, cv):
+            patch[k] = mv
     if o:
         _deletions(node, o, m, c, two_way, strategic, empty, patch)
     if two_way and is_map:
@@ -180,6 +205,11 @@ def _same_scalar(node: Node, m: Any, c: Any) -> bool:
         return q is not None and q == parse_quantity(c)
     if node.shape is Shape.INT_OR_STRING:
         return tm is not bool and tc is not bool and str(m) == str(c)
+    if node.shape is Shape.BYTES and tm is str and tc is str:
+        try:
+            return base64.b64decode(m) == base64.b64decode(c)
+        except binascii.Error:
+            return False
     return False
 
 
@@ -236,57 +266,58 @@ def _diff_set(node: Node, o: list | None, m: list, c: list, two_way: bool, strat
 
 def _diff_keyed(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
     """Items matched on their key; None when the items have no keys (then the list is compared as atomic)."""
-    keys = node.keys
-    single = keys[0] if len(keys) == 1 else None
-
-    def key_of(item: Any) -> Any:
-        if type(item) is not dict:
-            return None
-        return item.get(single) if single is not None else tuple(map(item.get, keys))
-
-    by_key_c: dict = {}
-    duplicates = False
-    for ci in c:
-        k = key_of(ci)
-        if k is None:
-            return None
-        duplicates = duplicates or k in by_key_c
-        by_key_c[k] = ci
-    keys_m: dict = {}
-    for mi in m:
-        k = key_of(mi)
-        if k is None:
-            return None
-        duplicates = duplicates or k in keys_m
-        keys_m[k] = mi
-    if duplicates:
+    by_key_c = _by_key(node.keys, c)
+    by_key_m = _by_key(node.keys, m)
+    if by_key_c is None or by_key_m is None:
+        return None
+    if len(by_key_c) != len(c) or len(by_key_m) != len(m):
         return _diff_duplicates(node, o, m, c, two_way, strategic)
-
     item = node.item if node.item.shape is Shape.STRUCT else (ANY_BUILTIN if node.builtin else ANY_JSON)
-    by_key_o = {key_of(oi): oi for oi in o} if o else {}
+    by_key_o = (_by_key(node.keys, o) or {}) if o else {}
     changes: dict = {}  # key -> item patch, or None for a new item
-    for k, mi in keys_m.items():
+    for k, mi in by_key_m.items():
         ci = by_key_c.get(k)
         if ci is None:
             changes[k] = None
-            continue
-        d = _diff_dict(item, by_key_o.get(k), mi, ci, two_way, strategic)
-        if d:
+        elif mi != ci and (d := _diff_dict(item, _unless_equal(by_key_o.get(k), mi), mi, ci, two_way, strategic)):
             changes[k] = d
-    deleted = [k for k in by_key_o if k not in keys_m and k in by_key_c]
+    deleted = [k for k in by_key_o if k not in by_key_m and k in by_key_c]
     if two_way:
-        deleted += [k for k, ci in by_key_c.items() if k not in keys_m and k not in by_key_o and not _injected(ci)]
+        deleted += [k for k, ci in by_key_c.items() if k not in by_key_m and k not in by_key_o and not _injected(ci)]
     if not changes and not deleted:
         return _SAME
+    single = node.keys[0] if len(node.keys) == 1 else None
     if strategic and node.merge and single is not None:
-        out = [clean(keys_m[k]) if d is None else {single: k, **d} for k, d in changes.items()]
+        out = [clean(by_key_m[k]) if d is None else {single: k, **d} for k, d in changes.items()]
         out += [{single: k, "$patch": "delete"} for k in deleted]
         return out
     # Replaced whole: current's items in current's order, with the changes made.
     gone = set(deleted)
     out = [ci if (d := changes.get(k)) is None else apply_dict(item, ci, d, strategic)
            for k, ci in by_key_c.items() if k not in gone]
-    return out + [clean(keys_m[k]) for k, d in changes.items() if d is None]
+    return out + [clean(by_key_m[k]) for k, d in changes.items() if d is None]
+
+
+def _unless_equal(original: dict | None, modified: dict) -> dict | None:
+    """Original, unless it equals modified: then nothing was deleted below, and the walk can skip it."""
+    return None if original == modified else original
+
+
+def _by_key(keys: tuple[str, ...], items: list) -> dict | None:
+    """Items by their key (a later item with the same key wins); None if an item has no key."""
+    out: dict = {}
+    if len(keys) == 1:
+        key = keys[0]
+        for item in items:
+            if type(item) is not dict or (k := item.get(key)) is None:
+                return None
+            out[k] = item
+    else:
+        for item in items:
+            if type(item) is not dict or None in (k := tuple(map(item.get, keys))):
+                return None
+            out[k] = item
+    return out
 
 
 def _diff_duplicates(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:

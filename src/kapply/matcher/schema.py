@@ -37,6 +37,7 @@ class Shape(enum.IntEnum):
     STRUCT = 3
     MAP = 4
     LIST = 5
+    BYTES = 6  # base64 text
 
 
 class ListKind(enum.IntEnum):
@@ -69,6 +70,7 @@ def _any(builtin: bool) -> tuple[Node, Node]:
 SCALAR = Node(Shape.SCALAR)
 QUANTITY = Node(Shape.QUANTITY)
 INT_OR_STRING = Node(Shape.INT_OR_STRING)
+BYTES = Node(Shape.BYTES)
 ANY_BUILTIN, ANY_BUILTIN_LIST = _any(True)
 ANY_JSON, ANY_JSON_LIST = _any(False)
 
@@ -145,7 +147,11 @@ class Schema:
     def to_json(self, kinds: Iterable[tuple[str, str]] | None = None) -> bytes:
         """An OpenAPI v3 document holding only what the matcher reads, for `kinds` (default: all): a few
         percent of the original's size, for a file cache or a shipped schema."""
-        roots = [self._kinds[k] for k in kinds] if kinds is not None else list(self._kinds.values())
+        roots: dict[str, list[dict]] = {}
+        for api_version, kind in (self._kinds if kinds is None else kinds):
+            group, _, version = api_version.rpartition("/")
+            roots.setdefault(self._kinds[api_version, kind], []).append(
+                {"group": group, "version": version, "kind": kind})
         return orjson.dumps({"openapi": "3.0.0", "components": {"schemas": _Pruner(self._definitions).run(roots)}},
                             option=orjson.OPT_SORT_KEYS)
 
@@ -200,6 +206,8 @@ class Schema:
             return self._named(name)
         if _is_int_or_string(schema):
             return INT_OR_STRING
+        if schema.get("format") == "byte":
+            return BYTES
         if schema.get("type") == "array" or "items" in schema:
             return self._list(schema, builtin)
         if properties := schema.get("properties"):
@@ -231,7 +239,8 @@ class Schema:
 
 
 class _Pruner:
-    """Keeps of each schema only lists, maps, quantities, int-or-strings and the structs that lead to them: a
+    """Keeps of each schema only lists, maps, quantities, int-or-strings, base64 strings and the structs that lead
+    to them: a
     struct field the pruned schema leaves out is compared as a plain value, which is what it was."""
 
     def __init__(self, definitions: dict[str, dict]) -> None:
@@ -239,12 +248,11 @@ class _Pruner:
         self._kept: dict[str, bool] = {}
         self._pruned: dict[str, dict] = {}
 
-    def run(self, roots: Iterable[str]) -> dict[str, dict]:
-        for name in roots:
+    def run(self, roots: dict[str, list[dict]]) -> dict[str, dict]:
+        """The pruned schemas of `roots` (definition names, with the kinds they are) and what they refer to."""
+        for name, kinds in roots.items():
             self._definition(name)
-            self._pruned[name] = {**self._pruned.get(name, {}),
-                                  "x-kubernetes-group-version-kind": self._definitions[name].get(
-                                      "x-kubernetes-group-version-kind", [])}
+            self._pruned[name] = {**self._pruned.get(name, {}), "x-kubernetes-group-version-kind": kinds}
         return {name: schema for name, schema in self._pruned.items() if schema}
 
     def _definition(self, name: str) -> bool:
@@ -262,6 +270,8 @@ class _Pruner:
             return {"$ref": f"#/components/schemas/{name}"} if self._definition(name) else None
         if _is_int_or_string(schema):
             return {"x-kubernetes-int-or-string": True}
+        if schema.get("format") == "byte":
+            return {"format": "byte"}
         if schema.get("type") == "array" or "items" in schema:
             out: dict = {"type": "array", **{k: schema[k] for k in _LIST_EXTENSIONS if k in schema}}
             if (items := self._schema(schema.get("items") or {})) is not None:
