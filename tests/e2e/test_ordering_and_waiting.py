@@ -127,13 +127,16 @@ def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, namespace):
     assert result.stdout.index("---- waiting complete [1/1 done] ----") > result.stdout.index("ok: reconcile")
 
 
-def test_a_deployment_whose_pods_cannot_pull_times_out_naming_it_and_why(kapply, namespace):
-    result = deploy(kapply, namespace, DEPLOYMENT.format(image="registry.invalid/kapply-test:image-pull-backoff"),
+@pytest.mark.parametrize(("image", "reason"), [("image-pull-backoff", "Pending: ImagePullBackOff"),
+                                              ("crash-loop-backoff", "Condition Ready is not True (False): "
+                                                                     "CrashLoopBackOff")])
+def test_a_deployment_whose_pods_fail_times_out_naming_it_and_why(kapply, namespace, image, reason):
+    result = deploy(kapply, namespace, DEPLOYMENT.format(image=f"registry.invalid/kapply-test:{image}"),
                     "--wait-timeout=3s")
     assert result.returncode == 1
     assert f"Timed out waiting after 3s for resources: [deployment/web (apps/v1) namespace: {namespace}]" in \
         result.stderr
-    assert re.search(r" L ongoing: waiting on pod/web-\S+ \(v1\) namespace: \S+\n.*\^ Pending: ImagePullBackOff",
+    assert re.search(rf" L ongoing: waiting on pod/web-\S+ \(v1\) namespace: \S+\n.*\^ {re.escape(reason)}",
                      result.stdout), result.stdout
 
 

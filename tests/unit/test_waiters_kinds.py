@@ -452,3 +452,21 @@ def test_stateful_set_without_replicas_fails():
     broken = stateful_set()
     del broken["spec"]["replicas"]
     assert wait_state(broken) == failed("Error: Failed to find spec.replicas")
+
+
+def test_a_running_pod_that_is_not_ready_says_why():
+    pod = obj("v1", "Pod", generation=None, status={
+        "phase": "Running",
+        "conditions": [cond("Initialized", "True"), cond("Ready", "False", "ContainersNotReady"),
+                       cond("PodScheduled", "True")],
+        "containerStatuses": [{"name": "app", "state": {"waiting": {
+            "reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}}}],
+    })
+    assert wait_state(pod) == ongoing(
+        "Condition Ready is not True (False): CrashLoopBackOff (message: back-off 40s restarting failed container)")
+
+
+def test_claims_fail_when_lost_and_are_not_waited_on_while_pending():
+    assert wait_state(obj("v1", "PersistentVolumeClaim", status={"phase": "Bound"})) == ok()
+    assert wait_state(obj("v1", "PersistentVolumeClaim", status={"phase": "Lost"})) == failed("Phase is Lost")
+    assert wait_state(obj("v1", "PersistentVolumeClaim", status={"phase": "Pending"})).done

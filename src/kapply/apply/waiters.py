@@ -225,6 +225,8 @@ def _waiter(
             return _Waiter(partial(_replica_set, resource), _PODS)
         case (_, "v1", "Namespace"):
             return _Waiter(partial(_namespace, resource))
+        case (_, "v1", "PersistentVolumeClaim"):
+            return _Waiter(partial(_claim, resource))
     if any(c.get("type") in _STANDARD_CONDITIONS for c in _conditions(resource)):
         return _Waiter(partial(_standard_conditions, resource))
     return None
@@ -398,7 +400,10 @@ def _pod(resource: dict[str, Any]) -> State:
             reason = _pending_reason(resource)
             return ongoing(f"Pending: {reason}" if reason else "Pending")
         case "Running":
-            return _selected_true(resource, ("Initialized", "Ready", "PodScheduled"))
+            state = _selected_true(resource, ("Initialized", "Ready", "PodScheduled"))
+            reason = _pending_reason(resource) if not state.done else ""
+            # Beyond kapp: say why a running Pod is not ready (CrashLoopBackOff, ...).
+            return ongoing(f"{state.message}: {reason}") if reason else state
         case "Succeeded":
             return ok()
         case "Failed":
@@ -604,3 +609,14 @@ def _standard_conditions(resource: dict[str, Any]) -> State:
         return ok()
     return ongoing(f"Condition Ready is not True ({_text(ready, 'status')}): {_text(ready, 'reason')} "
                    f"(message: {_text(ready, 'message')})")
+
+
+def _claim(resource: dict[str, Any]) -> State:
+    """Beyond kapp: a lost claim fails. A pending one is not waited on: with a WaitForFirstConsumer storage
+    class it binds only once a Pod uses it, and that Pod's workload is ordered after the claim."""
+    phase = _text(_status(resource), "phase")
+    if phase == "Lost":
+        return failed("Phase is Lost")
+    if phase == "Bound":
+        return ok()
+    return ok(f"Phase is {phase or 'Pending'} (not waited on: binding may wait for a Pod)")
