@@ -292,6 +292,14 @@ def test_secret_string_data_compares_with_the_data_the_server_stores() -> None:
     assert result.patch == {"data": {"password": base64.b64encode(b"hunter3").decode()}}
 
 
+def test_secret_data_compares_by_the_bytes_it_encodes() -> None:
+    desired = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"user": "YWRt\naW4="}}
+    live = served(desired, lambda o: o["data"].update(user="YWRtaW4="))
+    assert calculate(live, desired).is_empty
+    assert calculate(live, edited(desired, lambda d: d["data"].update(user="cm9vdA=="))).patch == {
+        "data": {"user": "cm9vdA=="}}
+
+
 # Directives the server needs
 
 def test_switching_a_volume_source_deletes_the_old_source() -> None:
@@ -464,10 +472,3 @@ def test_applying_a_json_merge_patch_replaces_lists_and_deletes_nulls() -> None:
     after = apply_patch(live, {"spec": {"parts": [{"name": "gear"}], "color": None}}, PatchType.MERGE)
     assert after["spec"] == {"size": 1, "parts": [{"name": "gear"}]}
 
-
-def test_secret_data_compares_by_the_bytes_it_encodes() -> None:
-    desired = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"user": "YWRt\naW4="}}
-    live = served(desired, lambda o: o["data"].update(user="YWRtaW4="))
-    assert calculate(live, desired).is_empty
-    assert calculate(live, edited(desired, lambda d: d["data"].update(user="cm9vdA=="))).patch == {
-        "data": {"user": "cm9vdA=="}}

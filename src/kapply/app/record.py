@@ -73,6 +73,13 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
     return None
 
 
+async def require(cluster: Cluster, namespace: str, name: str) -> App:
+    found = await find(cluster, namespace, name)
+    if found is None:
+        raise KapplyError(f"App '{plain_name(name)}' (namespace: {namespace}) does not exist")
+    return found
+
+
 async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
     """The app's record, or a new one held in memory (stored=False) until `store` writes it."""
     name = plain_name(name)

@@ -34,18 +34,6 @@ def list_changes(**flags: object) -> None:
     run(_list(**flags))  # type: ignore[arg-type]
 
 
-async def _find(cluster, app: str, namespace: str, app_namespace: str):  # type: ignore[no-untyped-def]
-    from kapply.app import record
-    from kapply.cli.common import namespace_or_default
-    from kapply.errors import KapplyError
-
-    ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
-    found = await record.find(cluster, ns, app)
-    if found is None:
-        raise KapplyError(f"App '{app}' (namespace: {ns}) does not exist")
-    return found
-
-
 async def _list(
     *,
     app: str,
@@ -58,12 +46,15 @@ async def _list(
     kubeconfig_context: str | None,
     kubeconfig_yaml: str | None,
 ) -> None:
-    from kapply.app import history
+    from kapply.app import history, record
+    from kapply.cli.common import app_namespace_or_default
     from kapply.ui.apps import app_changes_table
 
     out = make_output(tty, as_json)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
-        found = await _find(cluster, app, namespace, app_namespace)
+        found = await record.require(
+            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
+        )
         changes = await history.list_changes(cluster, found)
         out.table(app_changes_table(found, changes))
         if diff:
@@ -94,10 +85,13 @@ async def _gc(
     kubeconfig_context: str | None,
     kubeconfig_yaml: str | None,
 ) -> None:
-    from kapply.app import history
+    from kapply.app import history, record
+    from kapply.cli.common import app_namespace_or_default
 
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
-        found = await _find(cluster, app, namespace, app_namespace)
+        found = await record.require(
+            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
+        )
         total = len(await history.list_changes(cluster, found))
         confirm(yes)
         deleted = await history.gc(cluster, found, max_to_keep)

@@ -182,6 +182,11 @@ def namespace_or_default(flag: str, kubeconfig_namespace: str | None) -> str:
     return namespace
 
 
+def app_namespace_or_default(app_namespace: str, namespace: str, kubeconfig_namespace: str | None) -> str:
+    """Where the app record lives: --app-namespace, else the resources' namespace."""
+    return app_namespace or namespace_or_default(namespace, kubeconfig_namespace)
+
+
 def confirm(yes: bool) -> None:
     if yes:
         return

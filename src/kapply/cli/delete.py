@@ -55,12 +55,12 @@ async def _delete(
 ) -> None:
     from kapply import delete as pipeline
     from kapply.apply.execute import ApplyOptions
-    from kapply.cli.common import namespace_or_default
+    from kapply.cli.common import app_namespace_or_default
     from kapply.ui.changes import changes_table
 
     out = make_output(tty, as_json, tty_by_default=True)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
-        ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
+        ns = app_namespace_or_default(app_namespace, namespace, cluster.namespace)
         plan = await pipeline.plan(cluster, ns, app, wait.wait)
         if plan is None:
             click.echo(f"App '{app}' (namespace: {ns}) does not exist")

@@ -42,17 +42,15 @@ async def _inspect(
     kubeconfig_yaml: str | None,
 ) -> None:
     from kapply.app import record
-    from kapply.cli.common import namespace_or_default
+    from kapply.cli.common import app_namespace_or_default
     from kapply.delete import app_resources
-    from kapply.errors import KapplyError
     from kapply.ui.resources import resources_table, status_table
 
     out = make_output(tty, as_json)
     async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
-        ns = app_namespace or namespace_or_default(namespace, cluster.namespace)
-        found = await record.find(cluster, ns, app)
-        if found is None:
-            raise KapplyError(f"App '{app}' (namespace: {ns}) does not exist")
+        found = await record.require(
+            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
+        )
         resources = await app_resources(cluster, found, await cluster.discovery())
         out.table(status_table(found, resources) if status else resources_table(found, resources, tree=tree))
         out.finish()

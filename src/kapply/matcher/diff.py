@@ -19,7 +19,7 @@ import base64
 import binascii
 from typing import Any, NamedTuple
 
-from kapply.matcher.patch import apply_dict
+from kapply.matcher.patch import DELETE_FROM_PRIMITIVE_LIST, apply_dict
 from kapply.matcher.quantity import parse_quantity
 from kapply.matcher.schema import (
     ANY_BUILTIN,
@@ -34,7 +34,6 @@ from kapply.matcher.schema import (
 _SAME: Any = object()  # no change; `None` in a patch means "delete"
 _EMPTY = frozenset({dict, list})
 _EMPTY_IN_BUILTIN_STRUCT = frozenset({dict, list, str})
-_DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
 
 # What the control plane adds to objects by design, so two-way mode does not fight it.
 _CONTROL_PLANE_DOMAINS = ("kubernetes.io", "k8s.io")
@@ -78,12 +77,12 @@ def _injected(item: object) -> bool:
             and item.get("operator") == "Exists" and item.get("tolerationSeconds") == 300)
 
 
-def clean(value: Any) -> Any:
+def _clean(value: Any) -> Any:
     """`value` without its None entries, as a patch sets it."""
     if type(value) is dict:
-        return {k: clean(v) for k, v in value.items() if v is not None}
+        return {k: _clean(v) for k, v in value.items() if v is not None}
     if type(value) is list:
-        return [clean(v) for v in value]
+        return [_clean(v) for v in value]
     return value
 
 
@@ -101,13 +100,13 @@ def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, stra
         if mv is None or (not mv and tm in empty):
             continue
         if cv is None:
-            patch[k] = clean(mv)
+            patch[k] = _clean(mv)
             continue
         child = default if is_map else fields.get(k, default)
         # _diff_value, unrolled: this loop is where the time goes.
         if tm is dict:
             if type(cv) is not dict:
-                patch[k] = clean(mv)
+                patch[k] = _clean(mv)
                 continue
             if child.shape is not Shape.STRUCT and child.shape is not Shape.MAP:
                 child = ANY_BUILTIN if child.builtin else ANY_JSON
@@ -117,7 +116,7 @@ def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, stra
                 patch[k] = d
         elif tm is list:
             if type(cv) is not list:
-                patch[k] = clean(mv)
+                patch[k] = _clean(mv)
                 continue
             if child.shape is not Shape.LIST:
                 child = ANY_BUILTIN_LIST if child.builtin else ANY_JSON_LIST
@@ -146,7 +145,7 @@ def _put(patch: dict, key: str, d: Any) -> None:
         if d.add:
             patch[key] = d.add
         if d.delete:
-            patch[_DELETE_FROM_PRIMITIVE_LIST + key] = d.delete
+            patch[DELETE_FROM_PRIMITIVE_LIST + key] = d.delete
     else:
         patch[key] = d
 
@@ -182,14 +181,14 @@ def _diff_value(node: Node, o: Any, m: Any, c: Any, two_way: bool, strategic: bo
     tm = type(m)
     if tm is dict:
         if type(c) is not dict:
-            return clean(m)
+            return _clean(m)
         if node.shape is not Shape.STRUCT and node.shape is not Shape.MAP:
             node = ANY_BUILTIN if node.builtin else ANY_JSON
         d = _diff_dict(node, o if type(o) is dict else None, m, c, two_way, strategic)
         return d if d else _SAME
     if tm is list:
         if type(c) is not list:
-            return clean(m)
+            return _clean(m)
         if node.shape is not Shape.LIST:
             node = ANY_BUILTIN_LIST if node.builtin else ANY_JSON_LIST
         return _diff_list(node, o if type(o) is list else None, m, c, two_way, strategic)
@@ -232,7 +231,7 @@ def _diff_atomic(node: Node, o: list | None, m: list, c: list, two_way: bool, st
         items_m = [x for x in m if not _injected(x)]
         items_c = [x for x in c if not _injected(x)]
         if len(items_m) != len(items_c):
-            return clean(m)
+            return _clean(m)
         o = None
     if o is not None and len(o) != len(items_m):
         o = None
@@ -240,9 +239,9 @@ def _diff_atomic(node: Node, o: list | None, m: list, c: list, two_way: bool, st
     for i, mv in enumerate(items_m):
         if mv is None:
             if items_c[i] is not None:
-                return clean(m)
+                return _clean(m)
         elif _diff_value(item, o[i] if o else None, mv, items_c[i], two_way, strategic) is not _SAME:
-            return clean(m)
+            return _clean(m)
     return _SAME
 
 
@@ -288,14 +287,14 @@ def _diff_keyed(node: Node, o: list | None, m: list, c: list, two_way: bool, str
         return _SAME
     single = node.keys[0] if len(node.keys) == 1 else None
     if strategic and node.merge and single is not None:
-        out = [clean(by_key_m[k]) if d is None else {single: k, **d} for k, d in changes.items()]
+        out = [_clean(by_key_m[k]) if d is None else {single: k, **d} for k, d in changes.items()]
         out += [{single: k, "$patch": "delete"} for k in deleted]
         return out
     # Replaced whole: current's items in current's order, with the changes made.
     gone = set(deleted)
     out = [ci if (d := changes.get(k)) is None else apply_dict(item, ci, d, strategic)
            for k, ci in by_key_c.items() if k not in gone]
-    return out + [clean(by_key_m[k]) for k, d in changes.items() if d is None]
+    return out + [_clean(by_key_m[k]) for k, d in changes.items() if d is None]
 
 
 def _unless_equal(original: dict | None, modified: dict) -> dict | None:
@@ -345,5 +344,5 @@ def _diff_duplicates(node: Node, o: list | None, m: list, c: list, two_way: bool
     if not changed:
         return _SAME
     if strategic and node.merge:
-        return [{"$patch": "replace"}, *clean(m)]
-    return clean(m)
+        return [{"$patch": "replace"}, *_clean(m)]
+    return _clean(m)

@@ -8,7 +8,7 @@ from typing import Any
 
 from kapply.matcher.schema import ANY_BUILTIN, ANY_JSON, ListKind, Node, Shape
 
-_DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
+DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
 
 
 def apply_dict(node: Node, target: dict, patch: dict, strategic: bool) -> dict:
@@ -19,8 +19,8 @@ def apply_dict(node: Node, target: dict, patch: dict, strategic: bool) -> dict:
         if strategic and k.startswith("$"):
             if k == "$retainKeys":
                 retain = pv
-            elif k.startswith(_DELETE_FROM_PRIMITIVE_LIST):
-                deletions.append((k[len(_DELETE_FROM_PRIMITIVE_LIST):], pv))
+            elif k.startswith(DELETE_FROM_PRIMITIVE_LIST):
+                deletions.append((k[len(DELETE_FROM_PRIMITIVE_LIST):], pv))
             continue
         if pv is None:
             result.pop(k, None)
