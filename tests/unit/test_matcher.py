@@ -417,6 +417,15 @@ def test_record_writes_the_new_last_applied_state_into_a_non_empty_patch() -> No
     assert calculate(apply_patch(live, result.patch, result.patch_type), desired).original == result.modified
 
 
+def test_record_keeps_the_last_applied_annotation_when_desired_drops_all_others() -> None:
+    with_note = edited(deployment(), lambda d: d["metadata"].update(annotations={"note": "x"}))
+    live = served(with_note)
+    result = calculate(live, deployment(), record=True)
+    after = apply_patch(live, result.patch, result.patch_type)
+    assert list(after["metadata"]["annotations"]) == [LAST_APPLIED_ANNOTATION]
+    assert calculate(after, deployment()).original == result.modified
+
+
 def test_corrupt_last_applied_annotation_is_an_error_that_names_the_object() -> None:
     live = served(deployment(), lambda o: o["metadata"]["annotations"].update({LAST_APPLIED_ANNOTATION: "[1"}))
     with pytest.raises(LastAppliedError, match="Deployment ns/web"):
@@ -447,6 +456,14 @@ def test_official_kubernetes_client_objects_are_compared_like_dicts() -> None:
                                                      "application/json")
     assert isinstance(live, kubernetes.client.V1Deployment)
     assert calculate(live, deployment()).is_empty
+
+
+def test_kubernetes_dynamic_client_resources_are_compared_like_dicts() -> None:
+    pytest.importorskip("kubernetes")
+    from kubernetes.dynamic.resource import ResourceInstance
+
+    live = ResourceInstance(None, served(deployment()))
+    assert calculate(live, ResourceInstance(None, deployment())).is_empty
 
 
 def test_objects_that_are_not_kubernetes_objects_are_refused() -> None:

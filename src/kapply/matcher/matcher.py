@@ -51,7 +51,10 @@ def calculate(current: object, desired: object, *, schema: Schema | None = None,
     if record and not is_empty:
         annotated = annotate(desired, annotation)["metadata"]["annotations"][annotation]
         meta = patch.setdefault("metadata", {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), annotation: annotated}
+        changes = meta.get("annotations", {})
+        if changes is None:  # all of them deleted: one by one then, to keep ours
+            changes = dict.fromkeys((live.get("metadata") or {}).get("annotations") or {})
+        meta["annotations"] = {**changes, annotation: annotated}
     return PatchResult(patch, patch_type, live, modified, original, is_empty)
 
 

@@ -4,6 +4,7 @@ last-applied annotation."""
 from __future__ import annotations
 
 import base64
+from functools import cache
 from typing import Any
 
 import orjson
@@ -16,8 +17,6 @@ LAST_APPLIED_ANNOTATION = "kapply.matcher/last-applied"
 _SERVER_METADATA = frozenset({"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation",
                               "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
 _IDENTITY = frozenset({"apiVersion", "kind", "status"})
-
-_api_client: Any = None
 
 
 class LastAppliedError(KapplyError):
@@ -40,13 +39,11 @@ def to_dict(obj: object) -> dict:
     raise TypeError(f"Not a Kubernetes object: {type(obj).__name__}")
 
 
+@cache
 def _kubernetes_api_client() -> Any:
-    global _api_client
-    if _api_client is None:
-        from kubernetes.client import ApiClient  # optional: only objects of that client get here
+    from kubernetes.client import ApiClient  # optional: only objects of that client get here
 
-        _api_client = ApiClient()
-    return _api_client
+    return ApiClient()
 
 
 def prepare(obj: dict, annotation: str) -> tuple[dict, str | None]:

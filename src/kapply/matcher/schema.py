@@ -49,7 +49,8 @@ class ListKind(enum.IntEnum):
 @dataclass(slots=True, eq=False)
 class Node:
     """The shape of one value. A struct's unknown fields, a map's values and a list's items have `item`'s
-    shape. `builtin` is false inside custom resources, where an empty string is a value like any other."""
+    shape. `builtin` is false inside custom resources, where an empty string is a value like any other.
+    Not frozen: a schema that refers to itself gets its node before the node's fields are built."""
 
     shape: Shape
     builtin: bool = True
