@@ -8,7 +8,8 @@ import re
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import ConfigMap
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import ConfigMap, Pod
 
 pytestmark = pytest.mark.e2e
 
@@ -117,14 +118,18 @@ spec:
 """
 
 
-def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, namespace):
+def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, kube: Client, namespace):
     result = deploy(kapply, namespace, DEPLOYMENT.format(image="registry.invalid/web:1"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(rf"ongoing: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
     assert re.search(r" L (ok|ongoing): waiting on replicaset/web-\w+ \(apps/v1\)", result.stdout), result.stdout
-    assert re.search(r" L (ok|ongoing): waiting on pod/web-\S+ \(v1\)", result.stdout), result.stdout
     assert re.search(rf"ok: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
     assert result.stdout.index("---- waiting complete [1/1 done] ----") > result.stdout.index("ok: reconcile")
+    # Read right after kapply returned: it waited until both Pods were Ready on the kwok node.
+    assert kube.get(Deployment, "web", namespace=namespace).status.readyReplicas == 2
+    pods = list(kube.list(Pod, namespace=namespace, labels={"app": "web"}))
+    assert len(pods) == 2 and all(p.spec.nodeName for p in pods)
+    assert all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions) for p in pods)
 
 
 @pytest.mark.parametrize(("image", "reason"), [("image-pull-backoff", "Pending: ImagePullBackOff"),
