@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from kapply.cli.common import (
@@ -16,6 +18,9 @@ from kapply.cli.common import (
     output_options,
     run,
 )
+
+if TYPE_CHECKING:
+    from kapply.resources.kubeconfig import KubeconfigFlags
 
 
 @click.group(cls=AliasedGroup, name="app-change")
@@ -42,16 +47,14 @@ async def _list(
     diff: bool,
     tty: bool | None,
     as_json: bool,
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
     from kapply.app import history, record
     from kapply.cli.common import app_namespace_or_default
     from kapply.ui.apps import app_changes_table
 
     out = make_output(tty, as_json)
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         found = await record.require(
             cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
         )
@@ -81,14 +84,13 @@ async def _gc(
     app_namespace: str,
     max_to_keep: int,
     yes: bool,
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
+
     from kapply.app import history, record
     from kapply.cli.common import app_namespace_or_default
 
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         found = await record.require(
             cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
         )

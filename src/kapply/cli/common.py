@@ -18,6 +18,7 @@ from kapply.errors import KapplyError
 if TYPE_CHECKING:
     from kapply.apply.loop import WaitOptions
     from kapply.resources.cluster import Cluster
+    from kapply.resources.kubeconfig import KubeconfigFlags
     from kapply.ui.output import Output
 
 
@@ -78,19 +79,27 @@ def bool_flag(*names: str, default: bool = False, help: str = "") -> Callable[[C
 
 
 def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """kapp's kubeconfig flags; accepted on every command that talks to a cluster."""
-    fn = click.option("--kubeconfig", envvar="KAPP_KUBECONFIG", help="Path to the kubeconfig file ($KAPP_KUBECONFIG)")(
-        fn
-    )
-    fn = click.option(
+    """kapp's kubeconfig flags, handed to the command as one `kube: KubeconfigFlags`."""
+
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any, kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None, **kwargs: Any
+    ) -> Any:
+        from kapply.resources.kubeconfig import KubeconfigFlags
+
+        return fn(*args, kube=KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml), **kwargs)
+
+    wrapper = click.option(
+        "--kubeconfig", envvar="KAPP_KUBECONFIG", help="Path to the kubeconfig file ($KAPP_KUBECONFIG)"
+    )(wrapper)
+    wrapper = click.option(
         "--kubeconfig-context",
         envvar="KAPP_KUBECONFIG_CONTEXT",
         help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)",
-    )(fn)
-    fn = click.option(
+    )(wrapper)
+    return click.option(
         "--kubeconfig-yaml", envvar="KAPP_KUBECONFIG_YAML", help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)"
-    )(fn)
-    return fn
+    )(wrapper)
 
 
 def app_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,11 +111,11 @@ def app_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def connect(kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None) -> Cluster:
+def connect(kube: KubeconfigFlags) -> Cluster:
     from kapply.resources.cluster import Cluster
-    from kapply.resources.kubeconfig import KubeconfigFlags, load
+    from kapply.resources.kubeconfig import load
 
-    return Cluster(load(KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml)))
+    return Cluster(load(kube))
 
 
 def wait_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -22,6 +22,7 @@ from kapply.cli.common import (
 
 if TYPE_CHECKING:
     from kapply.apply.loop import WaitOptions
+    from kapply.resources.kubeconfig import KubeconfigFlags
 
 
 @click.command()
@@ -49,9 +50,7 @@ async def _delete(
     diff_run: bool,
     apply_concurrency: int,
     wait: WaitOptions,
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
     from kapply import delete as pipeline
     from kapply.apply.execute import ApplyOptions
@@ -59,7 +58,7 @@ async def _delete(
     from kapply.ui.changes import changes_table
 
     out = make_output(tty, as_json, tty_by_default=True)
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         ns = app_namespace_or_default(app_namespace, namespace, cluster.namespace)
         plan = await pipeline.plan(cluster, ns, app, wait.wait)
         if plan is None:

@@ -25,6 +25,7 @@ from kapply.cli.common import (
 
 if TYPE_CHECKING:
     from kapply.apply.loop import WaitOptions
+    from kapply.resources.kubeconfig import KubeconfigFlags
 
 
 @click.command()
@@ -113,9 +114,7 @@ async def _deploy(
     default_label_scoping_rules: bool,
     into_ns: str,
     map_ns: tuple[str, ...],
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
     from kapply import deploy as pipeline
     from kapply.app.preparation import Placement
@@ -127,7 +126,7 @@ async def _deploy(
 
     validate_name(app)
     out = make_output(tty, as_json, tty_by_default=True)
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         ns = namespace_or_default(namespace, cluster.namespace)
         options = pipeline.DeployOptions(
             app=app,

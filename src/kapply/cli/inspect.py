@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from kapply.cli.common import (
@@ -14,6 +16,9 @@ from kapply.cli.common import (
     output_options,
     run,
 )
+
+if TYPE_CHECKING:
+    from kapply.resources.kubeconfig import KubeconfigFlags
 
 
 @click.command()
@@ -37,17 +42,16 @@ async def _inspect(
     status: bool,
     tty: bool | None,
     as_json: bool,
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
+
     from kapply.app import record
     from kapply.cli.common import app_namespace_or_default
     from kapply.delete import app_resources
     from kapply.ui.resources import resources_table, status_table
 
     out = make_output(tty, as_json)
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         found = await record.require(
             cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
         )

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from kapply.cli.common import bool_flag, connect, handle_errors, kube_options, make_output, output_options, run
+
+if TYPE_CHECKING:
+    from kapply.resources.kubeconfig import KubeconfigFlags
 
 
 @click.command(name="list")
@@ -24,16 +29,15 @@ async def _list(
     all_namespaces: bool,
     tty: bool | None,
     as_json: bool,
-    kubeconfig: str | None,
-    kubeconfig_context: str | None,
-    kubeconfig_yaml: str | None,
+    kube: KubeconfigFlags,
 ) -> None:
+
     from kapply.app import record
     from kapply.cli.common import namespace_or_default
     from kapply.ui.apps import apps_table
 
     out = make_output(tty, as_json)
-    async with connect(kubeconfig, kubeconfig_context, kubeconfig_yaml) as cluster:
+    async with connect(kube) as cluster:
         ns = None if all_namespaces else namespace_or_default(namespace, cluster.namespace)
         apps = await record.list_apps(cluster, ns)
         title = "Apps in all namespaces" if ns is None else f"Apps in namespace '{ns}'"
