@@ -157,3 +157,12 @@ def test_json_output_has_kapps_shape(kapply, namespace):
     assert table["Rows"] == [{"namespace": namespace, "name": "settings", "kind": "ConfigMap", "age": "",
                               "op": "create", "op_strategy": "", "wait_to": "reconcile", "reconcile_state": "",
                               "reconcile_info": ""}]
+
+
+def test_an_exists_resource_that_never_appears_times_out(kapply, namespace):
+    result = kapply("deploy", "-a", "opts", "-n", namespace, "-f", "-", "-y", "--apply-timeout=2s",
+                    input=configmap("never-made", {}, {"kapp.k14s.io/exists": ""}))
+    assert result.returncode == 1
+    assert f"exists configmap/never-made (v1) namespace: {namespace}" in result.stdout
+    assert "Retryable error: External resource doesn't exists" in result.stdout
+    assert "Timed out waiting after 2s: Last error: External resource doesn't exists" in result.stderr

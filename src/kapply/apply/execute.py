@@ -52,11 +52,7 @@ class ApplyError(KapplyError):
 class ApplyOptions:
     concurrency: int = 5
     default_update_strategy: str = ""
-
-
-def _with_annotations(obj: dict, annotations: dict[str, str]) -> dict:
-    meta = obj.get("metadata") or {}
-    return {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}}
+    timeout: float = 900  # kapp's --apply-timeout: how long an `exists` resource is waited for
 
 
 class Applier:
@@ -218,7 +214,11 @@ class Applier:
         res = change.resource
         rtype = await self._rtype(res)
         meta = res["metadata"]
+        deadline = asyncio.get_running_loop().time() + self.options.timeout
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise ApplyError(f"exists {change.describe()}: Timed out waiting after {self.options.timeout:.0f}s: "
+                                 "Last error: External resource doesn't exists")
             self.progress.line(f"exists {change.describe()}")
             self.progress.line(" ^ Retryable error: External resource doesn't exists")
             await asyncio.sleep(1)

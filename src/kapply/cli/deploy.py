@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kapply.cli.common import (
+    Duration,
     ExitStatus,
     app_options,
     bool_flag,
@@ -53,6 +54,13 @@ if TYPE_CHECKING:
 @bool_flag("--diff-exit-status", help="Return specific exit status based on number of changes")
 @click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
 @click.option("--apply-default-update-strategy", default="", help="Change default update strategy")
+@click.option(
+    "--apply-timeout",
+    type=Duration(),
+    default="15m",
+    show_default=True,
+    help="Maximum amount of time to wait for a resource marked kapp.k14s.io/exists to appear",
+)
 @bool_flag("--apply-exit-status", help="Return specific exit status based on number of changes")
 @click.option("--app-changes-max-to-keep", default=200, help="Maximum number of app changes to keep")
 @bool_flag("--dangerous-allow-empty-list-of-resources", help="Allow to apply empty set of resources")
@@ -107,6 +115,7 @@ async def _deploy(
     apply_concurrency: int,
     wait: WaitOptions,
     apply_default_update_strategy: str,
+    apply_timeout: float,
     apply_exit_status: bool,
     app_changes_max_to_keep: int,
     dangerous_allow_empty_list_of_resources: bool,
@@ -140,7 +149,11 @@ async def _deploy(
             allow_empty=dangerous_allow_empty_list_of_resources,
             default_label_scoping=default_label_scoping_rules,
             app_changes_max_to_keep=app_changes_max_to_keep,
-            apply=ApplyOptions(concurrency=apply_concurrency, default_update_strategy=apply_default_update_strategy),
+            apply=ApplyOptions(
+                concurrency=apply_concurrency,
+                default_update_strategy=apply_default_update_strategy,
+                timeout=apply_timeout,
+            ),
             wait=wait,
         )
         plan, target = await asyncio.gather(pipeline.plan(cluster, options, sys.stdin), cluster.target())
