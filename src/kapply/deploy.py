@@ -59,7 +59,6 @@ class DeployOptions:
 @dataclass(frozen=True)
 class Plan:
     app: record.App
-    is_new_app: bool
     config: Config
     discovery: Discovery
     changes: tuple[ClusterChange, ...]  # those that apply or wait on something
@@ -151,7 +150,7 @@ async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = 
     new_used = frozenset(_gvk(r) for r in new_by_key.values())
     used = new_used | {_gvk(obj) for obj in existing_by_key.values() if not is_transient(obj)}
     planned = tuple(cluster_changes(changes, config, options.wait.wait))
-    return Plan(app, is_new, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
+    return Plan(app, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
 
 
 def _used_meta(meta: AppMeta, used: frozenset[tuple[str, str, str]]) -> AppMeta:

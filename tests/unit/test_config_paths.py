@@ -13,7 +13,6 @@ from kapply.config.paths import (
     parse_path,
     remove_at,
     replace_maps_at,
-    values_at,
 )
 from kapply.errors import ConfigError
 
@@ -42,13 +41,6 @@ def test_path_parts_are_keys_all_indexes_indexes_and_regexes():
 def test_malformed_path_parts_are_config_errors(part, message):
     with pytest.raises(ConfigError, match=message):
         path("spec", part)
-
-
-def test_values_at_follows_lists():
-    obj = {"spec": {"containers": [{"name": "a"}, {"name": "b"}, {}]}}
-    assert values_at(obj, path("spec", "containers", {"allIndexes": True}, "name")) == ["a", "b"]
-    assert values_at(obj, path("spec", "containers", {"index": 1}, "name")) == ["b"]
-    assert values_at(obj, path("spec", "missing", "name")) == []
 
 
 def test_copy_takes_the_first_source_that_has_the_value():

@@ -103,29 +103,6 @@ def has_list_parts(path: Path) -> bool:
     return any(isinstance(part, AllIndexes | Index) for part in path)
 
 
-def values_at(obj: Any, path: Path) -> list[Any]:
-    """The values the path reaches, in document order; branches that do not exist are skipped."""
-    nodes = [obj]
-    for part in path:
-        following: list[Any] = []
-        for node in nodes:
-            match part:
-                case str():
-                    if isinstance(node, dict) and part in node:
-                        following.append(node[part])
-                case AllIndexes():
-                    if isinstance(node, list):
-                        following.extend(node)
-                case Index(index):
-                    if isinstance(node, list) and index < len(node):
-                        following.append(node[index])
-                case KeyRegex():
-                    if isinstance(node, dict):
-                        following.extend(v for k, v in node.items() if part.regex.search(k))
-        nodes = following
-    return nodes
-
-
 def is_empty_at(obj: Any, path: Path) -> bool:
     """True if the value at the path is missing, null, `{}` or `[]` (for list parts: in every element).
 
