@@ -80,6 +80,9 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
     listed = kapply("ls", "-n", namespace)
     assert listed.returncode == 0, listed.stderr
     assert "simple-app" in listed.stdout
+    everywhere = kapply("ls", "-A", "--tty")
+    assert everywhere.returncode == 0, everywhere.stderr
+    assert re.search(rf"^{namespace}\s+simple-app\s+{namespace}\s+true\s", everywhere.stdout, re.M), everywhere.stdout
     inspected = kapply("inspect", "-a", "simple-app", "-n", namespace, "--tty")
     assert inspected.returncode == 0, inspected.stderr
     assert re.search(r"simple-app\s+Deployment\s+kapp", inspected.stdout), inspected.stdout

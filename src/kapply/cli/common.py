@@ -218,5 +218,9 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KapplyError as e:
             click.echo(f"kapply: Error: {e}", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("kapply: Error: Interrupted (changes applied so far stay applied; the app-change records "
+                       "how far it got)", err=True)
+            sys.exit(130)
 
     return wrapper
