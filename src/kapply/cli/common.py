@@ -219,8 +219,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.echo(f"kapply: Error: {e}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            click.echo("kapply: Error: Interrupted (changes applied so far stay applied; the app-change records "
-                       "how far it got)", err=True)
+            click.echo("kapply: Error: Interrupted (changes applied so far stay applied)", err=True)
             sys.exit(130)
 
     return wrapper
