@@ -59,8 +59,10 @@ def setup() -> None:
 
         async def one(i: int) -> None:
             async with sem:
-                await client.create(ConfigMap.from_dict(
-                    {"metadata": {"name": f"cm-{i}"}, "data": {"k": "v" * 200}}), namespace=NAMESPACE)
+                await client.create(
+                    ConfigMap.from_dict({"metadata": {"name": f"cm-{i}"}, "data": {"k": "v" * 200}}),
+                    namespace=NAMESPACE,
+                )
 
         await asyncio.gather(*(one(i) for i in range(OBJECTS)))
         await client.close()
@@ -77,8 +79,7 @@ def lightkube_cases(http2: bool) -> dict[str, Callable[[], object]]:
     client = Client(http2=http2)
 
     async def gets() -> None:
-        await asyncio.gather(*(aclient.get(ConfigMap, f"cm-{i}", namespace=NAMESPACE)
-                               for i in range(CONCURRENT_GETS)))
+        await asyncio.gather(*(aclient.get(ConfigMap, f"cm-{i}", namespace=NAMESPACE) for i in range(CONCURRENT_GETS)))
 
     def list_all() -> None:
         listed = list(client.list(ConfigMap, namespace=NAMESPACE, chunk_size=500))
@@ -116,8 +117,10 @@ def raw_transport_cases() -> dict[str, Callable[[], object]]:
                 break
         assert len(items) >= OBJECTS  # plus kube-root-ca.crt
 
-    return {"100 concurrent GETs": lambda: loop.run_until_complete(gets()),
-            "LIST 1,000": lambda: loop.run_until_complete(list_all())}
+    return {
+        "100 concurrent GETs": lambda: loop.run_until_complete(gets()),
+        "LIST 1,000": lambda: loop.run_until_complete(list_all()),
+    }
 
 
 def kubernetes_cases() -> dict[str, Callable[[], object]]:
@@ -159,8 +162,7 @@ def main() -> None:
         "lightkube transport, dicts + orjson (HTTP/2)": raw_transport_cases(),
         "kubernetes 37 (urllib3, threads)": kubernetes_cases(),
     }
-    imports = {"lightkube": import_seconds(IMPORTS["lightkube"]),
-               "kubernetes": import_seconds(IMPORTS["kubernetes"])}
+    imports = {"lightkube": import_seconds(IMPORTS["lightkube"]), "kubernetes": import_seconds(IMPORTS["kubernetes"])}
     print("| client | import | 100 concurrent GETs | LIST 1,000 ConfigMaps (pages of 500) |")
     print("|---|---|---|---|")
     for name, cases in rows.items():

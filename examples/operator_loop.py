@@ -28,19 +28,38 @@ def desired_state(namespace: str) -> list[dict]:
     meta = {"name": APP, "namespace": namespace, "labels": labels}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"greeting": "hello", "level": "info"}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": meta,
-         "spec": {"selector": labels, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                "name": "app",
-                "image": "registry.invalid/hello:1",
-                "ports": [{"name": "http", "containerPort": 8080}],
-                "envFrom": [{"configMapRef": {"name": APP}}],
-                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "1000m"}},
-            }]}},
-        }},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": meta,
+            "spec": {"selector": labels, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "registry.invalid/hello:1",
+                                "ports": [{"name": "http", "containerPort": 8080}],
+                                "envFrom": [{"configMapRef": {"name": APP}}],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "64Mi"},
+                                    "limits": {"cpu": "1000m"},
+                                },
+                            }
+                        ]
+                    },
+                },
+            },
+        },
     ]
 
 
@@ -79,8 +98,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("namespace")
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between iterations")
-    parser.add_argument("--assert-no-updates", action="store_true",
-                        help="exit 1 if the iterations after the first pass updated anything")
+    parser.add_argument(
+        "--assert-no-updates",
+        action="store_true",
+        help="exit 1 if the iterations after the first pass updated anything",
+    )
     args = parser.parse_args(argv)
     first, later = asyncio.run(run(args.namespace, args.iterations, args.interval))
     print(f"first pass: created {first['created']}, updated {first['updated']}")

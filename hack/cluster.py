@@ -54,8 +54,11 @@ SERVICE_CIDR = "10.96.0.0/16"
 LOOPBACK_ENV = {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
 
 
+LOG_PREFIX = "[cluster]"  # hack/tools.py, which reuses the build helpers below, sets its own
+
+
 def log(msg: str) -> None:
-    print(f"[cluster] {msg}", flush=True)
+    print(f"{LOG_PREFIX} {msg}", flush=True)
 
 
 # ---------------------------------------------------------------- building
@@ -72,6 +75,7 @@ class Build:
     ldflags: str = ""
     k8s_staging: bool = False  # replace k8s.io staging modules (see staging_replaces)
     main_go: str = ""  # a main package written here when the module ships none
+    gomod_extra: tuple[str, ...] = ()  # more go.mod lines, e.g. replace/exclude directives (hack/tools.py)
 
 
 ETCD_MAIN = """package main
@@ -93,7 +97,10 @@ def bin_dir(name: str, version: str) -> Path:
 def go_mod_download(module: str, version: str) -> dict:
     out = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
-        check=True, capture_output=True, text=True, cwd=CACHE,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=CACHE,
     ).stdout
     return json.loads(out)
 
@@ -109,34 +116,43 @@ def staging_replaces(gomod: str, k8s_version: str) -> dict[str, str]:
 def builds() -> list[Build]:
     major, minor = K8S_VERSION[1:].split(".")[:2]
     version_pkg = "k8s.io/component-base/version"
-    k8s_ldflags = " ".join([
-        "-s -w",
-        f"-X {version_pkg}.gitVersion={K8S_VERSION}",
-        f"-X {version_pkg}.gitMajor={major}",
-        f"-X {version_pkg}.gitMinor={minor}",
-        f"-X {version_pkg}.gitTreeState=clean",
-    ])
+    k8s_ldflags = " ".join(
+        [
+            "-s -w",
+            f"-X {version_pkg}.gitVersion={K8S_VERSION}",
+            f"-X {version_pkg}.gitMajor={major}",
+            f"-X {version_pkg}.gitMinor={minor}",
+            f"-X {version_pkg}.gitTreeState=clean",
+        ]
+    )
     return [
         Build(
-            name="etcd", version=ETCD_VERSION,
+            name="etcd",
+            version=ETCD_VERSION,
             requires={"go.etcd.io/etcd/server/v3": ETCD_VERSION},
             # the build module is kapply.local/etcd, so its main package builds `etcd`
-            binaries={"etcd": "."}, ldflags="-s -w", main_go=ETCD_MAIN,
+            binaries={"etcd": "."},
+            ldflags="-s -w",
+            main_go=ETCD_MAIN,
         ),
         Build(
-            name="kwok", version=KWOK_VERSION,
+            name="kwok",
+            version=KWOK_VERSION,
             requires={"sigs.k8s.io/kwok": KWOK_VERSION},
-            binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok"}, ldflags="-s -w",
+            binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+            ldflags="-s -w",
         ),
         Build(
-            name="k8s", version=K8S_VERSION,
+            name="k8s",
+            version=K8S_VERSION,
             requires={"k8s.io/kubernetes": K8S_VERSION},
             binaries={
                 "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
                 "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
                 "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
             },
-            ldflags=k8s_ldflags, k8s_staging=True,
+            ldflags=k8s_ldflags,
+            k8s_staging=True,
         ),
     ]
 
@@ -157,8 +173,7 @@ def run_go_build(build: Build, workdir: Path, out_dir: Path) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false"}
     names = ", ".join(build.binaries)
     log(f"building {names} {build.version} (go build; minutes on 2 cores)")
-    cmd = ["go", "build", "-v", "-trimpath", "-ldflags", build.ldflags, "-o", f"{out_dir}/",
-           *build.binaries.values()]
+    cmd = ["go", "build", "-v", "-trimpath", "-ldflags", build.ldflags, "-o", f"{out_dir}/", *build.binaries.values()]
     started = last_report = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -169,7 +184,7 @@ def run_go_build(build: Build, workdir: Path, out_dir: Path) -> None:
             last_report = time.monotonic()
             log(f"  {compiled} packages compiled, {int(last_report - started)}s, now {line.strip()}")
     if proc.wait() != 0:
-        sys.exit(f"[cluster] go build of {names} failed:\n" + "\n".join(tail))
+        sys.exit(f"{LOG_PREFIX} go build of {names} failed:\n" + "\n".join(tail))
     log(f"  {names} built in {int(time.monotonic() - started)}s")
 
 
@@ -185,14 +200,20 @@ def build_one(build: Build) -> None:
         gomod = Path(go_mod_download("k8s.io/kubernetes", build.version)["GoMod"]).read_text()
         replaces = staging_replaces(gomod, build.version)
         lines += ["replace ("] + [f"\t{m} => {r}" for m, r in replaces.items()] + [")"]
+    lines += build.gomod_extra
     (workdir / "go.mod").write_text("\n".join(lines) + "\n")
     if build.main_go:
         (workdir / "main.go").write_text(build.main_go)
     log(f"resolving modules for {build.name} {build.version}")
     env = {**os.environ, "GOFLAGS": "-mod=mod"}
-    subprocess.run(["go", "mod", "tidy"] if build.main_go else
-                   ["go", "get", *[f"{p}@{build.version}" for p in build.binaries.values()]],
-                   cwd=workdir, env=env, check=True)
+    subprocess.run(
+        ["go", "mod", "tidy"]
+        if build.main_go
+        else ["go", "get", *[f"{p}@{build.version}" for p in build.binaries.values()]],
+        cwd=workdir,
+        env=env,
+        check=True,
+    )
     tmp_out = out_dir.with_name("bin.partial")
     shutil.rmtree(tmp_out, ignore_errors=True)
     tmp_out.mkdir(parents=True)
@@ -211,7 +232,6 @@ def build_all() -> None:
     log(f"binaries ready in {CACHE}")
 
 
-
 # ---------------------------------------------------------------- certificates
 
 
@@ -223,22 +243,64 @@ def make_certs(pki: Path) -> None:
     """A CA, the serving cert of the API server, client certs for the admin
     (system:masters) and the restricted user, and the service-account key pair."""
     pki.mkdir(parents=True, exist_ok=True)
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-            "-days", "3650", "-subj", "/CN=kapply-local-ca", cwd=pki)
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=kapply-local-ca",
+        cwd=pki,
+    )
     (pki / "serving.ext").write_text(
         "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
         "DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n"
-        "extendedKeyUsage=serverAuth\n")
+        "extendedKeyUsage=serverAuth\n"
+    )
     (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
     for name, subject, ext in [
         ("apiserver", "/CN=kube-apiserver", "serving.ext"),
         ("admin", "/O=system:masters/CN=kapply-admin", "client.ext"),
         ("restricted", f"/CN={RESTRICTED_USER}", "client.ext"),
     ]:
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                "-subj", subject, cwd=pki)
-        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-CAcreateserial", "-days", "3650", "-extfile", ext, "-out", f"{name}.crt", cwd=pki)
+        openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subject,
+            cwd=pki,
+        )
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "3650",
+            "-extfile",
+            ext,
+            "-out",
+            f"{name}.crt",
+            cwd=pki,
+        )
     openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
@@ -248,13 +310,18 @@ def write_kubeconfig(path: Path, server: str, pki: Path, user: str, cert: str, n
         return base64.b64encode((pki / name).read_bytes()).decode()
 
     config = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "kapply-local", "cluster": {
-            "server": server, "certificate-authority-data": b64("ca.crt")}}],
-        "users": [{"name": user, "user": {
-            "client-certificate-data": b64(f"{cert}.crt"), "client-key-data": b64(f"{cert}.key")}}],
-        "contexts": [{"name": user, "context": {
-            "cluster": "kapply-local", "user": user, "namespace": namespace}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "kapply-local", "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {"client-certificate-data": b64(f"{cert}.crt"), "client-key-data": b64(f"{cert}.key")},
+            }
+        ],
+        "contexts": [{"name": user, "context": {"cluster": "kapply-local", "user": user, "namespace": namespace}}],
         "current-context": user,
     }
     path.write_text(json.dumps(config, indent=2))  # JSON is valid kubeconfig YAML
@@ -272,12 +339,14 @@ class Api:
         self.ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         self.ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
         self.opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=self.ctx))
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=self.ctx)
+        )
 
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.server + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with self.opener.open(req, timeout=10) as resp:
                 raw = resp.read().decode()
@@ -304,8 +373,10 @@ def wait_for(what: str, check, timeout: float, procs: dict[str, subprocess.Popen
             return
         for name, proc in (procs or {}).items():
             if proc.poll() is not None:
-                sys.exit(f"[cluster] {name} exited with {proc.returncode} while waiting for {what}; "
-                         f"see {DATA_DIR / 'logs' / (name + '.log')}")
+                sys.exit(
+                    f"[cluster] {name} exited with {proc.returncode} while waiting for {what}; "
+                    f"see {DATA_DIR / 'logs' / (name + '.log')}"
+                )
         time.sleep(0.5)
     sys.exit(f"[cluster] timed out after {timeout:.0f}s waiting for {what}; logs in {DATA_DIR / 'logs'}")
 
@@ -345,8 +416,14 @@ def start(name: str, args: list[str], procs: dict[str, subprocess.Popen]) -> Non
     exe = str(binary(name))
     with open(logs / f"{name}.log", "ab") as out:
         procs[name] = subprocess.Popen(
-            [exe, *args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, **LOOPBACK_ENV}, cwd=DATA_DIR)
+            [exe, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **LOOPBACK_ENV},
+            cwd=DATA_DIR,
+        )
     log(f"started {name} (pid {procs[name].pid})")
 
 
@@ -355,7 +432,8 @@ def component_args(ports: dict[str, int]) -> dict[str, list[str]]:
     kubeconfig = str(DATA_DIR / "kubeconfig")
     return {
         "etcd": [
-            "--name=kapply", f"--data-dir={DATA_DIR / 'etcd'}",
+            "--name=kapply",
+            f"--data-dir={DATA_DIR / 'etcd'}",
             f"--listen-client-urls=http://127.0.0.1:{ports['etcd']}",
             f"--advertise-client-urls=http://127.0.0.1:{ports['etcd']}",
             f"--listen-peer-urls=http://127.0.0.1:{ports['etcd_peer']}",
@@ -366,37 +444,50 @@ def component_args(ports: dict[str, int]) -> dict[str, list[str]]:
         ],
         "kube-apiserver": [
             f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
             f"--secure-port={ports['apiserver']}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=Node,RBAC", "--allow-privileged=true",
-            "--profiling=false", "--endpoint-reconciler-type=none",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--endpoint-reconciler-type=none",
         ],
         "kube-controller-manager": [
-            f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
+            f"--kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['controller_manager']}",
             f"--service-account-private-key-file={pki / 'sa.key'}",
             f"--root-ca-file={pki / 'ca.crt'}",
-            f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--use-service-account-credentials=false", "--profiling=false",
+            "--use-service-account-credentials=false",
+            "--profiling=false",
             # kwok's heartbeats can run late on a loaded 2-core machine; a node marked NotReady gets its
             # pods marked not ready, which kwok never undoes, and rollouts hang. Tests never want that.
             "--node-monitor-grace-period=1h",
         ],
         "kube-scheduler": [
-            f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", "--profiling=false",
+            f"--kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['scheduler']}",
+            "--profiling=false",
         ],
         "kwok": [
-            f"--kubeconfig={kubeconfig}", "--manage-all-nodes=false",
+            f"--kubeconfig={kubeconfig}",
+            "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--cidr=10.244.0.1/16", "--node-ip=127.0.0.1",
+            "--cidr=10.244.0.1/16",
+            "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{ports['kwok']}",
             f"--config={DATA_DIR / 'kwok-stages.yaml'}",
         ],
@@ -417,21 +508,28 @@ FAILING_IMAGES = {
 _NOT_DELETED = """    - key: '.metadata.deletionTimestamp'
       operator: 'DoesNotExist'
 """
-_NO_STATUS_YET = _NOT_DELETED + """    - key: '.status.podIP'
+_NO_STATUS_YET = (
+    _NOT_DELETED
+    + """    - key: '.status.podIP'
       operator: 'DoesNotExist'
 """
+)
 
 
 def _stage(name: str, selector: str, next_: str) -> str:
-    return (f"apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: {name}\nspec:\n"
-            f"  resourceRef:\n    apiGroup: v1\n    kind: Pod\n  selector:\n    matchExpressions:\n{selector}"
-            f"  next:\n{next_}")
+    return (
+        f"apiVersion: kwok.x-k8s.io/v1alpha1\nkind: Stage\nmetadata:\n  name: {name}\nspec:\n"
+        f"  resourceRef:\n    apiGroup: v1\n    kind: Pod\n  selector:\n    matchExpressions:\n{selector}"
+        f"  next:\n{next_}"
+    )
 
 
 def _image_is(image: str, negate: bool = False) -> str:
     values = "".join(f"      - '{i}'\n" for i in ([image] if not negate else FAILING_IMAGES.values()))
-    return (f"    - key: '.spec.containers.[].image'\n      operator: '{'NotIn' if negate else 'In'}'\n"
-            f"      values:\n{values}")
+    return (
+        f"    - key: '.spec.containers.[].image'\n      operator: '{'NotIn' if negate else 'In'}'\n"
+        f"      values:\n{values}"
+    )
 
 
 def _status(body: str) -> str:
@@ -440,9 +538,11 @@ def _status(body: str) -> str:
 
 
 # Where kwok says the pod runs; templates write it where this marker stands.
-_ADDRESSES = ("hostIP: {{ NodeIPWith .spec.nodeName | Quote }}\n"
-              "podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid \"\" ) "
-              "( or .metadata.name \"\" ) ( or .metadata.namespace \"\" ) | Quote }}")
+_ADDRESSES = (
+    "hostIP: {{ NodeIPWith .spec.nodeName | Quote }}\n"
+    'podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) '
+    '( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}'
+)
 
 _CONTAINERS = """
 {{ $now := Now }}
@@ -518,7 +618,9 @@ containerStatuses:
 {{ end }}
 phase: Succeeded
 """)
-    job_running = _NOT_DELETED + """    - key: '.status.phase'
+    job_running = (
+        _NOT_DELETED
+        + """    - key: '.status.phase'
       operator: 'In'
       values:
       - 'Running'
@@ -527,11 +629,17 @@ phase: Succeeded
       values:
       - 'Job'
 """
+    )
     waiting = "waiting:\n      reason: %s\n      message: %s"
-    pull = _status(_CONTAINERS % {"restarts": 0, "state": waiting % (
-        "ImagePullBackOff", "'Back-off pulling image \"{{ .image }}\"'")} + "phase: Pending\n")
-    crash = _status(_CONTAINERS % {"restarts": 3, "state": waiting % (
-        "CrashLoopBackOff", "'back-off 40s restarting failed container'")} + """phase: Running
+    pull = _status(
+        _CONTAINERS
+        % {"restarts": 0, "state": waiting % ("ImagePullBackOff", "'Back-off pulling image \"{{ .image }}\"'")}
+        + "phase: Pending\n"
+    )
+    crash = _status(
+        _CONTAINERS
+        % {"restarts": 3, "state": waiting % ("CrashLoopBackOff", "'back-off 40s restarting failed container'")}
+        + """phase: Running
 conditions:
 - lastTransitionTime: {{ $now | Quote }}
   status: "True"
@@ -540,29 +648,49 @@ conditions:
   status: "False"
   reason: ContainersNotReady
   type: Ready
-""")
-    failed = _status(_CONTAINERS % {"restarts": 0, "state": (
-        "terminated:\n      exitCode: 1\n      reason: Error\n      startedAt: {{ $now | Quote }}\n"
-        "      finishedAt: {{ $now | Quote }}")} + "phase: Failed\n")
-    return "---\n".join([
-        _stage("pod-ready", _NO_STATUS_YET + _image_is("", negate=True), ready),
-        _stage("pod-complete", job_running, complete),
-        _stage("pod-delete", "    - key: '.metadata.deletionTimestamp'\n      operator: 'Exists'\n",
-               "    finalizers:\n      empty: true\n    delete: true\n"),
-        _stage("pod-image-pull-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["image-pull-backoff"]), pull),
-        _stage("pod-crash-loop-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["crash-loop-backoff"]), crash),
-        _stage("pod-exit-1", _NO_STATUS_YET + _image_is(FAILING_IMAGES["exit-1"]), failed),
-    ])
+"""
+    )
+    failed = _status(
+        _CONTAINERS
+        % {
+            "restarts": 0,
+            "state": (
+                "terminated:\n      exitCode: 1\n      reason: Error\n      startedAt: {{ $now | Quote }}\n"
+                "      finishedAt: {{ $now | Quote }}"
+            ),
+        }
+        + "phase: Failed\n"
+    )
+    return "---\n".join(
+        [
+            _stage("pod-ready", _NO_STATUS_YET + _image_is("", negate=True), ready),
+            _stage("pod-complete", job_running, complete),
+            _stage(
+                "pod-delete",
+                "    - key: '.metadata.deletionTimestamp'\n      operator: 'Exists'\n",
+                "    finalizers:\n      empty: true\n    delete: true\n",
+            ),
+            _stage("pod-image-pull-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["image-pull-backoff"]), pull),
+            _stage("pod-crash-loop-backoff", _NO_STATUS_YET + _image_is(FAILING_IMAGES["crash-loop-backoff"]), crash),
+            _stage("pod-exit-1", _NO_STATUS_YET + _image_is(FAILING_IMAGES["exit-1"]), failed),
+        ]
+    )
 
 
 def fake_node() -> dict:
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {
             "name": NODE_NAME,
             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-            "labels": {"type": "kwok", "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux",
-                       "kubernetes.io/arch": "amd64", "kubernetes.io/role": "agent"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/hostname": NODE_NAME,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/role": "agent",
+            },
         },
         "spec": {},
         "status": {
@@ -576,12 +704,16 @@ def restricted_rbac() -> list[tuple[str, dict]]:
     ns = RESTRICTED_NAMESPACE
     return [
         ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        (f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": f"{RESTRICTED_USER}-admin", "namespace": ns},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER}],
-        }),
+        (
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": f"{RESTRICTED_USER}-admin", "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RESTRICTED_USER}],
+            },
+        ),
     ]
 
 
@@ -614,21 +746,27 @@ def up() -> None:
     DATA_DIR.mkdir(parents=True)
     pki = DATA_DIR / "pki"
     make_certs(pki)
-    ports = {k: free_port()
-             for k in ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok"]}
+    ports = {k: free_port() for k in ["etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok"]}
     server = f"https://127.0.0.1:{ports['apiserver']}"
     write_kubeconfig(DATA_DIR / "kubeconfig", server, pki, "kapply-admin", "admin", "default")
-    write_kubeconfig(DATA_DIR / "restricted.kubeconfig", server, pki, RESTRICTED_USER, "restricted",
-                     RESTRICTED_NAMESPACE)
+    write_kubeconfig(
+        DATA_DIR / "restricted.kubeconfig", server, pki, RESTRICTED_USER, "restricted", RESTRICTED_NAMESPACE
+    )
     (DATA_DIR / "kwok-stages.yaml").write_text(kwok_stages())
     args = component_args(ports)
     procs: dict[str, subprocess.Popen] = {}
 
     def save_state() -> None:
-        state_path().write_text(json.dumps({
-            "server": server, "ports": ports,
-            "processes": {n: {"pid": p.pid, "exe": str(binary(n))} for n, p in procs.items()},
-        }, indent=2))
+        state_path().write_text(
+            json.dumps(
+                {
+                    "server": server,
+                    "ports": ports,
+                    "processes": {n: {"pid": p.pid, "exe": str(binary(n))} for n, p in procs.items()},
+                },
+                indent=2,
+            )
+        )
 
     try:
         start("etcd", args["etcd"], procs)
@@ -644,9 +782,12 @@ def up() -> None:
             api.create(path, body)
         api.create("/api/v1/nodes", fake_node())
         wait_for(f"node {NODE_NAME} Ready", lambda: node_ready(api), 120, procs)
-        wait_for("the default ServiceAccount",
-                 lambda: api.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
-                 120, procs)
+        wait_for(
+            "the default ServiceAccount",
+            lambda: api.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+            120,
+            procs,
+        )
     except BaseException:
         down()
         raise
@@ -686,8 +827,7 @@ def status() -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["build", "up", "down", "status", "kubeconfig"])
     command = parser.parse_args().command
     if command == "build":

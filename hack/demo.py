@@ -21,8 +21,13 @@ def kapply(*args: str, stdin: str | None = None) -> None:
     shown = " ".join(args) + (" -f -" if stdin is not None else "")
     print(f"\n$ kapply {shown}", flush=True)
     extra = ["-f", "-"] if stdin is not None else []
-    subprocess.run([sys.executable, "-m", "kapply", *args, *extra], input=stdin, text=True, check=True,
-                   env={**os.environ, "KUBECONFIG": str(KUBECONFIG)})
+    subprocess.run(
+        [sys.executable, "-m", "kapply", *args, *extra],
+        input=stdin,
+        text=True,
+        check=True,
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
+    )
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The deploy pipeline: files -> resources -> changes -> apply -> history.
+"""The deploy pipeline: files -> resources -> changes -> graph -> apply -> history.
 
 `plan` reads and prepares the desired resources, finds what the app has on the
 cluster and calculates the changes; it writes nothing, so bad input leaves the
@@ -10,44 +10,60 @@ app-change. The CLI shows the plan between the two and asks for confirmation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-import yaml
-
 from kapply.app import history, record
-from kapply.app.meta import APP_LABEL_KEY, AppMeta
-from kapply.app.preparation import Placement, prepare
-from kapply.apply.execute import ApplyOptions
-from kapply.apply.loop import ApplyLoop, ClusterChange, WaitOptions, cluster_changes, order
-from kapply.config.config import Config, merge, parse_config
-from kapply.config.default import default_config
-from kapply.config.rules import MaskCounter
+from kapply.app.meta import GroupVersionKind, kinds_of
+from kapply.apply.loop import ApplyLoop
+from kapply.apply.options import ApplyOptions, WaitOptions
+from kapply.apply.planning import ClusterChange, cluster_changes, description, order
+from kapply.apply.progress import LoggedProgress, Progress
+from kapply.config.config import Config
+from kapply.config.inputs import split_configs, with_defaults
 from kapply.diff import server_check, versioned
-from kapply.diff.change import EXISTS_ANNOTATION, NOOP_ANNOTATION, calculate
-from kapply.errors import ConfigError, KapplyError, ManifestError, OwnershipError
+from kapply.diff.change import calculate
+from kapply.diff.render import DiffFormat, line_diffs
+from kapply.errors import KapplyError, ManifestError
 from kapply.graph import ChangeGraph
+from kapply.objects import Document, Obj, group_of, key_of, namespace
 from kapply.resources import manifests
 from kapply.resources.cluster import Cluster, Discovery
-from kapply.resources.identity import api_group, describe, key_of
+from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
-from kapply.ui.changes import all_line_diffs, description
-from kapply.ui.messages import Progress
+from kapply.resources.ownership import check_ownership
+from kapply.resources.preparation import Placement, prepare
 
-CONFIG_API_VERSION = "kapp.k14s.io/v1alpha1"
-CONFIG_LABEL = "kapp.k14s.io/config"
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What to deploy: manifest paths (files, directories, `-` for `stdin`) and resources given as dicts."""
+
+    files: Sequence[str] = ()
+    resources: Sequence[Mapping[str, object]] | None = None
+    stdin: TextIO | None = None
+
+    def documents(self) -> list[Document]:
+        if self.resources is None:
+            return manifests.read(self.files, self.stdin)  # kapp's error when there are no files either
+        return (manifests.read(self.files, self.stdin) if self.files else []) + manifests.from_objects(self.resources)
+
+
+@dataclass(frozen=True, slots=True)
+class DiffOptions:
+    against_last_applied: bool = True  # kapp's --diff-against-last-applied
+    server_side_check: bool = True  # kapply's --diff-server-side: confirm live-object updates with a dry run
 
 
 @dataclass(frozen=True, slots=True)
 class DeployOptions:
-    app: str
-    files: tuple[str, ...]
-    app_namespace: str
-    placement: Placement
-    app_labels: dict[str, str] = field(default_factory=dict)
-    against_last_applied: bool = True
-    server_side_check: bool = True
+    """How a deploy behaves: kapp's deploy flags other than input and output."""
+
+    into_namespace: str = ""
+    namespace_map: Mapping[str, str] = field(default_factory=dict)
+    app_labels: Mapping[str, str] = field(default_factory=dict)
+    diff: DiffOptions = field(default_factory=DiffOptions)
     override_ownership: bool = False
     allow_empty: bool = False
     default_label_scoping: bool = True
@@ -58,73 +74,73 @@ class DeployOptions:
 
 @dataclass(frozen=True)
 class Plan:
+    """What a deploy will do; nothing has been written yet."""
+
     app: record.App
+    options: DeployOptions
     config: Config
     discovery: Discovery
     changes: tuple[ClusterChange, ...]  # those that apply or wait on something
     graph: ChangeGraph
-    namespaces: tuple[str, ...]
-    used: frozenset[tuple[str, str, str]]  # (group, version, kind) of new and existing resources
-    new_used: frozenset[tuple[str, str, str]]
+    namespaces: tuple[str, ...]  # of the new resources, `(cluster)` for cluster-scoped ones
+    used: frozenset[GroupVersionKind]  # of new and existing resources
+    new_used: frozenset[GroupVersionKind]
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.changes)
+
+    def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
+        """kapp's `--diff-changes` text of the plan (`@@ op resource @@` and the lines), Secret values masked."""
+        return line_diffs((c.change for c in self.changes), self.config, fmt)
 
 
+@dataclass(frozen=True)
+class Result:
+    """What a deploy did."""
 
-def _split_configs(docs: Sequence[manifests.Document]) -> tuple[list[manifests.Document], list[Config]]:
-    resources, configs = [], []
-    for doc in docs:
-        if doc.obj.get("apiVersion") == CONFIG_API_VERSION:
-            configs.append(parse_config(doc.obj, doc.origin))
-            continue
-        labels = (doc.obj.get("metadata") or {}).get("labels") or {}
-        if doc.obj.get("apiVersion") == "v1" and doc.obj.get("kind") == "ConfigMap" and CONFIG_LABEL in labels:
-            text = (doc.obj.get("data") or {}).get("config.yml", "")
-            try:
-                configs.append(parse_config(yaml.safe_load(text) or {}, f"{doc.origin} data 'config.yml'"))
-            except yaml.YAMLError as e:
-                raise ConfigError(f"Parsing {doc.origin} data 'config.yml': {e}") from e
-        resources.append(doc)
-    return resources, configs
+    app: record.App
+    changes: tuple[ClusterChange, ...]  # applied (and waited on), in plan order
+    app_change: str  # the app-change ConfigMap recording it; "" when none was recorded
+    waited_on: tuple[ClusterChange, ...]
+    deleted_app_changes: int  # older app-changes garbage-collected
 
 
-def _annotated(res: dict, key: str) -> bool:
-    return key in ((res.get("metadata") or {}).get("annotations") or {})
-
-
-def _check_ownership(found: Sequence[dict], new_by_key: dict, app: record.App) -> None:
-    errors = []
-    for obj in found:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        owner = labels.get(APP_LABEL_KEY)
-        new = new_by_key[key_of(obj)]
-        if owner and owner != app.meta.label_value and not (
-                _annotated(new, EXISTS_ANNOTATION) or _annotated(new, NOOP_ANNOTATION)):
-            errors.append(f"- Resource '{describe(obj)}' is already associated with a different app "
-                          f"(label '{APP_LABEL_KEY}={owner}')")
-    if errors:
-        raise OwnershipError("Ownership errors:\n" + "\n".join(errors) +
-                             "\n(hint: --dangerous-override-ownership-of-existing-resources takes them over)")
-
-
-def _gvk(obj: dict) -> tuple[str, str, str]:
-    api_version = obj["apiVersion"]
-    return api_group(api_version), api_version.rpartition("/")[2], obj["kind"]
-
-
-async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = None) -> Plan:
-    docs, user_configs = _split_configs(manifests.read(options.files, stdin))
-    config = merge([default_config(), *user_configs])
-    app, discovery = await asyncio.gather(record.find_or_new(cluster, options.app_namespace, options.app),
-                                          cluster.discovery())
-    is_new = not app.stored
-    prepared = prepare(docs, discovery, config, options.placement,
-                                       {app.meta.label_key: app.meta.label_value},
-                                       default_label_scoping=options.default_label_scoping)
+async def plan(
+    cluster: Cluster,
+    app_name: str,
+    source: Source,
+    options: DeployOptions = DeployOptions(),
+    *,
+    namespace_name: str | None = None,
+    app_namespace: str | None = None,
+) -> Plan:
+    """The changes that deploying `source` as app `app_name` makes. Resources without a namespace go to
+    `namespace_name` (default: $KAPP_NAMESPACE, else the kubeconfig context's); the app record lives in
+    `app_namespace` (default: the same)."""
+    default_ns = default_namespace(namespace_name, cluster.namespace)
+    docs, user_configs = split_configs(source.documents())
+    config = with_defaults(user_configs)
+    app, discovery = await asyncio.gather(
+        record.find_or_new(cluster, app_namespace or default_ns, app_name), cluster.discovery()
+    )
+    placement = Placement(default_ns, options.into_namespace, options.namespace_map)
+    prepared = prepare(
+        docs,
+        discovery,
+        config,
+        placement,
+        {app.meta.label_key: app.meta.label_value},
+        default_label_scoping=options.default_label_scoping,
+    )
     if not prepared and not options.allow_empty:
-        raise ManifestError("Trying to apply empty set of resources will result in deletion of resources on cluster. "
-                            "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified.")
-    labeled: list[dict] = []
-    if not is_new:
-        new_gks = {(api_group(p.obj["apiVersion"]), p.obj["kind"]) for p in prepared}
+        raise ManifestError(
+            "Trying to apply empty set of resources will result in deletion of resources on cluster. "
+            "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified."
+        )
+    labeled: list[Obj] = []
+    if app.stored:
+        new_gks = {(group_of(p.obj), p.obj["kind"]) for p in prepared}
         scope = None if app.meta.used_gks is None else set(app.meta.used_gks) | new_gks
         labeled = await list_labeled(cluster, types_in_scope(discovery, scope), app.meta.label_selector)
     resolved = versioned.resolve(prepared, labeled, config)
@@ -134,47 +150,61 @@ async def plan(cluster: Cluster, options: DeployOptions, stdin: TextIO | None = 
     existing_by_key = {key_of(obj): obj for obj in labeled}
     unlabeled = await get_each(cluster, discovery, [r for k, r in new_by_key.items() if k not in existing_by_key])
     if not options.override_ownership:
-        _check_ownership(unlabeled, new_by_key, app)
+        check_ownership(unlabeled, new_by_key, app.meta.label_value)
     existing_by_key.update((key_of(obj), obj) for obj in unlabeled)
 
-    changes = [calculate(new, existing_by_key.get(key), config, origin=origins[key],
-                         against_last_applied=options.against_last_applied) for key, new in new_by_key.items()]
-    changes = [versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
-               for c in changes]
-    changes += [calculate(None, obj, config) for key, obj in existing_by_key.items()
-                if key not in new_by_key and key not in resolved.keep and not is_transient(obj)]
-    if options.server_side_check:
+    against_last_applied = options.diff.against_last_applied
+    changes = [
+        calculate(new, existing_by_key.get(key), config, origin=origins[key], against_last_applied=against_last_applied)
+        for key, new in new_by_key.items()
+    ]
+    changes = [
+        versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
+        for c in changes
+    ]
+    changes += [
+        calculate(None, obj, config)
+        for key, obj in existing_by_key.items()
+        if key not in new_by_key and key not in resolved.keep and not is_transient(obj)
+    ]
+    if options.diff.server_side_check:
         changes = await server_check.check_all(cluster, discovery, changes, config)
 
-    namespaces = sorted({r["metadata"].get("namespace") or "(cluster)" for r in new_by_key.values()})
-    new_used = frozenset(_gvk(r) for r in new_by_key.values())
-    used = new_used | {_gvk(obj) for obj in existing_by_key.values() if not is_transient(obj)}
+    namespaces = sorted({namespace(r) or "(cluster)" for r in new_by_key.values()})
+    new_used = kinds_of(new_by_key.values())
+    used = new_used | kinds_of(obj for obj in existing_by_key.values() if not is_transient(obj))
     planned = tuple(cluster_changes(changes, config, options.wait.wait))
-    return Plan(app, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
+    return Plan(app, options, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
 
 
-def _used_meta(meta: AppMeta, used: frozenset[tuple[str, str, str]]) -> AppMeta:
-    return meta.with_used({(g, v) for g, v, _ in used}, {(g, k) for g, _, k in used})
-
-
-async def run(cluster: Cluster, plan: Plan, options: DeployOptions, progress: Progress) -> int:
-    """Apply the plan and record it; returns the number of old app-changes garbage-collected."""
-    app = await record.store(cluster, plan.app, options.app_labels)
+async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) -> Result:
+    """Apply the plan and record it as an app-change (with its masked diff)."""
+    progress = progress or LoggedProgress()
+    options = plan.options
+    app = await record.store(cluster, plan.app, dict(options.app_labels))
     if not plan.changes:
-        return 0
-    app = await record.save_meta(cluster, app, _used_meta(app.meta, plan.used))
-    stored_diff = all_line_diffs(plan.changes, plan.config, MaskCounter())
-    app, change_name = await history.begin(cluster, app, description(plan.changes), list(plan.namespaces),
-                                           stored_diff, record=options.app_changes_max_to_keep > 0)
+        return Result(app, (), "", (), 0)
+    app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
+    stored_diff = line_diffs((c.change for c in plan.changes), plan.config)
+    app, change_name = await history.begin(
+        cluster,
+        app,
+        description(plan.changes),
+        list(plan.namespaces),
+        stored_diff,
+        record=options.app_changes_max_to_keep > 0,
+    )
+    loop = ApplyLoop(
+        cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait, progress
+    )
     try:
-        await ApplyLoop(cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait,
-                        progress).run(plan.changes, plan.graph)
+        waited = await loop.run(plan.changes, plan.graph)
     except (KapplyError, OSError):
         await history.finish(cluster, app, change_name, successful=False)
         raise
     app = await history.finish(cluster, app, change_name, successful=True)
-    await record.save_meta(cluster, app, _used_meta(app.meta, plan.new_used))
+    app = await record.save_meta(cluster, app, app.meta.with_used(plan.new_used))
+    deleted = 0
     if options.app_changes_max_to_keep > 0:
-        return await history.gc(cluster, app, options.app_changes_max_to_keep)
-    return 0
-
+        deleted = await history.gc(cluster, app, options.app_changes_max_to_keep)
+    return Result(app, plan.changes, change_name, waited, deleted)

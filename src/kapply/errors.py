@@ -28,3 +28,15 @@ class ClusterError(KapplyError):
 
 class OwnershipError(KapplyError):
     """A resource already belongs to another app."""
+
+
+class AppNotFoundError(KapplyError):
+    """The app has no record in the namespace."""
+
+
+class GraphError(KapplyError):
+    """A change group or rule that is not valid, or rules that order changes in a cycle."""
+
+
+class ApplyError(KapplyError):
+    """A change the API server refused, or a resource that did not converge; the message says which and why."""

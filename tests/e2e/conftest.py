@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -21,22 +19,26 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-from tests.e2e.harness import Cluster, client_for
+from tests.e2e.harness import Cluster, KapplyRunner, client_for
 
 
 @pytest.fixture(scope="session")
 def cluster(cluster_script: ModuleType) -> Iterator[Cluster]:
     if os.environ.get("KUBECONFIG"):
         restricted = os.environ.get("KAPPLY_RESTRICTED_KUBECONFIG")
-        yield Cluster(Path(os.environ["KUBECONFIG"]), Path(restricted) if restricted else None,
-                      os.environ.get("KAPPLY_RESTRICTED_NAMESPACE"))
+        yield Cluster(
+            Path(os.environ["KUBECONFIG"]),
+            Path(restricted) if restricted else None,
+            os.environ.get("KAPPLY_RESTRICTED_NAMESPACE"),
+        )
         return
     script = cluster_script
     already_running = (state := script.read_state()) is not None and script.healthy(state)
     script.up()
     try:
-        yield Cluster(script.DATA_DIR / "kubeconfig", script.DATA_DIR / "restricted.kubeconfig",
-                      script.RESTRICTED_NAMESPACE)
+        yield Cluster(
+            script.DATA_DIR / "kubeconfig", script.DATA_DIR / "restricted.kubeconfig", script.RESTRICTED_NAMESPACE
+        )
     finally:
         if not already_running:
             script.down()
@@ -63,18 +65,6 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-def kapply(cluster: Cluster) -> Callable[..., subprocess.CompletedProcess]:
-    """Run the kapply CLI as a subprocess against the test cluster."""
-
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **(env or {})}
-        try:
-            return subprocess.run([sys.executable, "-m", "kapply", *args], input=input, env=full_env,
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            output = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            errors = (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-            pytest.fail(f"kapply {' '.join(args)} did not finish in {timeout}s; its output so far:\n{output}\n{errors}")
-
-    return run
+def kapply(cluster: Cluster) -> KapplyRunner:
+    """The kapply CLI, run as a subprocess against the test cluster."""
+    return KapplyRunner(cluster.kubeconfig)

@@ -35,11 +35,16 @@ data:
 def token(kube: Client, namespace: str) -> str:
     """A TokenRequest token for a ServiceAccount that is `admin` of the test namespace (and nothing else)."""
     kube.create(ServiceAccount.from_dict({"metadata": {"name": "deployer"}}), namespace=namespace)
-    kube.create(RoleBinding.from_dict({
-        "metadata": {"name": "deployer-admin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": namespace}],
-    }), namespace=namespace)
+    kube.create(
+        RoleBinding.from_dict(
+            {
+                "metadata": {"name": "deployer-admin"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": namespace}],
+            }
+        ),
+        namespace=namespace,
+    )
     request = ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=3600))
     return kube.create(request, "deployer", namespace=namespace).status.token
 
@@ -48,20 +53,25 @@ def server_of(cluster: Cluster) -> str:
     return yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
 
 
-def write_kubeconfig(path: Path, cluster: Cluster, namespace: str, users: dict[str, dict],
-                     current: str) -> Path:
+def write_kubeconfig(path: Path, cluster: Cluster, namespace: str, users: dict[str, dict], current: str) -> Path:
     """A kubeconfig for the test cluster with one context per user (named after it), all in `namespace`."""
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     server = admin["clusters"][0]["cluster"]
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "local", "cluster": server}],
-        "users": [{"name": name, "user": user} for name, user in users.items()],
-        "contexts": [{"name": name, "context": {"cluster": "local", "user": name, "namespace": namespace}}
-                     for name in users],
-        "current-context": current,
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "local", "cluster": server}],
+                "users": [{"name": name, "user": user} for name, user in users.items()],
+                "contexts": [
+                    {"name": name, "context": {"cluster": "local", "user": name, "namespace": namespace}}
+                    for name in users
+                ],
+                "current-context": current,
+            }
+        )
+    )
     return path
 
 
@@ -76,11 +86,6 @@ def exec_user(plugin: Path, api_version: str) -> dict:
     return {"exec": {"apiVersion": api_version, "command": str(plugin), "interactiveMode": "Never"}}
 
 
-def deploy_as(kapply, kubeconfig: Path, *args: str):
-    return kapply("deploy", "-a", "auth", "-f", "-", "-y", *args, input=CONFIGMAP,
-                  env={"KUBECONFIG": str(kubeconfig)})
-
-
 def assert_clean_failure(result, *expected: str) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "kapply: Error:" in result.stderr
@@ -89,11 +94,12 @@ def assert_clean_failure(result, *expected: str) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_deploys_and_lists_with_a_bearer_token(kapply, kube: Client, cluster: Cluster, namespace: str,
-                                                token: str, tmp_path: Path):
+def test_deploys_and_lists_with_a_bearer_token(
+    kapply, kube: Client, cluster: Cluster, namespace: str, token: str, tmp_path: Path
+):
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace, {"tok": {"token": token}}, "tok")
 
-    deployed = deploy_as(kapply, kubeconfig)
+    deployed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert deployed.returncode == 0, deployed.stderr
     assert kube.get(ConfigMap, "auth-probe", namespace=namespace).data == {"who": "service-account"}
 
@@ -103,18 +109,23 @@ def test_deploys_and_lists_with_a_bearer_token(kapply, kube: Client, cluster: Cl
 
 
 @pytest.mark.parametrize("api_version", ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"])
-def test_deploys_with_a_token_from_an_exec_plugin(kapply, kube: Client, cluster: Cluster, namespace: str,
-                                                  token: str, tmp_path: Path, api_version: str):
+def test_deploys_with_a_token_from_an_exec_plugin(
+    kapply, kube: Client, cluster: Cluster, namespace: str, token: str, tmp_path: Path, api_version: str
+):
     exec_info = tmp_path / "exec-info.json"
-    plugin = write_plugin(tmp_path / "credential-plugin", f"""\
+    plugin = write_plugin(
+        tmp_path / "credential-plugin",
+        f"""\
 import json, os, pathlib
 pathlib.Path({str(exec_info)!r}).write_text(os.environ.get("KUBERNETES_EXEC_INFO", ""))
 print(json.dumps({{"apiVersion": {api_version!r}, "kind": "ExecCredential", "status": {{"token": {token!r}}}}}))
-""")
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"plugin": exec_user(plugin, api_version)}, "plugin")
+""",
+    )
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", cluster, namespace, {"plugin": exec_user(plugin, api_version)}, "plugin"
+    )
 
-    deployed = deploy_as(kapply, kubeconfig)
+    deployed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert deployed.returncode == 0, deployed.stderr
     assert kube.get(ConfigMap, "auth-probe", namespace=namespace).data == {"who": "service-account"}
 
@@ -125,54 +136,86 @@ print(json.dumps({{"apiVersion": {api_version!r}, "kind": "ExecCredential", "sta
 
 
 def test_a_failing_exec_plugin_is_a_clean_error(kapply, cluster: Cluster, namespace: str, tmp_path: Path):
-    plugin = write_plugin(tmp_path / "credential-plugin", """\
+    plugin = write_plugin(
+        tmp_path / "credential-plugin",
+        """\
 import sys
 sys.exit("no credentials for you: please log in first")
-""")
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"plugin": exec_user(plugin, "client.authentication.k8s.io/v1")}, "plugin")
+""",
+    )
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        cluster,
+        namespace,
+        {"plugin": exec_user(plugin, "client.authentication.k8s.io/v1")},
+        "plugin",
+    )
 
-    failed = deploy_as(kapply, kubeconfig)
+    failed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert_clean_failure(failed, str(plugin), "no credentials for you: please log in first")
 
 
-def test_an_unsupported_exec_plugin_api_version_names_the_supported_ones(kapply, cluster: Cluster, namespace: str,
-                                                                          tmp_path: Path):
+def test_an_unsupported_exec_plugin_api_version_names_the_supported_ones(
+    kapply, cluster: Cluster, namespace: str, tmp_path: Path
+):
     plugin = write_plugin(tmp_path / "credential-plugin", "raise SystemExit('must not run')\n")
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"plugin": exec_user(plugin, "client.authentication.k8s.io/v1alpha1")}, "plugin")
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        cluster,
+        namespace,
+        {"plugin": exec_user(plugin, "client.authentication.k8s.io/v1alpha1")},
+        "plugin",
+    )
 
-    failed = deploy_as(kapply, kubeconfig)
-    assert_clean_failure(failed, "client.authentication.k8s.io/v1alpha1", "client.authentication.k8s.io/v1,",
-                         "client.authentication.k8s.io/v1beta1")
+    failed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
+    assert_clean_failure(
+        failed,
+        "client.authentication.k8s.io/v1alpha1",
+        "client.authentication.k8s.io/v1,",
+        "client.authentication.k8s.io/v1beta1",
+    )
     assert "must not run" not in failed.stderr
 
 
-def test_kubeconfig_context_flag_selects_the_user(kapply, kube: Client, cluster: Cluster, namespace: str,
-                                                 token: str, tmp_path: Path):
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"bad": {"token": "not-a-valid-token"}, "tok": {"token": token}}, "bad")
+def test_kubeconfig_context_flag_selects_the_user(
+    kapply, kube: Client, cluster: Cluster, namespace: str, token: str, tmp_path: Path
+):
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        cluster,
+        namespace,
+        {"bad": {"token": "not-a-valid-token"}, "tok": {"token": token}},
+        "bad",
+    )
 
-    without_flag = deploy_as(kapply, kubeconfig)
+    without_flag = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert_clean_failure(without_flag)
 
-    with_flag = deploy_as(kapply, kubeconfig, "--kubeconfig-context", "tok")
+    with_flag = kapply.deploy(
+        None, CONFIGMAP, "--kubeconfig-context", "tok", app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)}
+    )
     assert with_flag.returncode == 0, with_flag.stderr
     assert kube.get(ConfigMap, "auth-probe", namespace=namespace).data == {"who": "service-account"}
 
 
 def test_a_rejected_token_is_reported_as_unauthorized(kapply, cluster: Cluster, namespace: str, tmp_path: Path):
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"bad": {"token": "not-a-valid-token"}}, "bad")
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", cluster, namespace, {"bad": {"token": "not-a-valid-token"}}, "bad"
+    )
 
-    failed = deploy_as(kapply, kubeconfig)
+    failed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert_clean_failure(failed, "API server says: Unauthorized")
 
 
 def test_a_missing_exec_plugin_is_a_clean_error(kapply, cluster: Cluster, namespace: str, tmp_path: Path):
     missing = tmp_path / "no-such-plugin"
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster, namespace,
-                                  {"plugin": exec_user(missing, "client.authentication.k8s.io/v1")}, "plugin")
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        cluster,
+        namespace,
+        {"plugin": exec_user(missing, "client.authentication.k8s.io/v1")},
+        "plugin",
+    )
 
-    failed = deploy_as(kapply, kubeconfig)
+    failed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
     assert_clean_failure(failed, f"exec plugin '{missing}' could not be run")

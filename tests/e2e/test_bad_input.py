@@ -15,19 +15,28 @@ pytestmark = pytest.mark.e2e
 GOOD = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\ndata:\n  k: v\n---\n"
 
 CASES = {
-    "malformed-yaml": (GOOD + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n data: x\n",
-                       ["Parsing file '", "line 12, column 2"]),
+    "malformed-yaml": (
+        GOOD + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n data: x\n",
+        ["Parsing file '", "line 12, column 2"],
+    ),
     "not-an-object": (GOOD + "- a\n- b\n", ["Parsing file '", "doc 2: expected a resource (a YAML mapping)"]),
-    "missing-api-version": (GOOD + "kind: ConfigMap\nmetadata:\n  name: a\n",
-                            ["Expected 'apiVersion' on resource 'configmap/a", "doc 2)"]),
+    "missing-api-version": (
+        GOOD + "kind: ConfigMap\nmetadata:\n  name: a\n",
+        ["Expected 'apiVersion' on resource 'configmap/a", "doc 2)"],
+    ),
     "missing-kind": (GOOD + "apiVersion: v1\nmetadata:\n  name: a\n", ["Expected 'kind' on resource", "doc 2)"]),
-    "missing-name": (GOOD + "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
-                     ["Expected 'metadata.name' on resource 'configmap/*", "doc 2)"]),
-    "duplicate": (GOOD + GOOD.replace("k: v", "k: other"),
-                  ["Uniqueness errors:", "Found resource 'configmap/good (v1)",
-                   "multiple times with different content"]),
-    "unknown-kind": (GOOD + "apiVersion: example.test/v1\nkind: Widget\nmetadata:\n  name: a\n",
-                     ["Expected to find kind 'example.test/v1/Widget', but did not", "doc 2)"]),
+    "missing-name": (
+        GOOD + "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        ["Expected 'metadata.name' on resource 'configmap/*", "doc 2)"],
+    ),
+    "duplicate": (
+        GOOD + GOOD.replace("k: v", "k: other"),
+        ["Uniqueness errors:", "Found resource 'configmap/good (v1)", "multiple times with different content"],
+    ),
+    "unknown-kind": (
+        GOOD + "apiVersion: example.test/v1\nkind: Widget\nmetadata:\n  name: a\n",
+        ["Expected to find kind 'example.test/v1/Widget', but did not", "doc 2)"],
+    ),
     "bad-config": (GOOD + "apiVersion: kapp.k14s.io/v1alpha1\nkind: Config\nrebaseRulez: []\n", ["rebaseRulez"]),
 }
 
@@ -71,8 +80,16 @@ def test_without_any_namespace_resources_default_to_the_default_namespace(kapply
         context["context"].pop("namespace", None)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(config))
-    result = kapply("deploy", "-a", "bad", "-f", "-", "--diff-run", input=GOOD,
-                    env={"KUBECONFIG": str(kubeconfig), "KAPP_NAMESPACE": ""})
+    result = kapply(
+        "deploy",
+        "-a",
+        "bad",
+        "-f",
+        "-",
+        "--diff-run",
+        input=GOOD,
+        env={"KUBECONFIG": str(kubeconfig), "KAPP_NAMESPACE": ""},
+    )
     assert result.returncode == 0, result.stderr
     assert re.search(r"^default\s+good\s+ConfigMap\s+-\s+create", result.stdout, re.M), result.stdout
     assert app_records(kube, "default") == []

@@ -24,9 +24,10 @@ def pod_template(app: str) -> dict:
 
 def deployment(name: str, replicas: int = 2) -> dict:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                 "template": pod_template(name)},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": pod_template(name)},
     }
 
 
@@ -40,8 +41,7 @@ def test_a_kwok_node_is_ready(kube: Client):
 def test_deployment_gets_server_defaults_and_managed_fields(kube: Client, namespace: str):
     created = kube.create(from_dict(deployment("defaults")), namespace=namespace).to_dict()
     spec = created["spec"]
-    assert spec["strategy"] == {"type": "RollingUpdate",
-                                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
     assert spec["revisionHistoryLimit"] == 10
     container = spec["template"]["spec"]["containers"][0]
     assert container["terminationMessagePath"] == "/dev/termination-log"
@@ -70,25 +70,54 @@ def test_deployment_controllers_create_pods_that_become_ready_on_a_kwok_node(kub
 
 
 def test_statefulset_daemonset_and_job_progress(kube: Client, namespace: str):
-    kube.create(from_dict({
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-        "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-                 "template": pod_template("db")},
-    }), namespace=namespace)
-    kube.create(from_dict({
-        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": pod_template("agent")},
-    }), namespace=namespace)
-    kube.create(from_dict({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
-        "spec": {"template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}},
-    }), namespace=namespace)
+    kube.create(
+        from_dict(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db"},
+                "spec": {
+                    "replicas": 2,
+                    "serviceName": "db",
+                    "selector": {"matchLabels": {"app": "db"}},
+                    "template": pod_template("db"),
+                },
+            }
+        ),
+        namespace=namespace,
+    )
+    kube.create(
+        from_dict(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "agent"},
+                "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": pod_template("agent")},
+            }
+        ),
+        namespace=namespace,
+    )
+    kube.create(
+        from_dict(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "once"},
+                "spec": {"template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}},
+            }
+        ),
+        namespace=namespace,
+    )
 
-    eventually(lambda: kube.get(StatefulSet, "db", namespace=namespace).status.readyReplicas == 2,
-               what="statefulset db to have 2 ready replicas")
+    eventually(
+        lambda: kube.get(StatefulSet, "db", namespace=namespace).status.readyReplicas == 2,
+        what="statefulset db to have 2 ready replicas",
+    )
     nodes = len(list(kube.list(Node)))
-    eventually(lambda: kube.get(DaemonSet, "agent", namespace=namespace).status.numberReady == nodes,
-               what="daemonset agent ready on every node")
+    eventually(
+        lambda: kube.get(DaemonSet, "agent", namespace=namespace).status.numberReady == nodes,
+        what="daemonset agent ready on every node",
+    )
 
     def job_complete():
         job = kube.get(Job, "once", namespace=namespace)
@@ -126,13 +155,25 @@ def test_cluster_up_on_a_running_cluster_reuses_it(cluster_script, cluster: Clus
     assert cluster_script.healthy(before)
 
 
-@pytest.mark.parametrize(("image", "reason"), [
-    ("registry.invalid/kapply-test:image-pull-backoff", "ImagePullBackOff"),
-    ("registry.invalid/kapply-test:crash-loop-backoff", "CrashLoopBackOff"),
-])
+@pytest.mark.parametrize(
+    ("image", "reason"),
+    [
+        ("registry.invalid/kapply-test:image-pull-backoff", "ImagePullBackOff"),
+        ("registry.invalid/kapply-test:crash-loop-backoff", "CrashLoopBackOff"),
+    ],
+)
 def test_kwok_gives_pods_of_failing_test_images_real_waiting_reasons(kube: Client, namespace: str, image, reason):
-    kube.create(from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "broken"},
-                           "spec": {"containers": [{"name": "app", "image": image}]}}), namespace=namespace)
+    kube.create(
+        from_dict(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "broken"},
+                "spec": {"containers": [{"name": "app", "image": image}]},
+            }
+        ),
+        namespace=namespace,
+    )
 
     def waiting_reason():
         statuses = kube.get(Pod, "broken", namespace=namespace).status.containerStatuses or []
@@ -142,11 +183,25 @@ def test_kwok_gives_pods_of_failing_test_images_real_waiting_reasons(kube: Clien
 
 
 def test_a_job_whose_pods_exit_1_fails(kube: Client, namespace: str):
-    kube.create(from_dict({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "failing"},
-        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "app", "image": "registry.invalid/kapply-test:exit-1"}]}}},
-    }), namespace=namespace)
+    kube.create(
+        from_dict(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "failing"},
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "app", "image": "registry.invalid/kapply-test:exit-1"}],
+                        }
+                    },
+                },
+            }
+        ),
+        namespace=namespace,
+    )
 
     def failed():
         job = kube.get(Job, "failing", namespace=namespace)

@@ -10,31 +10,21 @@ import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 
-from kapply import deploy as pipeline
-from kapply.app.preparation import Placement
-from kapply.apply.execute import ApplyError
-from kapply.resources.cluster import Cluster
-from kapply.resources.kubeconfig import KubeconfigFlags, load
-from kapply.ui.messages import Progress
+import kapply
 from tests.e2e.harness import Cluster as ClusterUnderTest
 
 pytestmark = pytest.mark.e2e
 
 
 def manifest(value: str) -> str:
-    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: contested\ndata:\n  v: \"{value}\"\n"
-
-
-def options(namespace: str) -> pipeline.DeployOptions:
-    return pipeline.DeployOptions(app="conflicts", files=("-",), app_namespace=namespace,
-                                  placement=Placement(namespace))
+    return f'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: contested\ndata:\n  v: "{value}"\n'
 
 
 async def plan_then_interfere_then_run(cluster: ClusterUnderTest, namespace: str, value: str, interfere) -> None:
-    async with Cluster(load(KubeconfigFlags(str(cluster.kubeconfig)))) as api:
-        plan = await pipeline.plan(api, options(namespace), io.StringIO(manifest(value)))
+    async with kapply.AsyncClient(cluster.kubeconfig, namespace=namespace) as api:
+        plan = await api.plan_deploy("conflicts", files=["-"], stdin=io.StringIO(manifest(value)))
         interfere()
-        await pipeline.run(api, plan, options(namespace), Progress(io.StringIO()))
+        await api.run_deploy(plan)
 
 
 def deploy(cluster: ClusterUnderTest, namespace: str, value: str, interfere=lambda: None) -> None:
@@ -55,15 +45,16 @@ def test_a_conflict_from_an_unrelated_change_is_retried(cluster: ClusterUnderTes
     kube.patch(ConfigMap, "contested", {"metadata": {"finalizers": None}}, namespace=namespace)
 
 
-def test_a_conflict_that_changes_the_approved_diff_fails_the_update(cluster: ClusterUnderTest, kube: Client,
-                                                                   namespace: str):
+def test_a_conflict_that_changes_the_approved_diff_fails_the_update(
+    cluster: ClusterUnderTest, kube: Client, namespace: str
+):
     deploy(cluster, namespace, "1")
 
     def add_a_key():
         """The update would now also remove this key: not what was approved."""
         kube.patch(ConfigMap, "contested", {"data": {"w": "someone else's"}}, namespace=namespace)
 
-    with pytest.raises(ApplyError, match="approved diff no longer matches") as failed:
+    with pytest.raises(kapply.ApplyError, match="approved diff no longer matches") as failed:
         deploy(cluster, namespace, "2", add_a_key)
     assert "Recalculated diff:" in str(failed.value) and "-   w: someone else's" in str(failed.value)
     assert kube.get(ConfigMap, "contested", namespace=namespace).data == {"v": "1", "w": "someone else's"}

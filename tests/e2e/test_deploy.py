@@ -31,12 +31,8 @@ def app_changes(kube: Client, namespace: str) -> list:
     return list(kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""}))
 
 
-def deploy(kapply, namespace: str, manifest: str, *args: str, app: str = "simple-app"):
-    return kapply("deploy", "-a", app, "-n", namespace, "-f", "-", "-y", *args, input=manifest)
-
-
 def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
-    first = deploy(kapply, namespace, SIMPLE_APP)
+    first = kapply.deploy(namespace, SIMPLE_APP, app="simple-app", check=False)
     assert first.returncode == 0, first.stderr
     assert summary(first.stdout) == "2 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert "create deployment/simple-app (apps/v1) namespace: " + namespace in first.stdout
@@ -55,12 +51,14 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
     assert "kapp.k14s.io/original" in deployment.metadata.annotations
     assert len(app_changes(kube, namespace)) == 1
 
-    again = deploy(kapply, namespace, SIMPLE_APP)
+    again = kapply.deploy(namespace, SIMPLE_APP, app="simple-app", check=False)
     assert again.returncode == 0, again.stderr
     assert summary(again.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert len(app_changes(kube, namespace)) == 1, "an unchanged redeploy must not record an app-change"
 
-    changed = deploy(kapply, namespace, SIMPLE_APP.replace("value: stranger", "value: friend"), "-c")
+    changed = kapply.deploy(
+        namespace, SIMPLE_APP.replace("value: stranger", "value: friend"), "-c", app="simple-app", check=False
+    )
     assert changed.returncode == 0, changed.stderr
     assert summary(changed.stdout) == "0 create, 0 delete, 1 update, 0 noop, 0 exists"
     assert f"@@ update deployment/simple-app (apps/v1) namespace: {namespace} @@" in changed.stdout
@@ -69,9 +67,14 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
     env = kube.get(Deployment, "simple-app", namespace=namespace).spec.template.spec.containers[0].env
     assert env[0].value == "friend"
 
-    without_service = SIMPLE_APP.split("---\napiVersion: apps/v1")[0].split("---\napiVersion: v1")[0] + \
-        "---\napiVersion: apps/v1" + SIMPLE_APP.split("---\napiVersion: apps/v1")[1]
-    pruned = deploy(kapply, namespace, without_service.replace("value: stranger", "value: friend"))
+    without_service = (
+        SIMPLE_APP.split("---\napiVersion: apps/v1")[0].split("---\napiVersion: v1")[0]
+        + "---\napiVersion: apps/v1"
+        + SIMPLE_APP.split("---\napiVersion: apps/v1")[1]
+    )
+    pruned = kapply.deploy(
+        namespace, without_service.replace("value: stranger", "value: friend"), app="simple-app", check=False
+    )
     assert pruned.returncode == 0, pruned.stderr
     assert summary(pruned.stdout) == "0 create, 1 delete, 0 update, 0 noop, 0 exists"
     with pytest.raises(ApiError):
@@ -106,17 +109,17 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
 
 
 def test_diff_run_exit_status_is_3_with_pending_changes_and_2_without(kapply, namespace: str):
-    pending = deploy(kapply, namespace, SIMPLE_APP, "--diff-run", "--diff-exit-status")
+    pending = kapply.deploy(namespace, SIMPLE_APP, "--diff-run", "--diff-exit-status", app="simple-app", check=False)
     assert pending.returncode == 3, pending.stderr
     assert "Exiting after diffing with pending changes (exit status 3)" in pending.stderr
-    assert deploy(kapply, namespace, SIMPLE_APP).returncode == 0
-    none = deploy(kapply, namespace, SIMPLE_APP, "--diff-run", "--diff-exit-status")
+    assert kapply.deploy(namespace, SIMPLE_APP, app="simple-app", check=False).returncode == 0
+    none = kapply.deploy(namespace, SIMPLE_APP, "--diff-run", "--diff-exit-status", app="simple-app", check=False)
     assert none.returncode == 2, none.stderr
     assert "Exiting after diffing with no pending changes (exit status 2)" in none.stderr
 
 
 def test_diff_run_applies_nothing(kapply, kube: Client, namespace: str):
-    result = deploy(kapply, namespace, SIMPLE_APP, "--diff-run")
+    result = kapply.deploy(namespace, SIMPLE_APP, "--diff-run", app="simple-app", check=False)
     assert result.returncode == 0, result.stderr
     assert summary(result.stdout) == "2 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert list(kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app": ""})) == []
@@ -134,8 +137,8 @@ stringData:
 
 
 def test_secret_values_are_masked_in_diffs_and_history(kapply, kube: Client, namespace: str):
-    assert deploy(kapply, namespace, SECRET.format(password="hunter2"), app="secrets").returncode == 0
-    changed = deploy(kapply, namespace, SECRET.format(password="correct-horse"), "-c", app="secrets")
+    assert kapply.deploy(namespace, SECRET.format(password="hunter2"), app="secrets", check=False).returncode == 0
+    changed = kapply.deploy(namespace, SECRET.format(password="correct-horse"), "-c", app="secrets", check=False)
     assert changed.returncode == 0, changed.stderr
     assert summary(changed.stdout) == "0 create, 0 delete, 1 update, 0 noop, 0 exists"
     assert "<-- value not shown (#" in changed.stdout
@@ -143,20 +146,29 @@ def test_secret_values_are_masked_in_diffs_and_history(kapply, kube: Client, nam
     for cm in app_changes(kube, namespace):
         assert "hunter2" not in json.dumps(cm.data) and "correct-horse" not in json.dumps(cm.data)
 
-    shown = deploy(kapply, namespace, SECRET.format(password="battery"), "-c", "--diff-run", "--diff-mask=false",
-                   app="secrets")
+    shown = kapply.deploy(
+        namespace,
+        SECRET.format(password="battery"),
+        "-c",
+        "--diff-run",
+        "--diff-mask=false",
+        app="secrets",
+        check=False,
+    )
     assert "password: battery" in shown.stdout, shown.stdout
     assert "password: correct-horse" in shown.stdout, shown.stdout
 
 
 def test_resource_owned_by_another_app_is_refused_unless_overridden(kapply, kube: Client, namespace: str):
     config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  k: v\n"
-    assert deploy(kapply, namespace, config, app="first").returncode == 0
-    refused = deploy(kapply, namespace, config, app="second")
+    assert kapply.deploy(namespace, config, app="first", check=False).returncode == 0
+    refused = kapply.deploy(namespace, config, app="second", check=False)
     assert refused.returncode == 1
     assert "Ownership errors:" in refused.stderr and f"configmap/shared (v1) namespace: {namespace}" in refused.stderr
     assert "Traceback" not in refused.stderr
-    taken = deploy(kapply, namespace, config, "--dangerous-override-ownership-of-existing-resources", app="second")
+    taken = kapply.deploy(
+        namespace, config, "--dangerous-override-ownership-of-existing-resources", app="second", check=False
+    )
     assert taken.returncode == 0, taken.stderr
     owner = kube.get(ConfigMap, "shared", namespace=namespace).metadata.labels["kapp.k14s.io/app"]
     second = json.loads(kube.get(ConfigMap, "second", namespace=namespace).data["spec"])
@@ -165,7 +177,7 @@ def test_resource_owned_by_another_app_is_refused_unless_overridden(kapply, kube
 
 def test_api_error_fails_the_deploy_records_it_and_a_fixed_rerun_converges(kapply, kube: Client, namespace: str):
     broken = "apiVersion: v1\nkind: Service\nmetadata:\n  name: broken\nspec:\n  selector:\n    a: b\n"
-    failed = deploy(kapply, namespace, broken, app="svc")
+    failed = kapply.deploy(namespace, broken, app="svc", check=False)
     assert failed.returncode == 1
     assert f"create service/broken (v1) namespace: {namespace}" in failed.stderr
     assert "API server says:" in failed.stderr and "reason: Invalid" in failed.stderr
@@ -174,7 +186,7 @@ def test_api_error_fails_the_deploy_records_it_and_a_fixed_rerun_converges(kappl
     assert json.loads(change.data["spec"])["successful"] is False
 
     fixed = broken + "  ports:\n  - port: 80\n"
-    assert deploy(kapply, namespace, fixed, app="svc").returncode == 0
+    assert kapply.deploy(namespace, fixed, app="svc", check=False).returncode == 0
     assert kube.get(Service, "broken", namespace=namespace).spec.ports[0].port == 80
     eventually(lambda: len(app_changes(kube, namespace)) == 2, what="a second app-change")
 
@@ -182,13 +194,27 @@ def test_api_error_fails_the_deploy_records_it_and_a_fixed_rerun_converges(kappl
 def test_seed_secret_example_masks_changed_values(kapply, namespace: str):
     """kapp's diff docs: stringData foo: bar -> bars shows two different masked values."""
     sample = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sample\nstringData:\n  foo: {value}\n"
-    assert deploy(kapply, namespace, sample.format(value="bar"), app="sample-secret").returncode == 0
-    masked = deploy(kapply, namespace, sample.format(value="bars"), "--diff-changes=true", "--diff-context=4",
-                    "--diff-run", app="sample-secret")
+    assert kapply.deploy(namespace, sample.format(value="bar"), app="sample-secret", check=False).returncode == 0
+    masked = kapply.deploy(
+        namespace,
+        sample.format(value="bars"),
+        "--diff-changes=true",
+        "--diff-context=4",
+        "--diff-run",
+        app="sample-secret",
+        check=False,
+    )
     assert f"@@ update secret/sample (v1) namespace: {namespace} @@" in masked.stdout
     assert re.search(r"^\s*\d+\s+-\s+foo: <-- value not shown \(#1\)$", masked.stdout, re.M), masked.stdout
     assert re.search(r"^\s*\d+ \+\s+foo: <-- value not shown \(#2\)$", masked.stdout, re.M), masked.stdout
-    plain = deploy(kapply, namespace, sample.format(value="bars"), "-c", "--diff-mask=false", "--diff-run",
-                   app="sample-secret")
+    plain = kapply.deploy(
+        namespace,
+        sample.format(value="bars"),
+        "-c",
+        "--diff-mask=false",
+        "--diff-run",
+        app="sample-secret",
+        check=False,
+    )
     assert re.search(r"^\s*\d+\s+-\s+foo: bar$", plain.stdout, re.M), plain.stdout
     assert re.search(r"^\s*\d+ \+\s+foo: bars$", plain.stdout, re.M), plain.stdout

@@ -124,7 +124,8 @@ def _observed(obj: dict) -> bool:
 
 
 CASES = {
-    "service": Case("""
+    "service": Case(
+        """
 apiVersion: v1
 kind: Service
 metadata: {name: web, labels: {app: web}}
@@ -133,9 +134,12 @@ spec:
   ports:
   - {name: http, port: 80, targetPort: 8080}
   - {name: metrics, port: 9090, targetPort: metrics}
-""", lambda o: o["spec"]["ports"][0].update(targetPort=8081),
-        {"spec": {"ports": [{"port": 80, "targetPort": 8081}]}}),
-    "deployment": Case(f"""
+""",
+        lambda o: o["spec"]["ports"][0].update(targetPort=8081),
+        {"spec": {"ports": [{"port": 80, "targetPort": 8081}]}},
+    ),
+    "deployment": Case(
+        f"""
 apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: web, labels: {{app: web}}}}
@@ -144,8 +148,13 @@ spec:
   selector: {{matchLabels: {{app: web}}}}
   strategy: {{type: RollingUpdate, rollingUpdate: {{maxSurge: 1}}}}
   template:{WORKLOAD_TEMPLATE.replace("NAME", "web")}
-""", _set_image, IMAGE_PATCH, _observed),
-    "statefulset": Case(f"""
+""",
+        _set_image,
+        IMAGE_PATCH,
+        _observed,
+    ),
+    "statefulset": Case(
+        f"""
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {{name: db, labels: {{app: db}}}}
@@ -159,16 +168,26 @@ spec:
     spec:
       accessModes: [ReadWriteOnce]
       resources: {{requests: {{storage: 1Gi}}}}
-""", _set_image, IMAGE_PATCH, _observed),
-    "daemonset": Case(f"""
+""",
+        _set_image,
+        IMAGE_PATCH,
+        _observed,
+    ),
+    "daemonset": Case(
+        f"""
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {{name: agent, labels: {{app: agent}}}}
 spec:
   selector: {{matchLabels: {{app: agent}}}}
   template:{WORKLOAD_TEMPLATE.replace("NAME", "agent")}
-""", _set_image, IMAGE_PATCH, _observed),
-    "pod": Case(f"""
+""",
+        _set_image,
+        IMAGE_PATCH,
+        _observed,
+    ),
+    "pod": Case(
+        f"""
 apiVersion: v1
 kind: Pod
 metadata: {{name: one, labels: {{app: one}}}}
@@ -176,25 +195,35 @@ spec:
   tolerations:
   - {{key: dedicated, operator: Equal, value: batch, effect: NoSchedule}}
 {_indent(POD_SPEC, 2)}
-""", lambda o: o["spec"]["containers"][0].update(image="registry.invalid/app:2"),
+""",
+        lambda o: o["spec"]["containers"][0].update(image="registry.invalid/app:2"),
         {"spec": {"containers": [{"name": "app", "image": "registry.invalid/app:2"}]}},
-        lambda o: (o.get("status") or {}).get("phase") == "Running"),
-    "configmap": Case("""
+        lambda o: (o.get("status") or {}).get("phase") == "Running",
+    ),
+    "configmap": Case(
+        """
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings, labels: {app: web}}
 data: {a: "1", b: text, empty: ""}
-""", lambda o: o["data"].update(b="other"), {"data": {"b": "other"}}),
-    "secret": Case("""
+""",
+        lambda o: o["data"].update(b="other"),
+        {"data": {"b": "other"}},
+    ),
+    "secret": Case(
+        """
 apiVersion: v1
 kind: Secret
 metadata: {name: creds, labels: {app: web}}
 type: Opaque
 data: {user: YWRtaW4=}
 stringData: {password: hunter2}
-""", lambda o: o["stringData"].update(password="hunter3"),
-        {"data": {"password": base64.b64encode(b"hunter3").decode()}}),
-    "ingress": Case("""
+""",
+        lambda o: o["stringData"].update(password="hunter3"),
+        {"data": {"password": base64.b64encode(b"hunter3").decode()}},
+    ),
+    "ingress": Case(
+        """
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: web, labels: {app: web}}
@@ -208,9 +237,12 @@ spec:
       - path: /
         pathType: Prefix
         backend: {service: {name: web, port: {name: http}}}
-""", lambda o: o["spec"]["defaultBackend"]["service"]["port"].update(number=8080),
-        {"spec": {"defaultBackend": {"service": {"port": {"number": 8080}}}}}),
-    "cronjob": Case(f"""
+""",
+        lambda o: o["spec"]["defaultBackend"]["service"]["port"].update(number=8080),
+        {"spec": {"defaultBackend": {"service": {"port": {"number": 8080}}}}},
+    ),
+    "cronjob": Case(
+        f"""
 apiVersion: batch/v1
 kind: CronJob
 metadata: {{name: nightly, labels: {{app: nightly}}}}
@@ -222,8 +254,12 @@ spec:
         spec:
           restartPolicy: OnFailure
 {_indent(POD_SPEC, 10)}
-""", lambda o: o["spec"].update(schedule="*/5 * * * *"), {"spec": {"schedule": "*/5 * * * *"}}),
-    "hpa": Case("""
+""",
+        lambda o: o["spec"].update(schedule="*/5 * * * *"),
+        {"spec": {"schedule": "*/5 * * * *"}},
+    ),
+    "hpa": Case(
+        """
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {name: web, labels: {app: web}}
@@ -234,8 +270,12 @@ spec:
   metrics:
   - type: Resource
     resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
-""", lambda o: o["spec"].update(maxReplicas=6), {"spec": {"maxReplicas": 6}}),
-    "custom-resource": Case(f"""
+""",
+        lambda o: o["spec"].update(maxReplicas=6),
+        {"spec": {"maxReplicas": 6}},
+    ),
+    "custom-resource": Case(
+        f"""
 apiVersion: {GROUP}/v1
 kind: Widget
 metadata: {{name: gear, labels: {{app: web}}}}
@@ -245,7 +285,10 @@ spec:
   parts:
   - {{name: cog}}
   - {{name: axle, count: 2}}
-""", lambda o: o["spec"].update(size=2), {"spec": {"size": 2}}),
+""",
+        lambda o: o["spec"].update(size=2),
+        {"spec": {"size": 2}},
+    ),
 }
 
 
@@ -257,9 +300,13 @@ def widget_crd(kube: Client) -> Iterator[None]:
     except ApiError as e:
         if e.status.code != 409:
             raise
-    eventually(lambda: any(c.type == "Established" and c.status == "True"
-                           for c in (kube.get(CustomResourceDefinition, crd.metadata.name).status.conditions or [])),
-               what="the Widget CRD to be established")
+    eventually(
+        lambda: any(
+            c.type == "Established" and c.status == "True"
+            for c in (kube.get(CustomResourceDefinition, crd.metadata.name).status.conditions or [])
+        ),
+        what="the Widget CRD to be established",
+    )
     yield
     kube.delete(CustomResourceDefinition, crd.metadata.name)
 
@@ -306,13 +353,16 @@ def _patch(kube: Client, desired: dict, patch: dict, patch_type: PatchType) -> N
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_object_read_back_matches_one_field_change_patches_that_field_and_outside_changes_depend_on_mode(
-        kube: Client, namespace: str, schema: Schema, case: Case) -> None:
+    kube: Client, namespace: str, schema: Schema, case: Case
+) -> None:
     desired = yaml.safe_load(case.manifest)
     desired["metadata"]["namespace"] = namespace
     _create(kube, desired)
 
-    current = eventually(lambda: case.settled(obj := _read(kube, desired)) and obj,
-                         what=f"{desired['kind']} to be settled by its controllers")
+    current = eventually(
+        lambda: case.settled(obj := _read(kube, desired)) and obj,
+        what=f"{desired['kind']} to be settled by its controllers",
+    )
     created = calculate(current, desired, schema=schema)
     assert created.is_empty, created.patch
     assert created.patch_type is (PatchType.MERGE if desired["kind"] == "Widget" else PatchType.STRATEGIC)
@@ -335,8 +385,7 @@ def test_object_read_back_matches_one_field_change_patches_that_field_and_outsid
     assert calculate(_read(kube, desired), changed, schema=schema, mode=Mode.TWO_WAY).is_empty
 
 
-def test_deleting_a_field_from_desired_removes_it_from_the_object(kube: Client, namespace: str,
-                                                                  schema: Schema) -> None:
+def test_deleting_a_field_from_desired_removes_it_from_the_object(kube: Client, namespace: str, schema: Schema) -> None:
     desired = yaml.safe_load(CASES["deployment"].manifest)
     desired["metadata"]["namespace"] = namespace
     _create(kube, desired)
@@ -355,8 +404,9 @@ def test_deleting_a_field_from_desired_removes_it_from_the_object(kube: Client, 
     assert calculate(after, changed, schema=schema).is_empty
 
 
-def test_objects_of_the_official_kubernetes_client_are_compared_like_dicts(kube: Client, namespace: str,
-                                                                           cluster: Cluster) -> None:
+def test_objects_of_the_official_kubernetes_client_are_compared_like_dicts(
+    kube: Client, namespace: str, cluster: Cluster
+) -> None:
     kubernetes = pytest.importorskip("kubernetes")
     desired = yaml.safe_load(CASES["deployment"].manifest)
     desired["metadata"]["namespace"] = namespace
@@ -370,16 +420,28 @@ def test_objects_of_the_official_kubernetes_client_are_compared_like_dicts(kube:
 
 def test_example_operator_loop_makes_no_updates_when_nothing_changes(cluster: Cluster, namespace: str) -> None:
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    run = subprocess.run([sys.executable, str(REPO / "examples" / "operator_loop.py"), namespace,
-                          "--iterations", "100", "--assert-no-updates"],
-                         env=env, capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "operator_loop.py"),
+            namespace,
+            "--iterations",
+            "100",
+            "--assert-no-updates",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "first pass: created 3, updated 0" in run.stdout
     assert "updated 0 in 100 iterations (300 objects unchanged)" in run.stdout
 
 
-def test_schema_is_fetched_once_and_then_read_from_the_file_cache(cluster: Cluster, tmp_path: Path,
-                                                                 schema: Schema) -> None:
+def test_schema_is_fetched_once_and_then_read_from_the_file_cache(
+    cluster: Cluster, tmp_path: Path, schema: Schema
+) -> None:
     paths: list[str] = []
 
     class CountingCluster(KapplyCluster):

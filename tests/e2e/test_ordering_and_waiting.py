@@ -11,13 +11,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Pod
 
+from tests.e2e.harness import WAIT_INTERVAL
+
 pytestmark = pytest.mark.e2e
-
-FAST = ("--wait-check-interval=0.5s",)
-
-
-def deploy(kapply, namespace: str, manifest: str, *args: str, app: str = "order"):
-    return kapply("deploy", "-a", app, "-n", namespace, "-f", "-", "-y", *FAST, *args, input=manifest)
 
 
 def position(output: str, pattern: str) -> int:
@@ -52,7 +48,9 @@ spec:
 
 def test_a_custom_resource_is_created_after_its_crd_is_established(kapply, namespace):
     group = f"{namespace}.example.test"
-    manifest = crontab_crd(group) + f"""---
+    manifest = (
+        crontab_crd(group)
+        + f"""---
 apiVersion: {group}/v1
 kind: CronTab
 metadata:
@@ -61,12 +59,13 @@ spec:
   cronSpec: "* * * * */5"
   image: my-awesome-cron-image
 """
-    result = deploy(kapply, namespace, manifest)
+    )
+    result = kapply.deploy(namespace, manifest, app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     established = position(result.stdout, rf"ok: reconcile customresourcedefinition/crontabs\.{group}")
     created = position(result.stdout, r"create crontab/my-new-cron-object")
     assert established < created
-    assert kapply("delete", "-a", "order", "-n", namespace, "-y", *FAST).returncode == 0
+    assert kapply("delete", "-a", "order", "-n", namespace, "-y", WAIT_INTERVAL).returncode == 0
 
 
 def test_a_namespace_comes_first_and_goes_last(kapply, kube: Client, namespace):
@@ -85,14 +84,16 @@ kind: Namespace
 metadata:
   name: {extra}
 """
-    created = deploy(kapply, namespace, manifest)
+    created = kapply.deploy(namespace, manifest, app="order", check=False)
     assert created.returncode == 0, created.stdout + created.stderr
-    assert position(created.stdout, rf"create namespace/{extra}") < \
-        position(created.stdout, r"create configmap/settings")
-    deleted = kapply("delete", "-a", "order", "-n", namespace, "-y", *FAST)
+    assert position(created.stdout, rf"create namespace/{extra}") < position(
+        created.stdout, r"create configmap/settings"
+    )
+    deleted = kapply("delete", "-a", "order", "-n", namespace, "-y", WAIT_INTERVAL)
     assert deleted.returncode == 0, deleted.stdout + deleted.stderr
-    assert position(deleted.stdout, r"delete configmap/settings") < \
-        position(deleted.stdout, rf"delete namespace/{extra}")
+    assert position(deleted.stdout, r"delete configmap/settings") < position(
+        deleted.stdout, rf"delete namespace/{extra}"
+    )
     with pytest.raises(ApiError):
         kube.get(ConfigMap, "settings", namespace=extra)
 
@@ -119,7 +120,7 @@ spec:
 
 
 def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, kube: Client, namespace):
-    result = deploy(kapply, namespace, DEPLOYMENT.format(image="registry.invalid/web:1"))
+    result = kapply.deploy(namespace, DEPLOYMENT.format(image="registry.invalid/web:1"), app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(rf"ongoing: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
     assert re.search(r" L (ok|ongoing): waiting on replicaset/web-\w+ \(apps/v1\)", result.stdout), result.stdout
@@ -132,45 +133,64 @@ def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, kube: Client
     assert all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions) for p in pods)
 
 
-@pytest.mark.parametrize(("image", "reason"), [("image-pull-backoff", "Pending: ImagePullBackOff"),
-                                              ("crash-loop-backoff", "Condition Ready is not True (False): "
-                                                                     "CrashLoopBackOff")])
+@pytest.mark.parametrize(
+    ("image", "reason"),
+    [
+        ("image-pull-backoff", "Pending: ImagePullBackOff"),
+        ("crash-loop-backoff", "Condition Ready is not True (False): CrashLoopBackOff"),
+    ],
+)
 def test_a_deployment_whose_pods_fail_times_out_naming_it_and_why(kapply, namespace, image, reason):
-    result = deploy(kapply, namespace, DEPLOYMENT.format(image=f"registry.invalid/kapply-test:{image}"),
-                    "--wait-timeout=3s")
+    result = kapply.deploy(
+        namespace,
+        DEPLOYMENT.format(image=f"registry.invalid/kapply-test:{image}"),
+        "--wait-timeout=3s",
+        app="order",
+        check=False,
+    )
     assert result.returncode == 1
-    assert f"Timed out waiting after 3s for resources: [deployment/web (apps/v1) namespace: {namespace}]" in \
-        result.stderr
-    assert re.search(rf" L ongoing: waiting on pod/web-\S+ \(v1\) namespace: \S+\n.*\^ {re.escape(reason)}",
-                     result.stdout), result.stdout
+    assert (
+        f"Timed out waiting after 3s for resources: [deployment/web (apps/v1) namespace: {namespace}]" in result.stderr
+    )
+    assert re.search(
+        rf" L ongoing: waiting on pod/web-\S+ \(v1\) namespace: \S+\n.*\^ {re.escape(reason)}", result.stdout
+    ), result.stdout
 
 
 def job(image: str) -> str:
-    return json.dumps({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "migrate", "annotations": {"kapp.k14s.io/update-strategy": "fallback-on-replace"}},
-        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "migrate", "image": image}]}}},
-    })
+    return json.dumps(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "migrate", "annotations": {"kapp.k14s.io/update-strategy": "fallback-on-replace"}},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "migrate", "image": image}]}},
+            },
+        }
+    )
 
 
 def test_a_failing_job_fails_the_deploy_and_a_fixed_one_succeeds(kapply, kube: Client, namespace):
-    failed = deploy(kapply, namespace, job("registry.invalid/kapply-test:exit-1"), app="job")
+    failed = kapply.deploy(namespace, job("registry.invalid/kapply-test:exit-1"), app="job", check=False)
     assert failed.returncode == 1
-    assert (f"waiting on reconcile job/migrate (batch/v1) namespace: {namespace}: Finished unsuccessfully "
-            "(Failed with reason BackoffLimitExceeded: Job has reached the specified backoff limit)") in failed.stderr
+    assert (
+        f"waiting on reconcile job/migrate (batch/v1) namespace: {namespace}: Finished unsuccessfully "
+        "(Failed with reason BackoffLimitExceeded: Job has reached the specified backoff limit)"
+    ) in failed.stderr
     [change] = kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})
     assert json.loads(change.data["spec"])["successful"] is False
 
-    fixed = deploy(kapply, namespace, job("registry.invalid/migrate:2"), app="job")
+    fixed = kapply.deploy(namespace, job("registry.invalid/migrate:2"), app="job", check=False)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert re.search(r"ok: reconcile job/migrate", fixed.stdout)
 
 
 def configmaps(*specs: tuple[str, dict[str, str]]) -> str:
-    return "\n---\n".join(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
-                                       "metadata": {"name": name, "annotations": annotations}})
-                          for name, annotations in specs)
+    return "\n---\n".join(
+        json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "annotations": annotations}})
+        for name, annotations in specs
+    )
 
 
 def test_change_rules_order_changes_by_group(kapply, namespace):
@@ -178,33 +198,61 @@ def test_change_rules_order_changes_by_group(kapply, namespace):
         ("second", {"kapp.k14s.io/change-rule": "upsert after upserting group.example.test/first"}),
         ("first", {"kapp.k14s.io/change-group": "group.example.test/first"}),
     )
-    result = deploy(kapply, namespace, manifest)
+    result = kapply.deploy(namespace, manifest, app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert position(result.stdout, r"ok: reconcile configmap/first") < \
-        position(result.stdout, r"create configmap/second")
+    assert position(result.stdout, r"ok: reconcile configmap/first") < position(
+        result.stdout, r"create configmap/second"
+    )
 
 
 def test_change_group_and_rule_bindings_from_config(kapply, namespace):
-    config = json.dumps({
-        "apiVersion": "kapp.k14s.io/v1alpha1", "kind": "Config",
-        "changeGroupBindings": [{"name": "group.example.test/db", "resourceMatchers": [
-            {"kindNamespaceNameMatcher": {"kind": "ConfigMap", "namespace": namespace, "name": "db"}}]}],
-        "changeRuleBindings": [{"rules": ["upsert after upserting group.example.test/db"], "resourceMatchers": [
-            {"kindNamespaceNameMatcher": {"kind": "ConfigMap", "namespace": namespace, "name": "api"}}]}],
-    })
-    result = deploy(kapply, namespace, configmaps(("api", {}), ("db", {})) + "\n---\n" + config)
+    config = json.dumps(
+        {
+            "apiVersion": "kapp.k14s.io/v1alpha1",
+            "kind": "Config",
+            "changeGroupBindings": [
+                {
+                    "name": "group.example.test/db",
+                    "resourceMatchers": [
+                        {"kindNamespaceNameMatcher": {"kind": "ConfigMap", "namespace": namespace, "name": "db"}}
+                    ],
+                }
+            ],
+            "changeRuleBindings": [
+                {
+                    "rules": ["upsert after upserting group.example.test/db"],
+                    "resourceMatchers": [
+                        {"kindNamespaceNameMatcher": {"kind": "ConfigMap", "namespace": namespace, "name": "api"}}
+                    ],
+                }
+            ],
+        }
+    )
+    result = kapply.deploy(
+        namespace, configmaps(("api", {}), ("db", {})) + "\n---\n" + config, app="order", check=False
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert position(result.stdout, r"ok: reconcile configmap/db") < position(result.stdout, r"create configmap/api")
 
 
 def test_a_cycle_is_an_error_before_anything_is_applied(kapply, kube: Client, namespace):
     manifest = configmaps(
-        ("a", {"kapp.k14s.io/change-group": "group.example.test/a",
-               "kapp.k14s.io/change-rule": "upsert after upserting group.example.test/b"}),
-        ("b", {"kapp.k14s.io/change-group": "group.example.test/b",
-               "kapp.k14s.io/change-rule": "upsert after upserting group.example.test/a"}),
+        (
+            "a",
+            {
+                "kapp.k14s.io/change-group": "group.example.test/a",
+                "kapp.k14s.io/change-rule": "upsert after upserting group.example.test/b",
+            },
+        ),
+        (
+            "b",
+            {
+                "kapp.k14s.io/change-group": "group.example.test/b",
+                "kapp.k14s.io/change-rule": "upsert after upserting group.example.test/a",
+            },
+        ),
     )
-    result = deploy(kapply, namespace, manifest)
+    result = kapply.deploy(namespace, manifest, app="order", check=False)
     assert result.returncode == 1
     assert "Detected cycle while ordering changes" in result.stderr
     assert "configmap/a (v1)" in result.stderr and "configmap/b (v1)" in result.stderr
@@ -213,41 +261,60 @@ def test_a_cycle_is_an_error_before_anything_is_applied(kapply, kube: Client, na
 
 
 def crontab(name: str, conditions: list[dict]) -> str:
-    return json.dumps({"apiVersion": "{group}/v1", "kind": "CronTab", "metadata": {"name": name},
-                       "status": {"conditions": conditions}})
+    return json.dumps(
+        {
+            "apiVersion": "{group}/v1",
+            "kind": "CronTab",
+            "metadata": {"name": name},
+            "status": {"conditions": conditions},
+        }
+    )
 
 
 def test_wait_rules_decide_success_and_failure_from_conditions(kapply, namespace):
     """The CRD has no status subresource, so the status given in the manifest is what the server stores."""
     group = f"{namespace}.example.test"
-    config = json.dumps({
-        "apiVersion": "kapp.k14s.io/v1alpha1", "kind": "Config",
-        "waitRules": [{"resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": f"{group}/v1",
-                                                                       "kind": "CronTab"}}],
-                       "conditionMatchers": [{"type": "Failed", "status": "True", "failure": True},
-                                             {"type": "Ready", "status": "True", "success": True}]}],
-    })
+    config = json.dumps(
+        {
+            "apiVersion": "kapp.k14s.io/v1alpha1",
+            "kind": "Config",
+            "waitRules": [
+                {
+                    "resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": f"{group}/v1", "kind": "CronTab"}}],
+                    "conditionMatchers": [
+                        {"type": "Failed", "status": "True", "failure": True},
+                        {"type": "Ready", "status": "True", "success": True},
+                    ],
+                }
+            ],
+        }
+    )
     ready = crontab("ready", [{"type": "Ready", "status": "True", "reason": "Done", "message": "all good"}])
     manifest = "\n---\n".join([crontab_crd(group), config, ready.replace("{group}", group)])
-    result = deploy(kapply, namespace, manifest)
+    result = kapply.deploy(namespace, manifest, app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Encountered successful condition Ready == True: Done (message: all good)" in result.stdout
 
     broken = crontab("broken", [{"type": "Failed", "status": "True", "reason": "Boom", "message": "bad spec"}])
-    failed = deploy(kapply, namespace, "\n---\n".join([manifest, broken.replace("{group}", group)]))
+    failed = kapply.deploy(
+        namespace, "\n---\n".join([manifest, broken.replace("{group}", group)]), app="order", check=False
+    )
     assert failed.returncode == 1
-    assert "Finished unsuccessfully (Encountered failure condition Failed == True: Boom (message: bad spec))" in \
-        failed.stderr
-    assert kapply("delete", "-a", "order", "-n", namespace, "-y", *FAST).returncode == 0
+    assert (
+        "Finished unsuccessfully (Encountered failure condition Failed == True: Boom (message: bad spec))"
+        in failed.stderr
+    )
+    assert kapply("delete", "-a", "order", "-n", namespace, "-y", WAIT_INTERVAL).returncode == 0
 
 
 def test_wait_can_be_turned_off_per_resource_and_per_deploy(kapply, namespace):
     manifest = DEPLOYMENT.format(image="registry.invalid/kapply-test:image-pull-backoff")
-    disabled = manifest.replace("  name: web\n", "  name: web\n  annotations:\n    kapp.k14s.io/disable-wait: \"\"\n",
-                                1)
-    result = deploy(kapply, namespace, disabled)
+    disabled = manifest.replace("  name: web\n", '  name: web\n  annotations:\n    kapp.k14s.io/disable-wait: ""\n', 1)
+    result = kapply.deploy(namespace, disabled, app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Wait to: 0 reconcile, 0 delete, 1 noop" in result.stdout
-    no_wait = deploy(kapply, namespace, manifest.replace("name: web", "name: web2"), "--wait=false", app="other")
+    no_wait = kapply.deploy(
+        namespace, manifest.replace("name: web", "name: web2"), "--wait=false", app="other", check=False
+    )
     assert no_wait.returncode == 0, no_wait.stdout + no_wait.stderr
     assert "Wait to: 0 reconcile, 0 delete, 1 noop" in no_wait.stdout

@@ -92,7 +92,8 @@ spec:
   selector:
     matchLabels:
       app: web
-  template:""" + POD_TEMPLATE.format(name="web"),
+  template:"""
+    + POD_TEMPLATE.format(name="web"),
     "statefulset": """
 apiVersion: apps/v1
 kind: StatefulSet
@@ -104,7 +105,8 @@ spec:
   selector:
     matchLabels:
       app: db
-  template:""" + POD_TEMPLATE.format(name="db"),
+  template:"""
+    + POD_TEMPLATE.format(name="db"),
     "daemonset": """
 apiVersion: apps/v1
 kind: DaemonSet
@@ -114,7 +116,8 @@ spec:
   selector:
     matchLabels:
       app: agent
-  template:""" + POD_TEMPLATE.format(name="agent"),
+  template:"""
+    + POD_TEMPLATE.format(name="agent"),
     "job": """
 apiVersion: batch/v1
 kind: Job

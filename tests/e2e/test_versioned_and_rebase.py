@@ -15,14 +15,6 @@ from tests.e2e.harness import eventually
 
 pytestmark = pytest.mark.e2e
 
-FAST = ("--wait-check-interval=0.5s",)
-
-
-def deploy(kapply, namespace: str, manifest: str, *args: str, app: str = "ver"):
-    result = kapply("deploy", "-a", app, "-n", namespace, "-f", "-", "-y", *FAST, *args, input=manifest)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
-
 
 def ops(output: str) -> str:
     match = re.search(r"^Op:\s+(.*)$", output, re.M)
@@ -47,17 +39,17 @@ stringData:
 
 
 def test_a_versioned_secret_is_created_as_ver_1(kapply, kube: Client, namespace):
-    result = deploy(kapply, namespace, SECRET.format(extra="", value="a"))
+    result = kapply.deploy(namespace, SECRET.format(extra="", value="a"), app="ver")
     assert re.search(rf"^{namespace}\s+secret-sa-sample-ver-1\s+Secret\s+-\s+create", result.stdout, re.M)
     assert ops(result.stdout) == "1 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert names(kube, Secret, namespace, "secret-sa-sample") == ["secret-sa-sample-ver-1"]
-    again = deploy(kapply, namespace, SECRET.format(extra="", value="a"))
+    again = kapply.deploy(namespace, SECRET.format(extra="", value="a"), app="ver")
     assert ops(again.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
 
 
 def test_versioned_keep_original_deploys_both(kapply, kube: Client, namespace):
     keep = '\n    kapp.k14s.io/versioned-keep-original: ""'
-    result = deploy(kapply, namespace, SECRET.format(extra=keep, value="a"))
+    result = kapply.deploy(namespace, SECRET.format(extra=keep, value="a"), app="ver")
     assert ops(result.stdout) == "2 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert names(kube, Secret, namespace, "secret-sa-sample") == ["secret-sa-sample", "secret-sa-sample-ver-1"]
 
@@ -87,11 +79,12 @@ data:
 
 
 def test_an_explicit_reference_follows_the_new_version(kapply, kube: Client, namespace):
-    deploy(kapply, namespace, CONFIGS.format(value="bar"))
-    ref = yaml.safe_load(kube.get(ConfigMap, "config-2", namespace=namespace).metadata.annotations[
-        "kapp.k14s.io/versioned-explicit-ref"])
+    kapply.deploy(namespace, CONFIGS.format(value="bar"), app="ver")
+    ref = yaml.safe_load(
+        kube.get(ConfigMap, "config-2", namespace=namespace).metadata.annotations["kapp.k14s.io/versioned-explicit-ref"]
+    )
     assert ref["name"] == "config-1-ver-1"
-    changed = deploy(kapply, namespace, CONFIGS.format(value="alpha"), "-c")
+    changed = kapply.deploy(namespace, CONFIGS.format(value="alpha"), "-c", app="ver")
     assert f"@@ create configmap/config-1-ver-2 (v1) namespace: {namespace} @@" in changed.stdout
     assert re.search(r"^\s*\d+\s+-\s+foo: bar\n\s+\d+ \+\s+foo: alpha$", changed.stdout, re.M), changed.stdout
     assert f"@@ update configmap/config-2 (v1) namespace: {namespace} @@" in changed.stdout
@@ -135,25 +128,26 @@ spec:
 """
 
 
-def test_a_changed_versioned_configmap_rolls_the_deployment_and_old_versions_are_pruned(kapply, kube: Client,
-                                                                                         namespace):
-    deploy(kapply, namespace, NGINX.format(how="very-good"))
+def test_a_changed_versioned_configmap_rolls_the_deployment_and_old_versions_are_pruned(
+    kapply, kube: Client, namespace
+):
+    kapply.deploy(namespace, NGINX.format(how="very-good"), app="ver")
     for i in range(2, 6):
-        result = deploy(kapply, namespace, NGINX.format(how=f"better-{i}"))
+        result = kapply.deploy(namespace, NGINX.format(how=f"better-{i}"), app="ver")
         assert ops(result.stdout).startswith("1 create,") and " 1 update," in ops(result.stdout), result.stdout
         env = kube.get(Deployment, "nginx-deployment", namespace=namespace).spec.template.spec.containers[0].env
         assert env[0].valueFrom.configMapKeyRef.name == f"special-config-ver-{i}"
     assert names(kube, ConfigMap, namespace, "special-config") == ["special-config-ver-4", "special-config-ver-5"]
     assert len(list(kube.list(ReplicaSet, namespace=namespace))) == 5  # one per rollout
-    again = deploy(kapply, namespace, NGINX.format(how="better-5"))
+    again = kapply.deploy(namespace, NGINX.format(how="better-5"), app="ver")
     assert ops(again.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
 
 
 def test_a_versioned_resource_removed_from_the_manifests_is_deleted_with_its_versions(kapply, kube, namespace):
-    deploy(kapply, namespace, NGINX.format(how="a"))
-    deploy(kapply, namespace, NGINX.format(how="b"))
+    kapply.deploy(namespace, NGINX.format(how="a"), app="ver")
+    kapply.deploy(namespace, NGINX.format(how="b"), app="ver")
     other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n"
-    result = deploy(kapply, namespace, other)
+    result = kapply.deploy(namespace, other, app="ver")
     assert ops(result.stdout) == "1 create, 3 delete, 0 update, 0 noop, 0 exists"
     assert names(kube, ConfigMap, namespace, "special-config") == []
 
@@ -191,10 +185,9 @@ rebaseRules:
 """
 
 
-def test_replicas_changed_by_another_actor_show_as_a_ghost_diff_until_a_rebase_rule_keeps_them(kapply, kube,
-                                                                                                 namespace):
+def test_replicas_changed_by_another_actor_show_as_a_ghost_diff_until_a_rebase_rule_keeps_them(kapply, kube, namespace):
     """Seed 000: an HPA (here, a scale by hand) changes spec.replicas; every redeploy would revert it."""
-    deploy(kapply, namespace, SCALED)
+    kapply.deploy(namespace, SCALED, app="ver")
     kube.patch(Deployment, "frontend", {"spec": {"replicas": 5}}, namespace=namespace)
     eventually(lambda: kube.get(Deployment, "frontend", namespace=namespace).spec.replicas == 5, what="scale")
 
@@ -206,21 +199,32 @@ def test_replicas_changed_by_another_actor_show_as_a_ghost_diff_until_a_rebase_r
     rebased = kapply("deploy", "-a", "ver", "-n", namespace, "-f", "-", "--diff-run", input=SCALED + HPA_REBASE)
     assert rebased.returncode == 0, rebased.stderr
     assert ops(rebased.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
-    applied = deploy(kapply, namespace, SCALED + HPA_REBASE)
+    applied = kapply.deploy(namespace, SCALED + HPA_REBASE, app="ver")
     assert ops(applied.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
     assert kube.get(Deployment, "frontend", namespace=namespace).spec.replicas == 5
 
 
 def test_into_ns_and_map_ns_place_resources(kapply, kube: Client, namespace):
     manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: placed\n  namespace: elsewhere\n"
-    deploy(kapply, namespace, manifest, "--into-ns", namespace, app="into")
+    kapply.deploy(namespace, manifest, "--into-ns", namespace, app="into")
     kube.get(ConfigMap, "placed", namespace=namespace)
-    mapped = kapply("deploy", "-a", "map-app", "-n", namespace, "-f", "-", "-y", f"--map-ns=elsewhere={namespace}",
-                    input=manifest.replace("placed", "mapped"))
+    mapped = kapply(
+        "deploy",
+        "-a",
+        "map-app",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        "-y",
+        f"--map-ns=elsewhere={namespace}",
+        input=manifest.replace("placed", "mapped"),
+    )
     assert mapped.returncode == 0, mapped.stderr
     kube.get(ConfigMap, "mapped", namespace=namespace)
-    unmapped = kapply("deploy", "-a", "unmapped-app", "-n", namespace, "-f", "-", "-y", "--map-ns=other=x",
-                      input=manifest)
+    unmapped = kapply(
+        "deploy", "-a", "unmapped-app", "-n", namespace, "-f", "-", "-y", "--map-ns=other=x", input=manifest
+    )
     assert unmapped.returncode == 1 and "Expected to find mapped namespace for 'elsewhere'" in unmapped.stderr
     with pytest.raises(ApiError):
         kube.get(ConfigMap, "placed", namespace="x")

@@ -73,9 +73,7 @@ def group_members(name, resource):
 
 
 def test_storage_class_group_never_matches_like_kapps():
-    assert not group_members(
-        "change-groups.kapp.k14s.io/storage-class", res("storage.k8s.io/v1", "StorageClass")
-    )
+    assert not group_members("change-groups.kapp.k14s.io/storage-class", res("storage.k8s.io/v1", "StorageClass"))
 
 
 def test_pod_related_group_leaves_services_out():
@@ -123,6 +121,4 @@ def test_everything_namespaced_is_deleted_before_its_namespace():
 def test_label_scoping_applies_to_policy_v1beta1_pdb_only():
     rules = default_config().label_scoping_rules
     assert matches_any(rules[2].resource_matchers, res("policy/v1beta1", "PodDisruptionBudget", "ns"))
-    assert not any(
-        matches_any(r.resource_matchers, res("policy/v1", "PodDisruptionBudget", "ns")) for r in rules
-    )
+    assert not any(matches_any(r.resource_matchers, res("policy/v1", "PodDisruptionBudget", "ns")) for r in rules)

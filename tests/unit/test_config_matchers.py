@@ -47,9 +47,7 @@ def test_a_matcher_item_must_hold_exactly_one_matcher():
 
 def test_api_group_kind_matcher_uses_the_group_of_the_api_version():
     core_ns = matcher({"apiGroupKindMatcher": {"apiGroup": "", "kind": "Namespace"}})
-    crd = matcher(
-        {"apiGroupKindMatcher": {"apiGroup": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"}}
-    )
+    crd = matcher({"apiGroupKindMatcher": {"apiGroup": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"}})
     assert core_ns.matches(res("v1", "Namespace"))
     assert crd.matches(res("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition"))
     assert not crd.matches(res("v1", "CustomResourceDefinition"))
@@ -60,11 +58,7 @@ def test_logical_matchers_combine():
         {
             "andMatcher": {
                 "matchers": [
-                    {
-                        "anyMatcher": {
-                            "matchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Secret"}}]
-                        }
-                    },
+                    {"anyMatcher": {"matchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Secret"}}]}},
                     {"notMatcher": {"matcher": {"hasAnnotationMatcher": {"keys": ["skip"]}}}},
                 ]
             }

@@ -114,12 +114,8 @@ def test_unknown_top_level_field_is_an_error_naming_field_and_origin():
 
 
 def test_unknown_nested_field_is_an_error_naming_where_it_is():
-    doc = config(
-        waitRules=[{"conditionMatchers": [{"type": "Ready", "stat": "True"}], "resourceMatchers": ALL}]
-    )
-    with pytest.raises(
-        ConfigError, match=r"unknown field 'stat' \(in waitRules\[0\]\.conditionMatchers\[0\]\)"
-    ):
+    doc = config(waitRules=[{"conditionMatchers": [{"type": "Ready", "stat": "True"}], "resourceMatchers": ALL}])
+    with pytest.raises(ConfigError, match=r"unknown field 'stat' \(in waitRules\[0\]\.conditionMatchers\[0\]\)"):
         parse_config(doc, "test.yml")
 
 

@@ -58,9 +58,7 @@ def test_copy_without_any_source_value_leaves_target_alone_and_creates_nothing()
 
 
 def test_copy_creates_missing_maps_when_path_has_no_list_parts():
-    result = copy_from_sources(
-        {}, path("metadata", "annotations", "a"), [{"metadata": {"annotations": {"a": "1"}}}]
-    )
+    result = copy_from_sources({}, path("metadata", "annotations", "a"), [{"metadata": {"annotations": {"a": "1"}}}])
     assert result == {"metadata": {"annotations": {"a": "1"}}}
 
 

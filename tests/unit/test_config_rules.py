@@ -241,9 +241,7 @@ def test_label_scoping_is_disabled_by_either_annotation():
 
 def test_remove_fields_drops_status_and_revision_annotation():
     config = default_config()
-    resource = deployment(**{"deployment.kubernetes.io/revision": "3", "keep": "me"}) | {
-        "status": {"replicas": 1}
-    }
+    resource = deployment(**{"deployment.kubernetes.io/revision": "3", "keep": "me"}) | {"status": {"replicas": 1}}
     without_status = remove_fields(resource, config.diff_against_existing_field_exclusion_rules)
     assert "status" not in without_status
     without_revision = remove_fields(resource, config.diff_against_last_applied_field_exclusion_rules)
@@ -276,7 +274,5 @@ def test_masking_leaves_other_kinds_alone():
 
 def test_rule_errors_name_the_path_and_resource():
     resource = service("not-a-map")
-    with pytest.raises(
-        ConfigError, match=r"Path 'spec,selector' on resource 'service/web \(v1\) namespace: ns'"
-    ):
+    with pytest.raises(ConfigError, match=r"Path 'spec,selector' on resource 'service/web \(v1\) namespace: ns'"):
         add_label_scoping(resource, {"k": "v"}, default_config().label_scoping_rules)

@@ -1,5 +1,3 @@
-import time
-
 import pytest
 
 from kapply.config import default_config, parse_config
@@ -371,12 +369,10 @@ def large_app():
 
 
 @pytest.mark.parametrize("op", [UPSERT, DELETE])
-def test_five_thousand_changes_are_ordered_quickly(op):
+def test_five_thousand_changes_are_ordered_with_every_dependency_first(op):
+    """How long this takes is measured by bench/graph_bench.py."""
     nodes = [Node(op, node.resource, node.description) for node in large_app()]
     assert len(nodes) == 5020
-    start = time.perf_counter()
     graph = build(nodes)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0  # about a million edges for upserts: every workload waits for all ConfigMaps, Secrets, ...
     position = {node: index for index, node in enumerate(graph.order)}
     assert all(position[dep] < position[node] for node, deps in enumerate(graph.waiting_for) for dep in deps)

@@ -21,30 +21,45 @@ from kapply.matcher import (
     to_dict,
 )
 
-TOKEN_VOLUME = {"name": "kube-api-access-7x2b", "projected": {"defaultMode": 420, "sources": [
-    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}
-TOKEN_MOUNT = {"name": "kube-api-access-7x2b", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-               "readOnly": True}
+TOKEN_VOLUME = {
+    "name": "kube-api-access-7x2b",
+    "projected": {
+        "defaultMode": 420,
+        "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}],
+    },
+}
+TOKEN_MOUNT = {
+    "name": "kube-api-access-7x2b",
+    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+    "readOnly": True,
+}
 
 
 def deployment() -> dict:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "ns", "labels": {"app": "web"}},
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                "containers": [{
-                    "name": "app", "image": "registry.invalid/app:1",
-                    "args": ["--serve"],
-                    "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
-                    "ports": [{"containerPort": 8080, "name": "http"}],
-                    "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"}},
-                    "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
-                }],
-                "volumes": [{"name": "cache", "emptyDir": {}}],
-            }},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.invalid/app:1",
+                            "args": ["--serve"],
+                            "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                            "ports": [{"containerPort": 8080, "name": "http"}],
+                            "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"}},
+                            "volumeMounts": [{"name": "cache", "mountPath": "/cache"}],
+                        }
+                    ],
+                    "volumes": [{"name": "cache", "emptyDir": {}}],
+                },
+            },
         },
     }
 
@@ -53,16 +68,25 @@ def served(desired: dict, change: Callable[[dict], None] = lambda obj: None) -> 
     """The live copy of an object created from `annotate(desired)`: server metadata, defaults, canonical
     quantities, status; then `change` (another writer) applied to it."""
     obj = copy.deepcopy(annotate(desired))
-    obj["metadata"].update(uid="3f1c", resourceVersion="1234", generation=1, creationTimestamp="2026-01-01T00:00:00Z",
-                           managedFields=[{"manager": "kapply", "operation": "Update"}])
+    obj["metadata"].update(
+        uid="3f1c",
+        resourceVersion="1234",
+        generation=1,
+        creationTimestamp="2026-01-01T00:00:00Z",
+        managedFields=[{"manager": "kapply", "operation": "Update"}],
+    )
     obj["status"] = {"replicas": 2, "observedGeneration": 1}
     if obj["kind"] == "Deployment":
         spec = obj["spec"]
-        spec.update(revisionHistoryLimit=10, progressDeadlineSeconds=600,
-                    strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+        spec.update(
+            revisionHistoryLimit=10,
+            progressDeadlineSeconds=600,
+            strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+        )
         pod = spec["template"]["spec"]
-        pod.update(dnsPolicy="ClusterFirst", restartPolicy="Always", schedulerName="default-scheduler",
-                   securityContext={})
+        pod.update(
+            dnsPolicy="ClusterFirst", restartPolicy="Always", schedulerName="default-scheduler", securityContext={}
+        )
         for c in pod["containers"]:
             c.update(terminationMessagePath="/dev/termination-log", imagePullPolicy="IfNotPresent")
             for p in c.get("ports", []):
@@ -89,6 +113,7 @@ def edited(obj: dict, change: Callable[[dict], None]) -> dict:
 
 # Three-way semantics
 
+
 def test_object_as_the_server_returns_it_matches_its_desired_state() -> None:
     desired = deployment()
     result = calculate(served(desired), desired)
@@ -107,8 +132,9 @@ def test_server_metadata_and_status_are_never_compared() -> None:
 def test_changed_image_patches_only_that_field_of_that_container() -> None:
     desired = edited(deployment(), lambda d: container(d).update(image="registry.invalid/app:2"))
     result = calculate(served(deployment()), desired)
-    assert result.patch == {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "image": "registry.invalid/app:2"}]}}}}
+    assert result.patch == {
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "registry.invalid/app:2"}]}}}
+    }
 
 
 def test_new_field_and_new_list_item_are_added() -> None:
@@ -117,8 +143,16 @@ def test_new_field_and_new_list_item_are_added() -> None:
         pod_spec(d)["priorityClassName"] = "high"
 
     result = calculate(served(deployment()), edited(deployment(), change))
-    assert result.patch == {"spec": {"template": {"spec": {
-        "containers": [{"name": "app", "env": [{"name": "C", "value": "3"}]}], "priorityClassName": "high"}}}}
+    assert result.patch == {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "app", "env": [{"name": "C", "value": "3"}]}],
+                    "priorityClassName": "high",
+                }
+            }
+        }
+    }
 
 
 def test_field_and_list_item_deleted_from_desired_are_deleted() -> None:
@@ -127,15 +161,23 @@ def test_field_and_list_item_deleted_from_desired_are_deleted() -> None:
         del d["spec"]["replicas"]
 
     result = calculate(served(deployment()), edited(deployment(), change))
-    assert result.patch == {"spec": {"replicas": None, "template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "A", "$patch": "delete"}]}]}}}}
+    assert result.patch == {
+        "spec": {
+            "replicas": None,
+            "template": {"spec": {"containers": [{"name": "app", "env": [{"name": "A", "$patch": "delete"}]}]}},
+        }
+    }
 
 
 def test_remote_change_to_a_field_desired_sets_is_reverted() -> None:
     live = served(deployment(), lambda o: (o["spec"].update(replicas=5), container(o).update(image="other:9")))
     result = calculate(live, deployment())
-    assert result.patch == {"spec": {"replicas": 2, "template": {"spec": {"containers": [
-        {"name": "app", "image": "registry.invalid/app:1"}]}}}}
+    assert result.patch == {
+        "spec": {
+            "replicas": 2,
+            "template": {"spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1"}]}},
+        }
+    }
 
 
 def test_remote_change_to_a_field_that_desired_dropped_is_still_deleted() -> None:
@@ -167,6 +209,7 @@ def test_without_last_applied_annotation_desired_fields_are_compared_and_nothing
 
 # Lists
 
+
 def test_reordered_list_items_are_not_a_change() -> None:
     def reorder(o: dict) -> None:
         container(o)["env"].reverse()
@@ -177,9 +220,15 @@ def test_reordered_list_items_are_not_a_change() -> None:
 
 
 def test_service_account_token_volume_and_mount_are_never_a_change() -> None:
-    desired = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {
-        "containers": [{"name": "app", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-        "volumes": [{"name": "data", "emptyDir": {}}]}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"app": "p"}},
+        "spec": {
+            "containers": [{"name": "app", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}],
+        },
+    }
 
     def inject(o: dict) -> None:
         o["spec"]["volumes"].append(TOKEN_VOLUME)
@@ -191,13 +240,21 @@ def test_service_account_token_volume_and_mount_are_never_a_change() -> None:
 
 
 def test_tolerations_added_by_admission_are_not_a_change() -> None:
-    desired = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
-        "containers": [{"name": "app", "image": "i"}],
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "app", "image": "i"}],
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
+        },
+    }
 
     def admit(o: dict) -> None:
-        o["spec"]["tolerations"] += [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute",
-                                      "tolerationSeconds": 300} for k in ("not-ready", "unreachable")]
+        o["spec"]["tolerations"] += [
+            {"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            for k in ("not-ready", "unreachable")
+        ]
 
     assert calculate(served(desired, admit), desired).is_empty
     changed = edited(desired, lambda d: d["spec"]["tolerations"][0].update(value="web"))
@@ -207,16 +264,28 @@ def test_tolerations_added_by_admission_are_not_a_change() -> None:
 def test_atomic_list_is_replaced_whole_when_an_item_changes() -> None:
     desired = edited(deployment(), lambda d: container(d).update(args=["--serve", "--verbose"]))
     result = calculate(served(deployment()), desired)
-    assert result.patch == {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "args": ["--serve", "--verbose"]}]}}}}
+    assert result.patch == {
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "args": ["--serve", "--verbose"]}]}}}
+    }
 
 
 def test_server_defaults_inside_atomic_list_items_are_not_a_change() -> None:
-    desired = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {
-        "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "i"}]}},
-        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
-            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1024Mi"}}}}]}}
+    desired = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "i"}]}},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1024Mi"}}},
+                }
+            ],
+        },
+    }
 
     def server(o: dict) -> None:
         template = o["spec"]["volumeClaimTemplates"][0]
@@ -227,8 +296,17 @@ def test_server_defaults_inside_atomic_list_items_are_not_a_change() -> None:
 
 
 def test_list_items_with_repeated_keys_are_matched_one_to_one_and_replaced_together() -> None:
-    desired = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns"}, "spec": {"ports": [
-        {"name": "dns-tcp", "port": 53, "protocol": "TCP"}, {"name": "dns-udp", "port": 53, "protocol": "UDP"}]}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "dns"},
+        "spec": {
+            "ports": [
+                {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+            ]
+        },
+    }
     live = served(desired, lambda o: o["spec"]["ports"].reverse())
     assert calculate(live, desired).is_empty
     changed = edited(desired, lambda d: d["spec"]["ports"][1].update(name="dns"))
@@ -243,23 +321,31 @@ def test_set_items_dropped_from_desired_are_deleted_with_a_directive() -> None:
     result = calculate(live, edited(desired, lambda d: d["metadata"]["finalizers"].pop(0)))
     assert result.patch == {"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a"]}}
     assert apply_patch(live, result.patch, result.patch_type)["metadata"]["finalizers"] == [
-        "example.com/b", "kubernetes.io/other"]
+        "example.com/b",
+        "kubernetes.io/other",
+    ]
 
 
 # Values the server normalises
+
 
 def test_quantities_compare_by_amount() -> None:
     desired = edited(deployment(), lambda d: container(d)["resources"].update(requests={"cpu": 0.5, "memory": "0.5Gi"}))
     live = served(desired, lambda o: container(o)["resources"].update(requests={"cpu": "500m", "memory": "512Mi"}))
     assert calculate(live, desired).is_empty
     bigger = edited(desired, lambda d: container(d)["resources"]["limits"].update(cpu="1500m"))
-    assert calculate(live, bigger).patch == {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "resources": {"limits": {"cpu": "1500m"}}}]}}}}
+    assert calculate(live, bigger).patch == {
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "1500m"}}}]}}}
+    }
 
 
 def test_int_or_string_values_compare_by_meaning() -> None:
-    desired = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-               "spec": {"ports": [{"port": 80, "targetPort": "8080"}]}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80, "targetPort": "8080"}]},
+    }
     live = served(desired, lambda o: o["spec"]["ports"][0].update(targetPort=8080, protocol="TCP"))
     assert calculate(live, desired).is_empty
     assert not calculate(live, edited(desired, lambda d: d["spec"]["ports"][0].update(targetPort="http"))).is_empty
@@ -279,8 +365,14 @@ def test_empty_maps_lists_and_struct_strings_equal_absent_but_empty_map_values_d
 
 
 def test_secret_string_data_compares_with_the_data_the_server_stores() -> None:
-    desired = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque",
-               "data": {"user": "YWRtaW4="}, "stringData": {"password": "hunter2"}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s"},
+        "type": "Opaque",
+        "data": {"user": "YWRtaW4="},
+        "stringData": {"password": "hunter2"},
+    }
 
     def server(o: dict) -> None:
         o["data"]["password"] = base64.b64encode(b"hunter2").decode()
@@ -297,19 +389,36 @@ def test_secret_data_compares_by_the_bytes_it_encodes() -> None:
     live = served(desired, lambda o: o["data"].update(user="YWRtaW4="))
     assert calculate(live, desired).is_empty
     assert calculate(live, edited(desired, lambda d: d["data"].update(user="cm9vdA=="))).patch == {
-        "data": {"user": "cm9vdA=="}}
+        "data": {"user": "cm9vdA=="}
+    }
 
 
 # Directives the server needs
+
 
 def test_switching_a_volume_source_deletes_the_old_source() -> None:
     desired = edited(deployment(), lambda d: pod_spec(d)["volumes"][0].update(emptyDir=None, configMap={"name": "c"}))
     live = served(deployment())
     result = calculate(live, desired)
-    assert result.patch == {"spec": {"template": {"spec": {"volumes": [
-        {"name": "cache", "configMap": {"name": "c"}, "emptyDir": None, "$retainKeys": ["configMap", "name"]}]}}}}
+    assert result.patch == {
+        "spec": {
+            "template": {
+                "spec": {
+                    "volumes": [
+                        {
+                            "name": "cache",
+                            "configMap": {"name": "c"},
+                            "emptyDir": None,
+                            "$retainKeys": ["configMap", "name"],
+                        }
+                    ]
+                }
+            }
+        }
+    }
     assert pod_spec(apply_patch(live, result.patch, result.patch_type))["volumes"] == [
-        {"name": "cache", "configMap": {"name": "c"}}]
+        {"name": "cache", "configMap": {"name": "c"}}
+    ]
 
 
 def test_switching_deployment_strategy_drops_the_defaulted_rolling_update() -> None:
@@ -322,9 +431,14 @@ def test_switching_deployment_strategy_drops_the_defaulted_rolling_update() -> N
 
 # Custom resources and unknown kinds
 
+
 def widget() -> dict:
-    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "labels": {"app": "w"}},
-            "spec": {"size": 1, "color": "", "parts": [{"name": "cog"}, {"name": "axle"}]}}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"app": "w"}},
+        "spec": {"size": 1, "color": "", "parts": [{"name": "cog"}, {"name": "axle"}]},
+    }
 
 
 def test_unknown_kind_gets_a_json_merge_patch_with_whole_lists() -> None:
@@ -348,14 +462,19 @@ def test_custom_resource_metadata_is_standard_object_metadata() -> None:
 
 # Two-way mode
 
+
 def test_two_way_mode_reverts_keys_and_items_added_to_what_desired_sets() -> None:
     def other_writer(o: dict) -> None:
         o["metadata"]["labels"]["team"] = "blue"
         container(o)["env"].append({"name": "DEBUG", "value": "1"})
 
     result = calculate(served(deployment(), other_writer), deployment(), mode=Mode.TWO_WAY)
-    assert result.patch == {"metadata": {"labels": {"team": None}}, "spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "DEBUG", "$patch": "delete"}]}]}}}}
+    assert result.patch == {
+        "metadata": {"labels": {"team": None}},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "app", "env": [{"name": "DEBUG", "$patch": "delete"}]}]}}
+        },
+    }
 
 
 def test_two_way_mode_leaves_server_defaults_and_control_plane_keys_alone() -> None:
@@ -375,15 +494,25 @@ def test_two_way_mode_ignores_maps_desired_does_not_set() -> None:
 
 # The annotation
 
+
 def test_annotate_stores_desired_without_server_fields_nulls_and_empty_lists() -> None:
-    desired = edited(deployment(), lambda d: (
-        d["metadata"].update(uid="x", resourceVersion="9", annotations={"note": "kept"}),
-        d.update(status={"replicas": 1}), container(d).update(command=[], workingDir=None)))
+    desired = edited(
+        deployment(),
+        lambda d: (
+            d["metadata"].update(uid="x", resourceVersion="9", annotations={"note": "kept"}),
+            d.update(status={"replicas": 1}),
+            container(d).update(command=[], workingDir=None),
+        ),
+    )
     annotated = annotate(desired)
     stored = orjson.loads(annotated["metadata"]["annotations"][LAST_APPLIED_ANNOTATION])
     assert annotated["metadata"]["annotations"]["note"] == "kept"
-    assert stored["metadata"] == {"name": "web", "namespace": "ns", "labels": {"app": "web"},
-                                  "annotations": {"note": "kept"}}
+    assert stored["metadata"] == {
+        "name": "web",
+        "namespace": "ns",
+        "labels": {"app": "web"},
+        "annotations": {"note": "kept"},
+    }
     assert "status" not in stored
     assert "command" not in container(stored) and "workingDir" not in container(stored)
     assert pod_spec(stored)["volumes"] == [{"name": "cache", "emptyDir": {}}]
@@ -400,11 +529,14 @@ def test_annotating_again_replaces_the_stored_state() -> None:
 
 def test_annotation_name_is_configurable() -> None:
     matcher = Matcher(annotation="example.com/last-applied")
-    live = served(deployment(), lambda o: o["metadata"].update(annotations=matcher.annotate(deployment())[
-        "metadata"]["annotations"]))
+    live = served(
+        deployment(),
+        lambda o: o["metadata"].update(annotations=matcher.annotate(deployment())["metadata"]["annotations"]),
+    )
     result = matcher.calculate(live, edited(deployment(), lambda d: container(d)["env"].pop()))
-    assert result.patch == {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "B", "$patch": "delete"}]}]}}}}
+    assert result.patch == {
+        "spec": {"template": {"spec": {"containers": [{"name": "app", "env": [{"name": "B", "$patch": "delete"}]}]}}}
+    }
 
 
 def test_record_writes_the_new_last_applied_state_into_a_non_empty_patch() -> None:
@@ -442,6 +574,7 @@ def test_patch_result_holds_the_compared_documents() -> None:
 
 # Objects of client libraries
 
+
 def test_lightkube_objects_are_compared_like_dicts() -> None:
     from lightkube.resources.apps_v1 import Deployment
 
@@ -452,8 +585,9 @@ def test_lightkube_objects_are_compared_like_dicts() -> None:
 
 def test_official_kubernetes_client_objects_are_compared_like_dicts() -> None:
     kubernetes = pytest.importorskip("kubernetes")
-    live = kubernetes.client.ApiClient().deserialize(orjson.dumps(served(deployment())).decode(), "V1Deployment",
-                                                     "application/json")
+    live = kubernetes.client.ApiClient().deserialize(
+        orjson.dumps(served(deployment())).decode(), "V1Deployment", "application/json"
+    )
     assert isinstance(live, kubernetes.client.V1Deployment)
     assert calculate(live, deployment()).is_empty
 
@@ -473,11 +607,21 @@ def test_objects_that_are_not_kubernetes_objects_are_refused() -> None:
 
 # Applying patches locally
 
+
 def test_applying_a_strategic_merge_patch_merges_keyed_lists_and_honours_directives() -> None:
     live = served(deployment())
-    patch = {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "A", "$patch": "delete"}, {"name": "C", "value": "3"}]},
-        {"name": "sidecar", "image": "s"}]}}}}
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "app", "env": [{"name": "A", "$patch": "delete"}, {"name": "C", "value": "3"}]},
+                        {"name": "sidecar", "image": "s"},
+                    ]
+                }
+            }
+        }
+    }
     after = apply_patch(live, patch, PatchType.STRATEGIC)
     assert [c["name"] for c in pod_spec(after)["containers"]] == ["app", "sidecar"]
     assert container(after)["env"] == [{"name": "B", "value": "2"}, {"name": "C", "value": "3"}]
@@ -488,4 +632,3 @@ def test_applying_a_json_merge_patch_replaces_lists_and_deletes_nulls() -> None:
     live = served(widget())
     after = apply_patch(live, {"spec": {"parts": [{"name": "gear"}], "color": None}}, PatchType.MERGE)
     assert after["spec"] == {"size": 1, "parts": [{"name": "gear"}]}
-

@@ -25,35 +25,69 @@ small_maps = st.dictionaries(st.sampled_from(["app", "tier", "team"]), texts, ma
 
 def keyed(item: st.SearchStrategy, key: str, keys: tuple, min_size: int = 0) -> st.SearchStrategy:
     """Lists of dicts with unique values of `key`."""
-    return st.lists(st.tuples(st.sampled_from(keys), item), unique_by=lambda pair: pair[0], min_size=min_size,
-                    max_size=len(keys)).map(lambda pairs: [{key: k, **v} for k, v in pairs])
+    return st.lists(
+        st.tuples(st.sampled_from(keys), item), unique_by=lambda pair: pair[0], min_size=min_size, max_size=len(keys)
+    ).map(lambda pairs: [{key: k, **v} for k, v in pairs])
 
 
 env = keyed(st.fixed_dictionaries({}, optional={"value": texts}), "name", ("X", "Y", "Z"))
-ports = keyed(st.fixed_dictionaries({}, optional={"name": st.sampled_from(["http", "metrics"])}),
-              "containerPort", (80, 443, 8080))
-resources = st.fixed_dictionaries({}, optional={
-    "limits": st.fixed_dictionaries({}, optional={"cpu": st.sampled_from(sorted(CPU)),
-                                                  "memory": st.sampled_from(sorted(MEMORY))}),
-    "requests": st.fixed_dictionaries({}, optional={"cpu": st.sampled_from(sorted(CPU))})})
-container = st.fixed_dictionaries({"image": st.sampled_from(["registry.invalid/app:1", "registry.invalid/app:2"])},
-                                  optional={"env": env, "ports": ports, "resources": resources,
-                                            "args": st.lists(st.sampled_from(["-v", "--serve", "x"]), max_size=3)})
+ports = keyed(
+    st.fixed_dictionaries({}, optional={"name": st.sampled_from(["http", "metrics"])}), "containerPort", (80, 443, 8080)
+)
+resources = st.fixed_dictionaries(
+    {},
+    optional={
+        "limits": st.fixed_dictionaries(
+            {}, optional={"cpu": st.sampled_from(sorted(CPU)), "memory": st.sampled_from(sorted(MEMORY))}
+        ),
+        "requests": st.fixed_dictionaries({}, optional={"cpu": st.sampled_from(sorted(CPU))}),
+    },
+)
+container = st.fixed_dictionaries(
+    {"image": st.sampled_from(["registry.invalid/app:1", "registry.invalid/app:2"])},
+    optional={
+        "env": env,
+        "ports": ports,
+        "resources": resources,
+        "args": st.lists(st.sampled_from(["-v", "--serve", "x"]), max_size=3),
+    },
+)
 volume = st.one_of(st.just({"emptyDir": {}}), st.builds(lambda n: {"configMap": {"name": n}}, st.sampled_from(NAMES)))
 deployment = st.builds(
     lambda labels, annotations, finalizers, spec: {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "ns", "labels": labels, "annotations": annotations,
-                     "finalizers": finalizers},
-        "spec": spec},
-    small_maps, small_maps, st.lists(st.sampled_from(["example.com/a", "example.com/b"]), unique=True),
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "labels": labels,
+            "annotations": annotations,
+            "finalizers": finalizers,
+        },
+        "spec": spec,
+    },
+    small_maps,
+    small_maps,
+    st.lists(st.sampled_from(["example.com/a", "example.com/b"]), unique=True),
     st.fixed_dictionaries(
-        {"template": st.fixed_dictionaries({"spec": st.fixed_dictionaries({
-            "containers": keyed(container, "name", NAMES, min_size=1)},
-            optional={"volumes": keyed(volume, "name", ("v1", "v2"))})})},
-        optional={"replicas": st.integers(0, 3),
-                  "strategy": st.sampled_from([{"type": "Recreate"},
-                                               {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}])}))
+        {
+            "template": st.fixed_dictionaries(
+                {
+                    "spec": st.fixed_dictionaries(
+                        {"containers": keyed(container, "name", NAMES, min_size=1)},
+                        optional={"volumes": keyed(volume, "name", ("v1", "v2"))},
+                    )
+                }
+            )
+        },
+        optional={
+            "replicas": st.integers(0, 3),
+            "strategy": st.sampled_from(
+                [{"type": "Recreate"}, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}]
+            ),
+        },
+    ),
+)
 
 
 def served(obj: dict, draw: Any) -> dict:
@@ -67,8 +101,9 @@ def served(obj: dict, draw: Any) -> dict:
     live["status"] = {"replicas": 1}
     spec = live["spec"] = copy.deepcopy(live["spec"])
     spec.setdefault("replicas", 1)
-    spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%",
-                                                                            "maxUnavailable": "25%"}})
+    spec.setdefault(
+        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    )
     spec["revisionHistoryLimit"] = 10
     pod = spec["template"]["spec"]
     pod["dnsPolicy"] = "ClusterFirst"
@@ -96,7 +131,8 @@ def holds(live: Any, desired: Any) -> bool:
     are found by name, whatever their order."""
     if isinstance(desired, dict):
         return isinstance(live, dict) and all(
-            holds(live.get(k), v) for k, v in desired.items() if v not in (None, "", [], {}))
+            holds(live.get(k), v) for k, v in desired.items() if v not in (None, "", [], {})
+        )
     if isinstance(desired, list):
         if not isinstance(live, list):
             return False
@@ -129,8 +165,12 @@ def test_applying_the_patch_gives_an_object_that_matches_desired(original: dict,
         assert holds(after["spec"], desired["spec"])
         assert holds(after["metadata"], {k: v for k, v in desired["metadata"].items() if k != "finalizers"})
         assert names(desired, "metadata", "finalizers") <= names(after, "metadata", "finalizers")
-        for path in (("metadata", "labels"), ("metadata", "annotations"), ("metadata", "finalizers"),
-                     ("spec", "template", "spec", "volumes")):
+        for path in (
+            ("metadata", "labels"),
+            ("metadata", "annotations"),
+            ("metadata", "finalizers"),
+            ("spec", "template", "spec", "volumes"),
+        ):
             dropped = names(original, *path) - names(desired, *path)
             assert not dropped & names(after, *path), (path, result.patch)
         if mode is Mode.TWO_WAY and desired["metadata"]["labels"]:

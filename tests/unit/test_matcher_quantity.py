@@ -5,11 +5,30 @@ import pytest
 from kapply.matcher import parse_quantity
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("1000m", "1"), ("1024Mi", "1Gi"), ("1.5Gi", "1536Mi"), ("0.5", "500m"), ("1e3", "1k"), ("1E3", "1000"),
-    ("1e-3", "1m"), ("1000n", "1u"), ("1000u", "1m"), ("1M", "1000k"), ("1P", "1000T"), ("1Ei", "1024Pi"),
-    (".5", "0.5"), ("+1", "1"), (2, "2"), (0.25, "250m"), ("1Ti", "1024Gi"), ("1G", "1000M"), ("1E", "1e18"),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("1000m", "1"),
+        ("1024Mi", "1Gi"),
+        ("1.5Gi", "1536Mi"),
+        ("0.5", "500m"),
+        ("1e3", "1k"),
+        ("1E3", "1000"),
+        ("1e-3", "1m"),
+        ("1000n", "1u"),
+        ("1000u", "1m"),
+        ("1M", "1000k"),
+        ("1P", "1000T"),
+        ("1Ei", "1024Pi"),
+        (".5", "0.5"),
+        ("+1", "1"),
+        (2, "2"),
+        (0.25, "250m"),
+        ("1Ti", "1024Gi"),
+        ("1G", "1000M"),
+        ("1E", "1e18"),
+    ],
+)
 def test_quantities_that_mean_the_same_amount_are_equal(a: object, b: object) -> None:
     assert parse_quantity(a) == parse_quantity(b)
 

@@ -16,54 +16,113 @@ def gvk(group: str, version: str, kind: str) -> list[dict]:
 
 
 # A made-up built-in kind with one field of each shape, as `GET /openapi/v3/apis/demo.k8s.io/v1` would serve it.
-BUILTIN_DOC = {"components": {"schemas": {
-    "io.k8s.api.demo.v1.Gadget": {
-        "type": "object", "x-kubernetes-group-version-kind": gvk("demo.k8s.io", "v1", "Gadget"),
-        "properties": {
-            "metadata": {"allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]},
-            "spec": {"allOf": [{"$ref": REF + "io.k8s.api.demo.v1.GadgetSpec"}]}}},
-    "io.k8s.api.demo.v1.GadgetSpec": {"type": "object", "properties": {
-        "merged": {"type": "array", "items": {"$ref": REF + "io.k8s.api.demo.v1.Part"},
-                   "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge"},
-        "mapped": {"type": "array", "items": {"$ref": REF + "io.k8s.api.demo.v1.Part"},
-                   "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
-        "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
-        "ordered": {"type": "array", "items": {"type": "string"}},
-        "limits": {"type": "object", "additionalProperties": {
-            "$ref": REF + "io.k8s.apimachinery.pkg.api.resource.Quantity"}},
-        "port": {"$ref": REF + "io.k8s.apimachinery.pkg.util.intstr.IntOrString"},
-        "mode": {"allOf": [{"$ref": REF + "io.k8s.api.demo.v1.Mode"}], "x-kubernetes-patch-strategy": "retainKeys"},
-        "nested": {"$ref": REF + "io.k8s.api.demo.v1.Nested"},
-        "note": {"type": "string"}}},
-    "io.k8s.api.demo.v1.Part": {"type": "object", "properties": {"name": {"type": "string"},
-                                                                 "size": {"type": "integer"}}},
-    "io.k8s.api.demo.v1.Mode": {"type": "object", "properties": {"type": {"type": "string"},
-                                                                 "fast": {"type": "object", "properties": {
-                                                                     "limit": {"x-kubernetes-int-or-string": True}}}}},
-    "io.k8s.api.demo.v1.Nested": {"type": "object", "properties": {
-        "children": {"type": "array", "items": {"$ref": REF + "io.k8s.api.demo.v1.Nested"}}}},
-    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {"type": "object", "properties": {
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-patch-strategy": "merge"}}},
-}}}
+BUILTIN_DOC = {
+    "components": {
+        "schemas": {
+            "io.k8s.api.demo.v1.Gadget": {
+                "type": "object",
+                "x-kubernetes-group-version-kind": gvk("demo.k8s.io", "v1", "Gadget"),
+                "properties": {
+                    "metadata": {"allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]},
+                    "spec": {"allOf": [{"$ref": REF + "io.k8s.api.demo.v1.GadgetSpec"}]},
+                },
+            },
+            "io.k8s.api.demo.v1.GadgetSpec": {
+                "type": "object",
+                "properties": {
+                    "merged": {
+                        "type": "array",
+                        "items": {"$ref": REF + "io.k8s.api.demo.v1.Part"},
+                        "x-kubernetes-patch-merge-key": "name",
+                        "x-kubernetes-patch-strategy": "merge",
+                    },
+                    "mapped": {
+                        "type": "array",
+                        "items": {"$ref": REF + "io.k8s.api.demo.v1.Part"},
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                    },
+                    "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                    "ordered": {"type": "array", "items": {"type": "string"}},
+                    "limits": {
+                        "type": "object",
+                        "additionalProperties": {"$ref": REF + "io.k8s.apimachinery.pkg.api.resource.Quantity"},
+                    },
+                    "port": {"$ref": REF + "io.k8s.apimachinery.pkg.util.intstr.IntOrString"},
+                    "mode": {
+                        "allOf": [{"$ref": REF + "io.k8s.api.demo.v1.Mode"}],
+                        "x-kubernetes-patch-strategy": "retainKeys",
+                    },
+                    "nested": {"$ref": REF + "io.k8s.api.demo.v1.Nested"},
+                    "note": {"type": "string"},
+                },
+            },
+            "io.k8s.api.demo.v1.Part": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "size": {"type": "integer"}},
+            },
+            "io.k8s.api.demo.v1.Mode": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string"},
+                    "fast": {"type": "object", "properties": {"limit": {"x-kubernetes-int-or-string": True}}},
+                },
+            },
+            "io.k8s.api.demo.v1.Nested": {
+                "type": "object",
+                "properties": {"children": {"type": "array", "items": {"$ref": REF + "io.k8s.api.demo.v1.Nested"}}},
+            },
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": {
+                "type": "object",
+                "properties": {
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "finalizers": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-patch-strategy": "merge",
+                    },
+                },
+            },
+        }
+    }
+}
 
 # A custom resource, as the API server publishes a CRD's schema.
-CRD_DOC = {"components": {"schemas": {
-    "com.example.v1.Widget": {
-        "type": "object", "x-kubernetes-group-version-kind": gvk("example.com", "v1", "Widget"),
-        "properties": {
-            "metadata": {"allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]},
-            "spec": {"type": "object", "properties": {
-                "parts": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
-                          "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-                "port": {"x-kubernetes-int-or-string": True},
-                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}},
-}}}
+CRD_DOC = {
+    "components": {
+        "schemas": {
+            "com.example.v1.Widget": {
+                "type": "object",
+                "x-kubernetes-group-version-kind": gvk("example.com", "v1", "Widget"),
+                "properties": {
+                    "metadata": {"allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]},
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "parts": {
+                                "type": "array",
+                                "x-kubernetes-list-type": "map",
+                                "x-kubernetes-list-map-keys": ["name"],
+                                "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                            },
+                            "port": {"x-kubernetes-int-or-string": True},
+                            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    },
+                },
+            },
+        }
+    }
+}
 
 
 def gadget(**spec: object) -> dict:
-    return {"apiVersion": "demo.k8s.io/v1", "kind": "Gadget", "metadata": {"name": "g", "labels": {"a": "1"}},
-            "spec": spec}
+    return {
+        "apiVersion": "demo.k8s.io/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g", "labels": {"a": "1"}},
+        "spec": spec,
+    }
 
 
 def live(desired: dict, **spec: object) -> dict:
@@ -100,13 +159,15 @@ def test_set_ignores_order_and_atomic_list_does_not(schema: Schema) -> None:
     desired = gadget(tags=["x", "y"], ordered=["x", "y"])
     assert calculate(live(desired, tags=["y", "x"]), desired, schema=schema).is_empty
     assert calculate(live(desired, ordered=["y", "x"]), desired, schema=schema).patch == {
-        "spec": {"ordered": ["x", "y"]}}
+        "spec": {"ordered": ["x", "y"]}
+    }
 
 
 def test_quantity_and_int_or_string_fields_compare_by_meaning(schema: Schema) -> None:
     desired = gadget(limits={"cpu": "500m"}, port="80", mode={"fast": {"limit": "10"}})
-    assert calculate(live(desired, limits={"cpu": "0.5"}, port=80, mode={"fast": {"limit": 10}}), desired,
-                     schema=schema).is_empty
+    assert calculate(
+        live(desired, limits={"cpu": "0.5"}, port=80, mode={"fast": {"limit": 10}}), desired, schema=schema
+    ).is_empty
     assert not calculate(live(desired, note="500m"), gadget(note="0.5"), schema=schema).is_empty
 
 
@@ -122,8 +183,12 @@ def test_self_referencing_schemas_are_followed(schema: Schema) -> None:
 
 
 def test_custom_resource_gets_merge_patch_and_its_schemas_list_keys(schema: Schema) -> None:
-    desired = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
-               "spec": {"parts": [{"name": "a"}, {"name": "b"}], "port": 80, "extra": {"x": ""}}}
+    desired = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"parts": [{"name": "a"}, {"name": "b"}], "port": 80, "extra": {"x": ""}},
+    }
     current = live(desired, parts=[{"name": "b"}, {"name": "a"}], port="80")
     result = calculate(current, desired, schema=schema)
     assert result.is_empty
@@ -134,13 +199,29 @@ def test_custom_resource_gets_merge_patch_and_its_schemas_list_keys(schema: Sche
 def test_pruned_schema_is_smaller_and_compares_the_same(schema: Schema) -> None:
     pruned = Schema.from_json(schema.to_json())
     assert len(schema.to_json()) < len(str(BUILTIN_DOC) + str(CRD_DOC))
-    desired = gadget(merged=[{"name": "a"}], mapped=[{"name": "a"}], tags=["x"], limits={"cpu": "1"}, port=1,
-                     mode={"type": "t"}, note="n")
-    current = live(desired, merged=[{"name": "b"}], mapped=[{"name": "b"}], tags=["y"], limits={"cpu": "2"}, port=2,
-                   mode={"type": "u"}, note="m")
+    desired = gadget(
+        merged=[{"name": "a"}],
+        mapped=[{"name": "a"}],
+        tags=["x"],
+        limits={"cpu": "1"},
+        port=1,
+        mode={"type": "t"},
+        note="n",
+    )
+    current = live(
+        desired,
+        merged=[{"name": "b"}],
+        mapped=[{"name": "b"}],
+        tags=["y"],
+        limits={"cpu": "2"},
+        port=2,
+        mode={"type": "u"},
+        note="m",
+    )
     for mode in Mode:
-        assert calculate(current, desired, schema=pruned, mode=mode) == calculate(current, desired, schema=schema,
-                                                                                  mode=mode)
+        assert calculate(current, desired, schema=pruned, mode=mode) == calculate(
+            current, desired, schema=schema, mode=mode
+        )
 
 
 def test_pruned_schema_keeps_only_the_kinds_asked_for(schema: Schema) -> None:
@@ -158,3 +239,21 @@ def test_unknown_kind_is_compared_as_json_with_standard_metadata() -> None:
     root, patch_type = Schema.builtin().root("example.com/v1", "Unknown")
     assert patch_type is PatchType.MERGE
     assert root.fields["metadata"] is Schema.builtin().root("v1", "ConfigMap")[0].fields["metadata"]
+
+
+def test_a_kind_whose_schema_prunes_to_nothing_still_compares_as_any_json() -> None:
+    """A cached (pruned) schema can reduce a kind with no known fields to a bare root; diffs must still work."""
+    doc = {
+        "components": {
+            "schemas": {
+                "com.example.v1.Thing": {
+                    "type": "object",
+                    "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Thing"}],
+                }
+            }
+        }
+    }
+    pruned = Schema.from_json(Schema.from_openapi([doc]).to_json())
+    current = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"x": 1}}
+    desired = {**current, "spec": {"x": 2}, "extra": [1]}
+    assert calculate(current, desired, schema=pruned).patch == {"spec": {"x": 2}, "extra": [1]}

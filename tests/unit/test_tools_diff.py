@@ -5,8 +5,9 @@ import sys
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kapply", "tools", "diff", *args], capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "kapply", "tools", "diff", *args], capture_output=True, text=True, timeout=30
+    )
 
 
 OLD = """apiVersion: v1
@@ -27,7 +28,9 @@ metadata:
   name: gone
 """
 
-NEW = OLD.replace('c: "3"', "c: 3x").split("---")[0] + """---
+NEW = (
+    OLD.replace('c: "3"', "c: 3x").split("---")[0]
+    + """---
 apiVersion: v1
 kind: Secret
 metadata:
@@ -36,6 +39,7 @@ metadata:
 stringData:
   password: hunter2
 """
+)
 
 
 def test_local_diff_shows_kapps_line_diff_and_summary(tmp_path):
@@ -43,8 +47,10 @@ def test_local_diff_shows_kapps_line_diff_and_summary(tmp_path):
     (tmp_path / "new.yml").write_text(NEW)
     result = run("-f", str(tmp_path / "new.yml"), "--file2", str(tmp_path / "old.yml"), "-c", "--tty")
     assert result.returncode == 0, result.stderr
-    assert "@@ update configmap/cm1 (v1) namespace: ns1 @@\n  ...\n  3,  3     b: \"2\"\n" \
-           "  4     -   c: \"3\"\n      4 +   c: 3x\n  5,  5     d: \"4\"\n  6,  6     e: \"5\"\n" in result.stdout
+    assert (
+        '@@ update configmap/cm1 (v1) namespace: ns1 @@\n  ...\n  3,  3     b: "2"\n'
+        '  4     -   c: "3"\n      4 +   c: 3x\n  5,  5     d: "4"\n  6,  6     e: "5"\n' in result.stdout
+    )
     assert "@@ delete configmap/gone (v1) cluster @@" in result.stdout
     assert "@@ create secret/new (v1) namespace: ns2 @@" in result.stdout
     assert "hunter2" not in result.stdout and "<-- value not shown (#1)" in result.stdout

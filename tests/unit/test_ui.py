@@ -11,18 +11,23 @@ from kapply.ui.table import Table, render
 
 
 def test_changes_table_renders_like_kapp():
-    table = Table("Changes", ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri"),
-                  (("kapp-test", "app", "ConfigMap", "", "create", "", "reconcile", "", ""),
-                   ("kapp-test", "app-config", "ConfigMap", "", "create", "", "reconcile", "", "")),
-                  notes=("Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists",
-                         "Wait to: 2 reconcile, 0 delete, 0 noop"))
+    table = Table(
+        "Changes",
+        ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri"),
+        (
+            ("kapp-test", "app", "ConfigMap", "", "create", "", "reconcile", "", ""),
+            ("kapp-test", "app-config", "ConfigMap", "", "create", "", "reconcile", "", ""),
+        ),
+        notes=("Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists", "Wait to: 2 reconcile, 0 delete, 0 noop"),
+    )
     assert render(table) == (
         "Changes\n\n"
         "Namespace  Name        Kind       Age  Op      Op st.  Wait to    Rs  Ri  \n"
         "kapp-test  app         ConfigMap  -    create  -       reconcile  -   -   \n"
         "^          app-config  ConfigMap  -    create  -       reconcile  -   -   \n\n"
         "Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists\n"
-        "Wait to: 2 reconcile, 0 delete, 0 noop\n")
+        "Wait to: 2 reconcile, 0 delete, 0 noop\n"
+    )
 
 
 def test_non_tty_tables_are_tab_separated_without_title_or_repeats():
@@ -34,8 +39,9 @@ def test_json_keys_are_snake_cased_header_words():
     assert Table("", ("Op st.", "Wait to", "Last Change Age"), ()).keys() == ("op_st", "wait_to", "last_change_age")
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [(5, "5s"), (119, "119s"), (120, "2m"), (7199, "119m"),
-                                                   (7200, "2h"), (86400 * 3, "3d")])
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(5, "5s"), (119, "119s"), (120, "2m"), (7199, "119m"), (7200, "2h"), (86400 * 3, "3d")]
+)
 def test_ages_are_kubernetes_short_durations(seconds, expected):
     now = datetime(2026, 1, 2, tzinfo=UTC)
     created = datetime.fromtimestamp(now.timestamp() - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

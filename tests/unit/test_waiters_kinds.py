@@ -455,15 +455,30 @@ def test_stateful_set_without_replicas_fails():
 
 
 def test_a_running_pod_that_is_not_ready_says_why():
-    pod = obj("v1", "Pod", generation=None, status={
-        "phase": "Running",
-        "conditions": [cond("Initialized", "True"), cond("Ready", "False", "ContainersNotReady"),
-                       cond("PodScheduled", "True")],
-        "containerStatuses": [{"name": "app", "state": {"waiting": {
-            "reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}}}],
-    })
+    pod = obj(
+        "v1",
+        "Pod",
+        generation=None,
+        status={
+            "phase": "Running",
+            "conditions": [
+                cond("Initialized", "True"),
+                cond("Ready", "False", "ContainersNotReady"),
+                cond("PodScheduled", "True"),
+            ],
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "state": {
+                        "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}
+                    },
+                }
+            ],
+        },
+    )
     assert wait_state(pod) == ongoing(
-        "Condition Ready is not True (False): CrashLoopBackOff (message: back-off 40s restarting failed container)")
+        "Condition Ready is not True (False): CrashLoopBackOff (message: back-off 40s restarting failed container)"
+    )
 
 
 def test_claims_fail_when_lost_and_are_not_waited_on_while_pending():

@@ -12,13 +12,11 @@ from dataclasses import dataclass, replace
 
 import orjson
 
+from kapply import objects
 from kapply.app.meta import AppMeta, ChangeMeta, now
 from kapply.app.record import CONFIGMAPS, App, save_meta
 from kapply.resources.cluster import Cluster
 
-IS_APP_CHANGE_LABEL = "kapp.k14s.io/is-app-change"
-CHANGE_APP_LABEL = "kapp.k14s.io/app-change-app-label"
-CHANGE_APP_NAME_LABEL = "kapp.k14s.io/app-change-app"
 DIFF_KEY = "diff"
 MAX_DIFF_BYTES = 512 * 1024  # a ConfigMap holds at most 1 MiB
 
@@ -33,8 +31,8 @@ class AppChange:
 
 def _selector(app: App) -> str:
     if app.uses_app_label_for_changes:
-        return f"{IS_APP_CHANGE_LABEL},{CHANGE_APP_LABEL}={app.meta.label_value}"
-    return f"{IS_APP_CHANGE_LABEL},{CHANGE_APP_NAME_LABEL}={app.name}"
+        return f"{objects.IS_APP_CHANGE_LABEL},{objects.APP_CHANGE_APP_LABEL}={app.meta.label_value}"
+    return f"{objects.IS_APP_CHANGE_LABEL},{objects.APP_CHANGE_APP_NAME_LABEL}={app.name}"
 
 
 def _stored_diff(diff: str) -> str:
@@ -44,21 +42,26 @@ def _stored_diff(diff: str) -> str:
     return encoded[:MAX_DIFF_BYTES].decode(errors="ignore") + "\n... (diff truncated: too large for a ConfigMap)\n"
 
 
-async def begin(cluster: Cluster, app: App, description: str, namespaces: list[str], diff: str,
-                record: bool = True) -> tuple[App, str]:
+async def begin(
+    cluster: Cluster, app: App, description: str, namespaces: list[str], diff: str, record: bool = True
+) -> tuple[App, str]:
     """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0) and point
     the app's lastChange at it. Returns the updated app and the change's name ("" when not recorded)."""
     meta = ChangeMeta(started_at=now(), description=description, namespaces=tuple(namespaces))
     name = ""
     if record:
-        labels = {IS_APP_CHANGE_LABEL: "", CHANGE_APP_LABEL: app.meta.label_value}
+        labels = {objects.IS_APP_CHANGE_LABEL: "", objects.APP_CHANGE_APP_LABEL: app.meta.label_value}
         if len(app.name) <= 63:
-            labels[CHANGE_APP_NAME_LABEL] = app.name
-        created = await cluster.create(CONFIGMAPS, {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"generateName": f"{app.name}-change-", "namespace": app.namespace, "labels": labels},
-            "data": {"spec": orjson.dumps(meta.to_json()).decode(), DIFF_KEY: _stored_diff(diff)},
-        })
+            labels[objects.APP_CHANGE_APP_NAME_LABEL] = app.name
+        created = await cluster.create(
+            CONFIGMAPS,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"generateName": f"{app.name}-change-", "namespace": app.namespace, "labels": labels},
+                "data": {"spec": orjson.dumps(meta.to_json()).decode(), DIFF_KEY: _stored_diff(diff)},
+            },
+        )
         name = created["metadata"]["name"]
     app = await save_meta(cluster, app, _with_last_change(app, name, meta))
     return app, name

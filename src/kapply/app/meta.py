@@ -5,13 +5,25 @@ Field order and formats follow kapp's Go structs, so either tool reads what the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import orjson
 
+from kapply import objects
+from kapply.objects import Obj
+
 ZERO_TIME = "0001-01-01T00:00:00Z"
-APP_LABEL_KEY = "kapp.k14s.io/app"
+
+GroupVersionKind = tuple[str, str, str]
+
+
+def kinds_of(resources: Iterable[Obj]) -> frozenset[GroupVersionKind]:
+    """The (group, version, kind) of each resource: what an app records as used."""
+    return frozenset(
+        (objects.group_of(r), objects.api_version(r).rpartition("/")[2], objects.kind(r)) for r in resources
+    )
 
 
 def now() -> str:
@@ -26,8 +38,8 @@ class ChangeMeta:
     description: str = ""
     namespaces: tuple[str, ...] = ()
 
-    def to_json(self) -> dict:
-        out: dict = {"startedAt": self.started_at, "finishedAt": self.finished_at}
+    def to_json(self) -> Obj:
+        out: Obj = {"startedAt": self.started_at, "finishedAt": self.finished_at}
         if self.successful is not None:
             out["successful"] = self.successful
         if self.description:
@@ -37,10 +49,15 @@ class ChangeMeta:
         return out
 
     @classmethod
-    def from_json(cls, doc: dict | None) -> ChangeMeta:
+    def from_json(cls, doc: Obj | None) -> ChangeMeta:
         doc = doc or {}
-        return cls(doc.get("startedAt") or ZERO_TIME, doc.get("finishedAt") or ZERO_TIME, doc.get("successful"),
-                   doc.get("description") or "", tuple(doc.get("namespaces") or ()))
+        return cls(
+            doc.get("startedAt") or ZERO_TIME,
+            doc.get("finishedAt") or ZERO_TIME,
+            doc.get("successful"),
+            doc.get("description") or "",
+            tuple(doc.get("namespaces") or ()),
+        )
 
     def finish(self, successful: bool) -> ChangeMeta:
         return replace(self, finished_at=now(), successful=successful)
@@ -60,11 +77,12 @@ class AppMeta:
         return f"{self.label_key}={self.label_value}"
 
     def to_json(self) -> bytes:
-        doc: dict = {"labelKey": self.label_key, "labelValue": self.label_value}
+        doc: Obj = {"labelKey": self.label_key, "labelValue": self.label_value}
         if self.last_change_name:
             doc["lastChangeName"] = self.last_change_name
         doc["lastChange"] = self.last_change.to_json()
-        doc["usedGVs"] = [{"Group": g, "Version": v} for g, v in self.used_gvs]
+        if self.used_gvs:  # omitempty in kapp's struct, unlike usedGKs
+            doc["usedGVs"] = [{"Group": g, "Version": v} for g, v in self.used_gvs]
         doc["usedGKs"] = None if self.used_gks is None else [{"Group": g, "Kind": k} for g, k in self.used_gks]
         return orjson.dumps(doc)
 
@@ -73,13 +91,22 @@ class AppMeta:
         doc = orjson.loads(raw)
         gks = doc.get("usedGKs")
         return cls(
-            label_key=doc["labelKey"], label_value=doc["labelValue"],
+            label_key=doc["labelKey"],
+            label_value=doc["labelValue"],
             last_change_name=doc.get("lastChangeName") or "",
             last_change=ChangeMeta.from_json(doc.get("lastChange")),
             used_gvs=tuple((gv["Group"], gv["Version"]) for gv in doc.get("usedGVs") or []),
             used_gks=None if gks is None else tuple((gk["Group"], gk["Kind"]) for gk in gks),
         )
 
-    def with_used(self, gvs: set[tuple[str, str]], gks: set[tuple[str, str]]) -> AppMeta:
-        return replace(self, used_gvs=tuple(sorted(gvs, key=lambda gv: gv[0] + gv[1])),
-                       used_gks=tuple(sorted(gks, key=lambda gk: gk[0] + gk[1])))
+    def with_used(self, kinds: Iterable[GroupVersionKind]) -> AppMeta:
+        """The meta with usedGVs and usedGKs set from `kinds` (kapp's UpdateUsedGVsAndGKs): later deploys list only
+        those kinds to find the app's resources."""
+        kinds = tuple(kinds)
+        gvs = {(group, version) for group, version, _ in kinds}
+        gks = {(group, kind) for group, _, kind in kinds}
+        return replace(
+            self,
+            used_gvs=tuple(sorted(gvs, key=lambda gv: gv[0] + gv[1])),
+            used_gks=tuple(sorted(gks, key=lambda gk: gk[0] + gk[1])),
+        )

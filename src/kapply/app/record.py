@@ -8,15 +8,21 @@ import re
 import time
 from dataclasses import dataclass, replace
 
-from kapply.app.meta import APP_LABEL_KEY, AppMeta
-from kapply.errors import KapplyError
+from kapply import objects
+from kapply.app.meta import AppMeta
+from kapply.errors import AppNotFoundError, KapplyError
+from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
+from kapply.resources.labeled import list_labeled, types_in_scope
 
-CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True,
-                          frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}))
-IS_APP_LABEL = "kapp.k14s.io/is-app"
-USES_APP_LABEL_ANNOTATION = "kapp.k14s.io/app-changes-use-app-label"
-MIGRATED_ANNOTATION = "kapp.k14s.io/is-configmap-migrated"
+CONFIGMAPS = ResourceType(
+    "",
+    "v1",
+    "ConfigMap",
+    "configmaps",
+    True,
+    frozenset({"create", "delete", "get", "list", "patch", "update", "watch"}),
+)
 FQ_SUFFIX = ".apps.k14s.io"
 
 
@@ -40,8 +46,10 @@ def validate_name(name: str) -> None:
     """An app's name names its ConfigMap, so it must be a DNS subdomain."""
     plain = plain_name(name)
     if not plain or len(plain + FQ_SUFFIX) > 253 or not _DNS_SUBDOMAIN.match(plain):
-        raise KapplyError(f"App name '{name}' is not valid: it must consist of lower case alphanumeric characters, "
-                          "'-' or '.', and must start and end with an alphanumeric character")
+        raise KapplyError(
+            f"App name '{name}' is not valid: it must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character"
+        )
 
 
 def _fq_names() -> bool:
@@ -52,16 +60,18 @@ def plain_name(name: str) -> str:
     return name.removesuffix(FQ_SUFFIX)
 
 
-def _from_configmap(name: str, cm: dict) -> App:
+def _from_configmap(name: str, cm: Obj) -> App:
     meta = cm["metadata"]
     try:
         app_meta = AppMeta.from_json((cm.get("data") or {})["spec"])
     except (KeyError, ValueError, TypeError) as e:
-        raise KapplyError(f"App '{name}' (namespace: {meta['namespace']}) backed by ConfigMap '{meta['name']}' did "
-                          f"not contain parseable app metadata: {e} "
-                          "(hint: ConfigMap was overriden by another user?)") from e
+        raise KapplyError(
+            f"App '{name}' (namespace: {meta['namespace']}) backed by ConfigMap '{meta['name']}' did "
+            f"not contain parseable app metadata: {e} "
+            "(hint: ConfigMap was overriden by another user?)"
+        ) from e
     annotations = meta.get("annotations") or {}
-    return App(name, meta["namespace"], meta["name"], app_meta, USES_APP_LABEL_ANNOTATION in annotations)
+    return App(name, meta["namespace"], meta["name"], app_meta, objects.APP_CHANGES_USE_APP_LABEL in annotations)
 
 
 async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
@@ -76,18 +86,19 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
 async def require(cluster: Cluster, namespace: str, name: str) -> App:
     found = await find(cluster, namespace, name)
     if found is None:
-        raise KapplyError(f"App '{plain_name(name)}' (namespace: {namespace}) does not exist")
+        raise AppNotFoundError(f"App '{plain_name(name)}' (namespace: {namespace}) does not exist")
     return found
 
 
 async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
     """The app's record, or a new one held in memory (stored=False) until `store` writes it."""
+    validate_name(name)
     name = plain_name(name)
     existing = await find(cluster, namespace, name)
     if existing is not None:
         return existing
     cm_name = name + FQ_SUFFIX if _fq_names() else name
-    return App(name, namespace, cm_name, AppMeta(APP_LABEL_KEY, str(time.time_ns())), stored=False)
+    return App(name, namespace, cm_name, AppMeta(objects.APP_LABEL, str(time.time_ns())), stored=False)
 
 
 async def store(cluster: Cluster, app: App, labels: dict[str, str]) -> App:
@@ -96,15 +107,23 @@ async def store(cluster: Cluster, app: App, labels: dict[str, str]) -> App:
         if labels:
             await _merge_labels(cluster, app, labels)
         return app
-    annotations = {USES_APP_LABEL_ANNOTATION: ""}
+    annotations = {objects.APP_CHANGES_USE_APP_LABEL: ""}
     if app.configmap_name.endswith(FQ_SUFFIX):
-        annotations[MIGRATED_ANNOTATION] = ""
-    await cluster.create(CONFIGMAPS, {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": app.configmap_name, "namespace": app.namespace,
-                     "labels": {IS_APP_LABEL: "", **labels}, "annotations": annotations},
-        "data": {"spec": app.meta.to_json().decode()},
-    })
+        annotations[objects.IS_CONFIGMAP_MIGRATED] = ""
+    await cluster.create(
+        CONFIGMAPS,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": app.configmap_name,
+                "namespace": app.namespace,
+                "labels": {objects.IS_APP_LABEL: "", **labels},
+                "annotations": annotations,
+            },
+            "data": {"spec": app.meta.to_json().decode()},
+        },
+    )
     return replace(app, stored=True)
 
 
@@ -134,9 +153,15 @@ async def save_meta(cluster: Cluster, app: App, meta: AppMeta) -> App:
 
 
 async def list_apps(cluster: Cluster, namespace: str | None) -> list[App]:
-    cms = await cluster.list(CONFIGMAPS, label_selector=IS_APP_LABEL, namespace=namespace)
+    cms = await cluster.list(CONFIGMAPS, label_selector=objects.IS_APP_LABEL, namespace=namespace)
     return [_from_configmap(plain_name(cm["metadata"]["name"]), cm) for cm in cms]
 
 
 async def delete(cluster: Cluster, app: App) -> None:
     await cluster.delete(CONFIGMAPS, app.namespace, app.configmap_name)
+
+
+async def list_resources(cluster: Cluster, app: App) -> list[Obj]:
+    """Everything labeled for the app, of every listable type (not only the kinds the app recorded), controller-made
+    (transient) objects included."""
+    return await list_labeled(cluster, types_in_scope(await cluster.discovery(), None), app.meta.label_selector)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
+from kapply import objects
+from kapply.apply.options import ApplyOptions
+from kapply.apply.progress import Progress
 from kapply.apply.strategies import (
     CreateStrategy,
     DeleteStrategy,
@@ -32,39 +34,26 @@ from kapply.diff.change import (
 from kapply.diff.ops_diff import fingerprint
 from kapply.diff.text_diff import diff_lines, render_minimal
 from kapply.diff.yaml_text import to_yaml
-from kapply.errors import ClusterError, KapplyError
+from kapply.errors import ApplyError, ClusterError
+from kapply.objects import Obj, describe
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
-from kapply.resources.identity import describe
 from kapply.resources.labeled import with_identity
-from kapply.ui.messages import Progress
 
 CONFLICT_RETRIES = 10
 DISCOVERY_RETRIES = 20
-APP_LABEL = "kapp.k14s.io/app"
-ORPHANED_LABEL = "kapp.k14s.io/orphaned"
-
-
-class ApplyError(KapplyError):
-    """A change the API server refused; the message says which and why."""
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyOptions:
-    concurrency: int = 5
-    default_update_strategy: str = ""
-    timeout: float = 900  # kapp's --apply-timeout: how long an `exists` resource is waited for
 
 
 class Applier:
-    def __init__(self, cluster: Cluster, discovery: Discovery, config: Config, options: ApplyOptions,
-                 progress: Progress) -> None:
+    def __init__(
+        self, cluster: Cluster, discovery: Discovery, config: Config, options: ApplyOptions, progress: Progress
+    ) -> None:
         self.cluster = cluster
         self.discovery = discovery
         self.config = config
         self.options = options
         self.progress = progress
 
-    async def _rtype(self, res: dict) -> ResourceType:
+    async def _rtype(self, res: Obj) -> ResourceType:
         """The resource's type; an unknown kind (one whose CRD was just created) re-reads discovery, which
         can lag a CRD's Established condition by a moment."""
         for attempt in range(DISCOVERY_RETRIES):
@@ -76,28 +65,30 @@ class Applier:
             self.discovery = await self.cluster.discovery(refresh=True)
         raise ApplyError(f"Expected to find kind '{res['apiVersion']}/{res['kind']}', but did not")
 
-    async def _write(self, verb: str, change: Change, call: Callable[[], Awaitable[dict]]) -> dict:
+    async def _write(self, verb: str, change: Change, call: Callable[[], Awaitable[Obj]]) -> Obj:
         try:
             return await call()
         except ClusterError as e:
-            raise ApplyError(f"{change.op.apply_op} {change.describe()}: {verb} resource {change.describe()}: {e}") \
-                from e
+            raise ApplyError(
+                f"{change.op.apply_op} {change.describe()}: {verb} resource {change.describe()}: {e}"
+            ) from e
 
-    async def _record(self, rtype: ResourceType, saved: dict, applied: dict) -> None:
+    async def _record(self, rtype: ResourceType, saved: Obj, applied: Obj) -> None:
         """The second write: annotate the stored object with the copy kapply applied."""
         if not (records_original(applied) and records_original(saved)):
             return
         annotations = last_applied_annotations(saved, applied, self.config)
         if annotations is None:
-            self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
-                               f"{MAX_ANNOTATION_VALUE} bytes, the limit of an annotation value; the next deploy "
-                               "diffs it against the live object")
+            self.progress.warn(
+                f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
+                f"{MAX_ANNOTATION_VALUE} bytes, the limit of an annotation value; the next deploy "
+                "diffs it against the live object"
+            )
             return
         meta = saved["metadata"]
         patch = {"metadata": {"annotations": annotations, "resourceVersion": meta["resourceVersion"]}}
         try:
-            await self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch,
-                                     "application/merge-patch+json")
+            await self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch, "application/merge-patch+json")
         except ClusterError as e:
             if e.status == 422:  # the annotations together exceed what the server accepts
                 self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: {e}")
@@ -132,8 +123,10 @@ class Applier:
         if recalculated.op is not Op.UPDATE:
             if strategy is CreateStrategy.FALLBACK_ON_UPDATE_OR_NOOP:
                 return
-            raise ApplyError(f"create {change.describe()}: Recalculated change was a noop but those are not allowed "
-                             "(try adding annotation kapp.k14s.io/create-strategy: fallback-on-update-or-noop)")
+            raise ApplyError(
+                f"create {change.describe()}: Recalculated change was a noop but those are not allowed "
+                "(try adding annotation kapp.k14s.io/create-strategy: fallback-on-update-or-noop)"
+            )
         await self._update(recalculated)
 
     async def _update(self, change: Change) -> None:
@@ -156,8 +149,7 @@ class Applier:
                     await self._replace(change, rtype)
                     return
                 if e.status != 409:
-                    raise ApplyError(f"update {change.describe()}: Updating resource {change.describe()}: {e}") \
-                        from e
+                    raise ApplyError(f"update {change.describe()}: Updating resource {change.describe()}: {e}") from e
                 conflict = e
             meta = change.to_apply["metadata"]
             live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
@@ -166,19 +158,25 @@ class Applier:
             live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
             recalculated = calculate(change.new, live, self.config)
             if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
-                raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict (approved "
-                                 f"diff no longer matches): {conflict}: Recalculated diff:\n"
-                                 f"{self._minimal_diff(recalculated)}")
+                raise ApplyError(
+                    f"update {change.describe()}: Failed to update due to resource conflict (approved "
+                    f"diff no longer matches): {conflict}: Recalculated diff:\n"
+                    f"{self._minimal_diff(recalculated)}"
+                )
             if recalculated.op is not Op.UPDATE:
                 return
             change = recalculated
-        raise ApplyError(f"update {change.describe()}: Failed to update due to resource conflict "
-                         f"(tried multiple times): {conflict}")
+        raise ApplyError(
+            f"update {change.describe()}: Failed to update due to resource conflict (tried multiple times): {conflict}"
+        )
 
     def _minimal_diff(self, change: Change) -> str:
         counter = MaskCounter()
-        left, right = (mask(side, self.config.diff_mask_rules, counter) for side in (change.left, change.right))
-        return render_minimal(diff_lines(to_yaml(left).split("\n"), to_yaml(right).split("\n")))
+        left, right = (
+            to_yaml(mask(side, self.config.diff_mask_rules, counter)).split("\n") if side is not None else []
+            for side in (change.left, change.right)
+        )
+        return render_minimal(diff_lines(left, right))
 
     async def _replace(self, change: Change, rtype: ResourceType) -> None:
         assert change.existing is not None and change.new is not None
@@ -186,8 +184,7 @@ class Applier:
         await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is not None:
             await asyncio.sleep(0.5)
-        saved = await self._write("Creating", change,
-                                  lambda: self.cluster.create(rtype, with_identity(change.new)))  # type: ignore
+        saved = await self._write("Creating", change, lambda: self.cluster.create(rtype, with_identity(change.new)))  # type: ignore
         await self._record(rtype, saved, change.new)
 
     async def _delete(self, change: Change) -> None:
@@ -196,10 +193,13 @@ class Applier:
         rtype = await self._rtype(res)
         meta = res["metadata"]
         if delete_strategy(res) is DeleteStrategy.ORPHAN:
-            patch = [{"op": "remove", "path": "/metadata/labels/" + APP_LABEL.replace("/", "~1")},
-                     {"op": "add", "path": "/metadata/labels/" + ORPHANED_LABEL.replace("/", "~1"), "value": ""}]
-            await self._write("Patching", change,
-                              lambda: self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch))
+            patch = [
+                {"op": "remove", "path": "/metadata/labels/" + objects.APP_LABEL.replace("/", "~1")},
+                {"op": "add", "path": "/metadata/labels/" + objects.ORPHANED_LABEL.replace("/", "~1"), "value": ""},
+            ]
+            await self._write(
+                "Patching", change, lambda: self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch)
+            )
             return
         if "delete" not in rtype.verbs:
             return
@@ -217,14 +217,17 @@ class Applier:
         deadline = asyncio.get_running_loop().time() + self.options.timeout
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is None:
             if asyncio.get_running_loop().time() > deadline:
-                raise ApplyError(f"exists {change.describe()}: Timed out waiting after {self.options.timeout:.0f}s: "
-                                 "Last error: External resource doesn't exists")
+                raise ApplyError(
+                    f"exists {change.describe()}: Timed out waiting after {self.options.timeout:.0f}s: "
+                    "Last error: External resource doesn't exists"
+                )
             self.progress.line(f"exists {change.describe()}")
             self.progress.line(" ^ Retryable error: External resource doesn't exists")
             await asyncio.sleep(1)
 
     async def apply_one(self, change: Change) -> None:
-        action = {Op.ADD: self._create, Op.UPDATE: self._update, Op.DELETE: self._delete,
-                  Op.EXISTS: self._exists}.get(change.op)
+        action = {Op.ADD: self._create, Op.UPDATE: self._update, Op.DELETE: self._delete, Op.EXISTS: self._exists}.get(
+            change.op
+        )
         if action is not None:
             await action(change)

@@ -18,87 +18,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 
-from kapply.apply.execute import Applier, ApplyError, ApplyOptions
+from kapply import objects
+from kapply.apply.execute import Applier
 from kapply.apply.observe import Snapshot, snapshot
-from kapply.apply.strategies import DeleteStrategy, delete_strategy
-from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, wait_state, which_children
+from kapply.apply.options import ApplyOptions, WaitOptions
+from kapply.apply.planning import ClusterChange, WaitOp
+from kapply.apply.progress import Progress
+from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, which_children
 from kapply.config.config import Config
-from kapply.diff.change import Change, Op
-from kapply.graph import ChangeGraph, GraphOp, Node, build_graph
+from kapply.diff.change import Change
+from kapply.errors import ApplyError
+from kapply.graph import ChangeGraph
 from kapply.resources.cluster import Cluster, Discovery
-from kapply.ui.messages import Progress
-
-DISABLE_WAIT_ANNOTATION = "kapp.k14s.io/disable-wait"
-
-
-class WaitOp(StrEnum):
-    RECONCILE = "reconcile"
-    DELETE = "delete"
-    NOOP = "noop"
-
-
-def wait_op(change: Change, config: Config, wait: bool = True) -> WaitOp:
-    """kapp's wait op: nothing when waiting is off or disabled for the resource, else reconcile what is created or
-    updated (and kept resources that have not converged), and see deleted ones gone."""
-    annotations = ((change.resource.get("metadata") or {}).get("annotations")) or {}
-    if not wait or DISABLE_WAIT_ANNOTATION in annotations:
-        return WaitOp.NOOP
-    if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
-        return WaitOp.RECONCILE
-    if change.op is Op.DELETE:
-        return WaitOp.NOOP if delete_strategy(change.resource) is DeleteStrategy.ORPHAN else WaitOp.DELETE
-    if change.op is Op.KEEP and change.existing is not None and not wait_state(change.existing,
-                                                                                config.wait_rules).successful:
-        return WaitOp.RECONCILE
-    return WaitOp.NOOP
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterChange:
-    """A change as the apply loop sees it: what to apply and what to wait for (kapp's ClusterChange)."""
-
-    change: Change
-    wait: WaitOp
-
-    @property
-    def apply_op(self) -> str:
-        return self.change.op.apply_op
-
-
-def cluster_changes(changes: Sequence[Change], config: Config, wait: bool = True) -> list[ClusterChange]:
-    """The changes that apply or wait on something; the others are neither shown nor run."""
-    out = [ClusterChange(c, wait_op(c, config, wait)) for c in changes]
-    return [c for c in out if c.apply_op != "noop" or c.wait is not WaitOp.NOOP]
-
-
-def order(planned: Sequence[ClusterChange], config: Config) -> ChangeGraph:
-    """The dependency graph of the changes; a cycle is an error (raised before anything is applied)."""
-    return build_graph([Node(graph_op(c.change), c.change.resource, c.change.describe()) for c in planned], config)
-
-
-def graph_op(change: Change) -> GraphOp:
-    if change.op is Op.DELETE:
-        return GraphOp.DELETE
-    if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
-        return GraphOp.UPSERT
-    return GraphOp.NOOP
-
-
-@dataclass(frozen=True, slots=True)
-class WaitOptions:
-    wait: bool = True
-    timeout: float = 900  # per round of waiting, as kapp's --wait-timeout
-    resource_timeout: float = 0  # from when the change was applied; 0 is none
-    check_interval: float = 3
-    concurrency: int = 5  # reads in flight per check
 
 
 class ApplyLoop:
-    def __init__(self, cluster: Cluster, discovery: Discovery, config: Config, selector: str,
-                 apply_options: ApplyOptions, wait_options: WaitOptions, progress: Progress) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        discovery: Discovery,
+        config: Config,
+        selector: str,
+        apply_options: ApplyOptions,
+        wait_options: WaitOptions,
+        progress: Progress,
+    ) -> None:
         self.applier = Applier(cluster, discovery, config, apply_options, progress)
         self.cluster = cluster
         self.config = config
@@ -107,8 +52,8 @@ class ApplyLoop:
         self.progress = progress
         self._shown: dict[int, list[str]] = {}
 
-    async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> None:
-        """Apply `planned`, ordered by `graph` (see `order`)."""
+    async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
+        """Apply `planned`, ordered by `graph` (see `planning.order`); returns the changes that were waited on."""
         changes = [c.change for c in planned]
         waits = [c.wait for c in planned]
         total = len(changes)
@@ -129,8 +74,10 @@ class ApplyLoop:
                         tracking[i] = time.monotonic()
                 continue
             if not tracking:
-                raise ApplyError(f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
-                                 f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}")
+                raise ApplyError(
+                    f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
+                    f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}"
+                )
             self.progress.section(f"waiting on {len(tracking)} changes [{len(finished)}/{total} done]")
             done, newly_unblocked = await self._wait_for_any(changes, waits, tracking)
             for i in done:
@@ -139,6 +86,7 @@ class ApplyLoop:
             unblocked.update(newly_unblocked)
         self.progress.section(f"applying complete [{total}/{total} done]")
         self.progress.section(f"waiting complete [{total}/{total} done]")
+        return tuple(c for c in planned if c.wait is not WaitOp.NOOP)
 
     async def _apply(self, changes: Sequence[Change], ready: Sequence[int]) -> None:
         semaphore = asyncio.Semaphore(self.applier.options.concurrency)
@@ -156,10 +104,10 @@ class ApplyLoop:
     def _converge(self, change: Change, op: WaitOp, snap: Snapshot) -> Convergence:
         live = snap.get(change.resource)
         if op is WaitOp.DELETE:
-            uid = (change.existing or {}).get("metadata", {}).get("uid")
-            if live is None or live["metadata"].get("uid") != uid:
+            uid = objects.uid(change.existing or {})
+            if live is None or objects.uid(live) != uid:
                 return Convergence(change.resource, ok(), None)
-            finalizers = live["metadata"].get("finalizers") or []
+            finalizers = objects.metadata(live).get("finalizers") or []
             message = f"Waiting on finalizers: {', '.join(finalizers)}" if finalizers else "Deleting"
             return Convergence(live, ongoing(message), None)
         if live is None:
@@ -172,14 +120,25 @@ class ApplyLoop:
             for line in lines:
                 self.progress.line(line)
 
-    async def _wait_for_any(self, changes: Sequence[Change], waits: Sequence[WaitOp],
-                            tracking: dict[int, float]) -> tuple[set[int], set[int]]:
+    async def _wait_for_any(
+        self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: dict[int, float]
+    ) -> tuple[set[int], set[int]]:
         started = time.monotonic()
-        child_types = {t for i in tracking if waits[i] is WaitOp.RECONCILE
-                       for t in which_children(changes[i].resource, self.config.wait_rules)}
+        child_types = {
+            t
+            for i in tracking
+            if waits[i] is WaitOp.RECONCILE
+            for t in which_children(changes[i].resource, self.config.wait_rules)
+        }
         while True:
-            snap = await snapshot(self.cluster, self.applier.discovery, [changes[i].resource for i in tracking],
-                                  self.selector, child_types, concurrency=self.options.concurrency)
+            snap = await snapshot(
+                self.cluster,
+                self.applier.discovery,
+                [changes[i].resource for i in tracking],
+                self.selector,
+                child_types,
+                concurrency=self.options.concurrency,
+            )
             done: set[int] = set()
             unblocked: set[int] = set()
             for i in tracking:
@@ -190,21 +149,22 @@ class ApplyLoop:
                     raise ApplyError(f"waiting on {description}: Errored: {result.error}")
                 if result.state.done:
                     if not result.state.successful:
-                        raise ApplyError(f"waiting on {description}: Finished unsuccessfully "
-                                         f"({result.state.message})")
+                        raise ApplyError(f"waiting on {description}: Finished unsuccessfully ({result.state.message})")
                     done.add(i)
                 elif result.state.unblock:
                     unblocked.add(i)
-                elif self.options.resource_timeout and \
-                        time.monotonic() - tracking[i] > self.options.resource_timeout:
-                    raise ApplyError(f"waiting on {description}: Errored: Resource timed out waiting after "
-                                     f"{_duration(self.options.resource_timeout)}")
+                elif self.options.resource_timeout and time.monotonic() - tracking[i] > self.options.resource_timeout:
+                    raise ApplyError(
+                        f"waiting on {description}: Errored: Resource timed out waiting after "
+                        f"{_duration(self.options.resource_timeout)}"
+                    )
             if done or unblocked:
                 return done, unblocked
             if time.monotonic() - started > self.options.timeout:
                 waiting = ", ".join(changes[i].describe() for i in tracking)
-                raise ApplyError(f"Timed out waiting after {_duration(self.options.timeout)} for resources: "
-                                 f"[{waiting}]")
+                raise ApplyError(
+                    f"Timed out waiting after {_duration(self.options.timeout)} for resources: [{waiting}]"
+                )
             await asyncio.sleep(self.options.check_interval)
 
 

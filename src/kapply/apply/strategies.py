@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from kapply import objects
 from kapply.errors import ManifestError
-from kapply.resources.identity import describe
+from kapply.objects import Obj, describe
 
-CREATE_STRATEGY = "kapp.k14s.io/create-strategy"
-UPDATE_STRATEGY = "kapp.k14s.io/update-strategy"
-DELETE_STRATEGY = "kapp.k14s.io/delete-strategy"
 ALWAYS_ORPHANED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
@@ -31,31 +29,30 @@ class DeleteStrategy(StrEnum):
     ORPHAN = "orphan"
 
 
-def _annotation(res: dict, key: str) -> str:
-    return ((res.get("metadata") or {}).get("annotations") or {}).get(key, "")
-
-
-def create_strategy(res: dict) -> CreateStrategy:
-    value = _annotation(res, CREATE_STRATEGY)
+def create_strategy(res: Obj) -> CreateStrategy:
+    value = objects.annotations(res).get(objects.CREATE_STRATEGY, "")
     try:
         return CreateStrategy(value)
     except ValueError:
         raise ManifestError(f"Unknown create strategy: {value} (resource {describe(res)})") from None
 
 
-def update_strategy(res: dict, default: str = "") -> UpdateStrategy:
-    value = _annotation(res, UPDATE_STRATEGY) or default
+def update_strategy(res: Obj, default: str = "") -> UpdateStrategy:
+    value = objects.annotations(res).get(objects.UPDATE_STRATEGY, "") or default
     try:
         return UpdateStrategy(value)
     except ValueError:
         raise ManifestError(f"Unknown update strategy: {value} (resource {describe(res)})") from None
 
 
-def delete_strategy(res: dict) -> DeleteStrategy:
-    if res.get("apiVersion") == "v1" and res.get("kind") == "Namespace" and \
-            (res.get("metadata") or {}).get("name") in ALWAYS_ORPHANED_NAMESPACES:
+def delete_strategy(res: Obj) -> DeleteStrategy:
+    if (
+        objects.api_version(res) == "v1"
+        and objects.kind(res) == "Namespace"
+        and objects.name(res) in ALWAYS_ORPHANED_NAMESPACES
+    ):
         return DeleteStrategy.ORPHAN
-    value = _annotation(res, DELETE_STRATEGY)
+    value = objects.annotations(res).get(objects.DELETE_STRATEGY, "")
     try:
         return DeleteStrategy(value)
     except ValueError:

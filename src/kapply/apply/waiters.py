@@ -19,12 +19,11 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
+from kapply import objects
 from kapply.config.config import ConditionMatcher, WaitRule
 from kapply.config.matchers import matches_any
-from kapply.resources.identity import api_group, describe, key_of
+from kapply.objects import api_group, describe, key_of
 
-DISABLE_ASSOCIATED_WAIT_ANNOTATION = "kapp.k14s.io/disable-associated-resources-wait"
-MINIMUM_REPLICAS_ANNOTATION = "kapp.k14s.io/apps-v1-deployment-wait-minimum-replicas-available"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 
 # (API group, resource plural) of the children a waiter reports on.
@@ -128,11 +127,11 @@ def converge(
     if parent is not None and parent.done:
         return Convergence(resource, parent, parent)
 
-    annotations = _metadata(resource).get("annotations") or {}
-    if DISABLE_ASSOCIATED_WAIT_ANNOTATION in annotations:
-        if annotations[DISABLE_ASSOCIATED_WAIT_ANNOTATION] != "":
+    annotations = objects.annotations(resource)
+    if objects.DISABLE_ASSOCIATED_RESOURCES_WAIT in annotations:
+        if annotations[objects.DISABLE_ASSOCIATED_RESOURCES_WAIT] != "":
             error = (
-                f"Expected annotation '{DISABLE_ASSOCIATED_WAIT_ANNOTATION}' on resource "
+                f"Expected annotation '{objects.DISABLE_ASSOCIATED_RESOURCES_WAIT}' on resource "
                 f"'{describe(resource)}' to have value ''"
             )
             return Convergence(resource, failed(error), parent, error=error)
@@ -162,11 +161,11 @@ def wait_state(
 def wait_lines(convergence: Convergence, wait_op: str = "reconcile") -> list[str]:
     """The lines kapp prints for one poll of a waited change, without time prefixes:
 
-        ongoing: reconcile deployment/web (apps/v1) namespace: ns
-         ^ Waiting for 1 unavailable replicas
-         L ok: waiting on replicaset/web-abc (apps/v1) namespace: ns
-         L ongoing: waiting on pod/web-abc-x (v1) namespace: ns
-            ^ Pending: ContainerCreating
+    ongoing: reconcile deployment/web (apps/v1) namespace: ns
+     ^ Waiting for 1 unavailable replicas
+     L ok: waiting on replicaset/web-abc (apps/v1) namespace: ns
+     L ongoing: waiting on pod/web-abc-x (v1) namespace: ns
+        ^ Pending: ContainerCreating
     """
     lines = [f"{convergence.word}: {wait_op} {describe(convergence.resource)}"]
     if convergence.parent is not None and convergence.parent.message:
@@ -256,10 +255,6 @@ def _ordered_children(resource: dict[str, Any], children: Sequence[dict[str, Any
 # Reading objects the way Go's typed structs do: a missing or mistyped field is its zero value.
 
 
-def _metadata(resource: dict[str, Any]) -> dict[str, Any]:
-    return resource.get("metadata") or {}
-
-
 def _status(resource: dict[str, Any]) -> dict[str, Any]:
     return resource.get("status") or {}
 
@@ -274,7 +269,7 @@ def _text(obj: dict[str, Any], key: str) -> str:
 
 
 def _generation(resource: dict[str, Any]) -> int:
-    return _int(_metadata(resource).get("generation"))
+    return _int(objects.metadata(resource).get("generation"))
 
 
 def _observed(resource: dict[str, Any]) -> State | None:
@@ -306,7 +301,7 @@ def _selected_true(resource: dict[str, Any], types: Sequence[str]) -> State:
 
 
 def _is_deleting(resource: dict[str, Any]) -> bool:
-    return bool(_metadata(resource).get("deletionTimestamp"))
+    return bool(objects.metadata(resource).get("deletionTimestamp"))
 
 
 # The waiters, in kapp's order.
@@ -334,7 +329,7 @@ def _kapp_controller(resource: dict[str, Any]) -> State:
 
 
 def _deleting(resource: dict[str, Any]) -> State:
-    finalizers = _metadata(resource).get("finalizers") or []
+    finalizers = objects.metadata(resource).get("finalizers") or []
     if finalizers:
         return ongoing(f"Waiting on finalizers: {', '.join(finalizers)}")
     return ongoing("Deleting")
@@ -454,10 +449,10 @@ def _deployment(resource: dict[str, Any], associated: Sequence[dict[str, Any]]) 
                 return failed(f"Deployment is not progressing: {reason} (message: {message})")
             case ("ReplicaFailure", "True"):
                 return ongoing(f"Deployment has encountered replica failure: {reason} (message: {message})")
-    annotations = _metadata(resource).get("annotations") or {}
+    annotations = objects.annotations(resource)
     # kapp only honours the annotation once it has found children.
-    if associated and MINIMUM_REPLICAS_ANNOTATION in annotations:
-        return _minimum_available(resource, annotations[MINIMUM_REPLICAS_ANNOTATION], associated)
+    if associated and objects.DEPLOYMENT_MINIMUM_REPLICAS in annotations:
+        return _minimum_available(resource, annotations[objects.DEPLOYMENT_MINIMUM_REPLICAS], associated)
     status = _status(resource)
     unavailable = _int(status.get("unavailableReplicas"))
     if unavailable > 0:
@@ -477,7 +472,7 @@ def _minimum_available(resource: dict[str, Any], value: str, associated: Sequenc
     number = value.removesuffix("%")
     if not _GO_INT.fullmatch(number):
         return failed(
-            f"Error: Failed to parse {MINIMUM_REPLICAS_ANNOTATION}: "
+            f"Error: Failed to parse {objects.DEPLOYMENT_MINIMUM_REPLICAS}: "
             f"strconv.Atoi: parsing {json.dumps(number, ensure_ascii=False)}: invalid syntax"
         )
     replicas = (resource.get("spec") or {}).get("replicas")
@@ -488,18 +483,16 @@ def _minimum_available(resource: dict[str, Any], value: str, associated: Sequenc
     if replicas > 0 and minimum <= 0:
         minimum = 1
 
-    revision = (_metadata(resource).get("annotations") or {}).get(REVISION_ANNOTATION)
+    revision = (objects.annotations(resource)).get(REVISION_ANNOTATION)
     if revision is None:
-        return failed(
-            f"Error: Failed to find latest replicaset: Expected to find '{REVISION_ANNOTATION}' but did not"
-        )
+        return failed(f"Error: Failed to find latest replicaset: Expected to find '{REVISION_ANNOTATION}' but did not")
     latest = next(
         (
             rs
             for rs in associated
             if rs.get("kind") == "ReplicaSet"
             and api_group(rs.get("apiVersion", "")) in ("apps", "extensions")
-            and (_metadata(rs).get("annotations") or {}).get(REVISION_ANNOTATION, "") == revision
+            and objects.annotations(rs).get(REVISION_ANNOTATION, "") == revision
         ),
         None,
     )
@@ -600,15 +593,19 @@ def _standard_conditions(resource: dict[str, Any]) -> State:
     for failing in ("Failed", "Stalled"):
         condition = by_type.get(failing)
         if condition and condition.get("status") == "True":
-            return failed(f"Encountered failure condition {failing} == True: {_text(condition, 'reason')} "
-                          f"(message: {_text(condition, 'message')})")
+            return failed(
+                f"Encountered failure condition {failing} == True: {_text(condition, 'reason')} "
+                f"(message: {_text(condition, 'message')})"
+            )
     ready = by_type.get("Ready")
     if ready is None:
         return ok()
     if ready.get("status") == "True":
         return ok()
-    return ongoing(f"Condition Ready is not True ({_text(ready, 'status')}): {_text(ready, 'reason')} "
-                   f"(message: {_text(ready, 'message')})")
+    return ongoing(
+        f"Condition Ready is not True ({_text(ready, 'status')}): {_text(ready, 'reason')} "
+        f"(message: {_text(ready, 'message')})"
+    )
 
 
 def _claim(resource: dict[str, Any]) -> State:

@@ -8,13 +8,14 @@ import click
 
 from kapply.cli.common import (
     AliasedGroup,
+    AppFlags,
+    OutputFlags,
     app_options,
     bool_flag,
     confirm,
-    connect,
+    existing_app,
     handle_errors,
     kube_options,
-    make_output,
     output_options,
     run,
 )
@@ -39,31 +40,18 @@ def list_changes(**flags: object) -> None:
     run(_list(**flags))  # type: ignore[arg-type]
 
 
-async def _list(
-    *,
-    app: str,
-    namespace: str,
-    app_namespace: str,
-    diff: bool,
-    tty: bool | None,
-    as_json: bool,
-    kube: KubeconfigFlags,
-) -> None:
-    from kapply.app import history, record
-    from kapply.cli.common import app_namespace_or_default
+async def _list(*, app: AppFlags, diff: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
+    from kapply.app.history import list_changes
     from kapply.ui.apps import app_changes_table
 
-    out = make_output(tty, as_json)
-    async with connect(kube) as cluster:
-        found = await record.require(
-            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
-        )
-        changes = await history.list_changes(cluster, found)
-        out.table(app_changes_table(found, changes))
+    output = out.output()
+    async with existing_app(kube, app) as (api, found):
+        changes = await list_changes(api.cluster, found)
+        output.table(app_changes_table(found, changes))
         if diff:
             for change in sorted(changes, key=lambda c: c.meta.started_at, reverse=True):
-                out.block(f"# {change.name}: {change.meta.description}\n{change.diff or '(no diff recorded)'}\n")
-        out.finish()
+                output.block(f"# {change.name}: {change.meta.description}\n{change.diff or '(no diff recorded)'}\n")
+        output.finish()
 
 
 @click.command(name="garbage-collect")
@@ -77,26 +65,13 @@ def gc(**flags: object) -> None:
     run(_gc(**flags))  # type: ignore[arg-type]
 
 
-async def _gc(
-    *,
-    app: str,
-    namespace: str,
-    app_namespace: str,
-    max_to_keep: int,
-    yes: bool,
-    kube: KubeconfigFlags,
-) -> None:
+async def _gc(*, app: AppFlags, max_to_keep: int, yes: bool, kube: KubeconfigFlags) -> None:
+    from kapply.app import history
 
-    from kapply.app import history, record
-    from kapply.cli.common import app_namespace_or_default
-
-    async with connect(kube) as cluster:
-        found = await record.require(
-            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
-        )
-        total = len(await history.list_changes(cluster, found))
+    async with existing_app(kube, app) as (api, found):
+        total = len(await history.list_changes(api.cluster, found))
         confirm(yes)
-        deleted = await history.gc(cluster, found, max_to_keep)
+        deleted = await history.gc(api.cluster, found, max_to_keep)
         click.echo(f"Kept {total - deleted}, deleted {deleted} app changes")
 
 

@@ -1,25 +1,35 @@
-"""What every command shares: aliases, kubeconfig and namespace flags, confirmation, and
-turning kapply's errors into `kapply: Error: ...` with an exit code."""
+"""What every command shares: aliases, kapp's flag groups (kubeconfig, app, diff, apply, wait, output), connecting
+to the app, confirmation, and turning kapply's errors into `kapply: Error: ...` with an exit code.
+
+A flag group is declared once and reaches a command as one frozen value (`kube: KubeconfigFlags`, `diff:
+DiffFlags`, ...), as kapp's cobra commands share DiffFlags, ApplyFlags and WaitFlags.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import re
 import sys
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
-    from kapply.apply.loop import WaitOptions
-    from kapply.resources.cluster import Cluster
+    from kapply.api import AsyncClient
+    from kapply.app.record import App
+    from kapply.apply.options import ApplyOptions, WaitOptions
+    from kapply.diff.render import DiffFormat
     from kapply.resources.kubeconfig import KubeconfigFlags
     from kapply.ui.output import Output
+
+T = TypeVar("T")
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 class ExitStatus(KapplyError):
@@ -30,7 +40,7 @@ class ExitStatus(KapplyError):
         self.code = code
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType[float, Any]):
     """A Go duration as kapp's flags take it (`15m`, `1h30m`, `500ms`, `3s`, `0`), in seconds."""
 
     name = "duration"
@@ -71,129 +81,332 @@ class AliasedGroup(click.Group):
         return (cmd.name if cmd else None), cmd, rest
 
 
-def bool_flag(*names: str, default: bool = False, help: str = "") -> Callable[[Callable[..., Any]], Any]:
+def bool_flag(*names: str, default: bool = False, help: str = "") -> Decorator:
     """A boolean flag as kapp (pflag) takes it: `--x`, `--x=true` or `--x=false`."""
     return click.option(
         *names, type=click.BOOL, default=default, is_flag=False, flag_value=True, show_default=True, help=help
     )
 
 
+def flag_group(argument: str, build: Callable[..., T], options: Sequence[tuple[str, Decorator]]) -> Decorator:
+    """Options whose values reach the command as one keyword `argument`, `build(**values)`. Each option is given
+    with the keyword of `build` it fills; the option must declare that same name as its click parameter name."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {param: kwargs.pop(f"{argument}__{param}") for param, _ in options}
+            return fn(*args, **{argument: build(**values)}, **kwargs)
+
+        command: Callable[..., Any] = wrapper
+        for _, option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 def kube_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """kapp's kubeconfig flags, handed to the command as one `kube: KubeconfigFlags`."""
 
-    @functools.wraps(fn)
-    def wrapper(
-        *args: Any, kubeconfig: str | None, kubeconfig_context: str | None, kubeconfig_yaml: str | None, **kwargs: Any
-    ) -> Any:
+    def build(path: str | None, context: str | None, yaml: str | None) -> KubeconfigFlags:
         from kapply.resources.kubeconfig import KubeconfigFlags
 
-        return fn(*args, kube=KubeconfigFlags(kubeconfig, kubeconfig_context, kubeconfig_yaml), **kwargs)
+        return KubeconfigFlags(path, context, yaml)
 
-    wrapper = click.option(
-        "--kubeconfig", envvar="KAPP_KUBECONFIG", help="Path to the kubeconfig file ($KAPP_KUBECONFIG)"
-    )(wrapper)
-    wrapper = click.option(
-        "--kubeconfig-context",
-        envvar="KAPP_KUBECONFIG_CONTEXT",
-        help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)",
-    )(wrapper)
-    return click.option(
-        "--kubeconfig-yaml", envvar="KAPP_KUBECONFIG_YAML", help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)"
-    )(wrapper)
+    return flag_group(
+        "kube",
+        build,
+        [
+            (
+                "path",
+                click.option(
+                    "--kubeconfig",
+                    "kube__path",
+                    envvar="KAPP_KUBECONFIG",
+                    help="Path to the kubeconfig file ($KAPP_KUBECONFIG)",
+                ),
+            ),
+            (
+                "context",
+                click.option(
+                    "--kubeconfig-context",
+                    "kube__context",
+                    envvar="KAPP_KUBECONFIG_CONTEXT",
+                    help="Kubeconfig context override ($KAPP_KUBECONFIG_CONTEXT)",
+                ),
+            ),
+            (
+                "yaml",
+                click.option(
+                    "--kubeconfig-yaml",
+                    "kube__yaml",
+                    envvar="KAPP_KUBECONFIG_YAML",
+                    help="Kubeconfig contents as YAML ($KAPP_KUBECONFIG_YAML)",
+                ),
+            ),
+        ],
+    )(fn)
+
+
+@dataclass(frozen=True, slots=True)
+class AppFlags:
+    name: str
+    namespace: str  # "" when not given
+    app_namespace: str  # "" when not given
 
 
 def app_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("-a", "--app", required=True, help="Set app name")(fn)
-    fn = click.option(
-        "-n", "--namespace", default="", help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)"
+    """`-a`, `-n` and `--app-namespace`, handed to the command as one `app: AppFlags`."""
+    return flag_group(
+        "app",
+        AppFlags,
+        [
+            ("name", click.option("-a", "--app", "app__name", required=True, help="Set app name")),
+            (
+                "namespace",
+                click.option(
+                    "-n",
+                    "--namespace",
+                    "app__namespace",
+                    default="",
+                    help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)",
+                ),
+            ),
+            (
+                "app_namespace",
+                click.option(
+                    "--app-namespace", "app__app_namespace", default="", help="Set app namespace (to store app state)"
+                ),
+            ),
+        ],
     )(fn)
-    fn = click.option("--app-namespace", default="", help="Set app namespace (to store app state)")(fn)
-    return fn
 
 
-def connect(kube: KubeconfigFlags) -> Cluster:
-    from kapply.resources.cluster import Cluster
-    from kapply.resources.kubeconfig import load
+@dataclass(frozen=True, slots=True)
+class DiffFlags:
+    """kapp's DiffFlags (with a `diff-` prefix on deploy and delete, none on `tools diff`)."""
 
-    return Cluster(load(kube))
+    summary: bool = True
+    changes: bool = False
+    context: int = 2
+    line_numbers: bool = True
+    mask: bool = True
+    against_last_applied: bool = True
+    run: bool = False
+    exit_status: bool = False
 
+    def format(self) -> DiffFormat:
+        from kapply.diff.render import DiffFormat
 
-def wait_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = bool_flag("--wait", default=True, help="Wait for changes to be applied")(fn)
-    fn = click.option(
-        "--wait-timeout",
-        type=Duration(),
-        default="15m",
-        show_default=True,
-        help="Maximum amount of time to wait in wait phase",
-    )(fn)
-    fn = click.option(
-        "--wait-resource-timeout",
-        type=Duration(),
-        default="0s",
-        show_default=True,
-        help="Maximum amount of time to wait for a resource in wait phase (0s means no timeout)",
-    )(fn)
-    fn = click.option(
-        "--wait-check-interval",
-        type=Duration(),
-        default="3s",
-        show_default=True,
-        help="Amount of time to sleep between checks while waiting",
-    )(fn)
-    fn = click.option(
-        "--wait-concurrency", default=5, show_default=True, help="Maximum number of concurrent reads while waiting"
-    )(fn)
-    return fn
+        return DiffFormat(context=self.context, line_numbers=self.line_numbers, mask=self.mask)
 
 
-def make_wait_options(flags: dict[str, Any]) -> WaitOptions:
-    """WaitOptions from the flags of `wait_options`, which it removes from `flags`."""
-    from kapply.apply.loop import WaitOptions
+def diff_options(prefix: str = "diff-") -> Decorator:
+    def flag(name: str) -> str:
+        return f"--{prefix}{name}"
 
-    return WaitOptions(
-        wait=flags.pop("wait"),
-        timeout=flags.pop("wait_timeout"),
-        resource_timeout=flags.pop("wait_resource_timeout"),
-        check_interval=flags.pop("wait_check_interval"),
-        concurrency=flags.pop("wait_concurrency"),
+    short = "-c"
+    return flag_group(
+        "diff",
+        DiffFlags,
+        [
+            ("summary", bool_flag(flag("summary"), "diff__summary", default=True, help="Show diff summary")),
+            ("changes", bool_flag(short, flag("changes"), "diff__changes", help="Show changes")),
+            (
+                "context",
+                click.option(
+                    flag("context"),
+                    "diff__context",
+                    default=2,
+                    show_default=True,
+                    help="Show number of lines around changed lines",
+                ),
+            ),
+            (
+                "line_numbers",
+                bool_flag(flag("line-numbers"), "diff__line_numbers", default=True, help="Show line numbers"),
+            ),
+            ("mask", bool_flag(flag("mask"), "diff__mask", default=True, help="Apply masking rules")),
+            (
+                "against_last_applied",
+                bool_flag(
+                    flag("against-last-applied"),
+                    "diff__against_last_applied",
+                    default=True,
+                    help="Show changes against last applied copy when possible",
+                ),
+            ),
+            ("run", bool_flag(flag("run"), "diff__run", help="Show diff and exit")),
+            (
+                "exit_status",
+                bool_flag(
+                    flag("exit-status"),
+                    "diff__exit_status",
+                    help="Return specific exit status based on number of changes",
+                ),
+            ),
+        ],
     )
 
 
-def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option(
-        "--tty",
-        type=click.BOOL,
-        default=None,
-        is_flag=False,
-        flag_value=True,
-        help="Force TTY-like output (default: on for deploy and delete, else when stdout is a TTY)",
+def apply_options(*, default_timeout: str = "15m") -> Decorator:
+    """kapp's ApplyFlags, handed to the command as one `apply: ApplyOptions`."""
+
+    def build(concurrency: int, default_update_strategy: str, timeout: float) -> ApplyOptions:
+        from kapply.apply.options import ApplyOptions
+
+        return ApplyOptions(concurrency, default_update_strategy, timeout)
+
+    return flag_group(
+        "apply",
+        build,
+        [
+            (
+                "concurrency",
+                click.option(
+                    "--apply-concurrency",
+                    "apply__concurrency",
+                    default=5,
+                    show_default=True,
+                    help="Maximum number of concurrent apply operations",
+                ),
+            ),
+            (
+                "default_update_strategy",
+                click.option(
+                    "--apply-default-update-strategy",
+                    "apply__default_update_strategy",
+                    default="",
+                    help="Change default update strategy",
+                ),
+            ),
+            (
+                "timeout",
+                click.option(
+                    "--apply-timeout",
+                    "apply__timeout",
+                    type=Duration(),
+                    default=default_timeout,
+                    show_default=True,
+                    help="Maximum amount of time to wait for a resource marked kapp.k14s.io/exists to appear",
+                ),
+            ),
+        ],
+    )
+
+
+def wait_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """kapp's WaitFlags, handed to the command as one `wait: WaitOptions`."""
+
+    def build(**values: Any) -> WaitOptions:
+        from kapply.apply.options import WaitOptions
+
+        return WaitOptions(**values)
+
+    return flag_group(
+        "wait",
+        build,
+        [
+            ("wait", bool_flag("--wait", "wait__wait", default=True, help="Wait for changes to be applied")),
+            (
+                "timeout",
+                click.option(
+                    "--wait-timeout",
+                    "wait__timeout",
+                    type=Duration(),
+                    default="15m",
+                    show_default=True,
+                    help="Maximum amount of time to wait in wait phase",
+                ),
+            ),
+            (
+                "resource_timeout",
+                click.option(
+                    "--wait-resource-timeout",
+                    "wait__resource_timeout",
+                    type=Duration(),
+                    default="0s",
+                    show_default=True,
+                    help="Maximum amount of time to wait for a resource in wait phase (0s means no timeout)",
+                ),
+            ),
+            (
+                "check_interval",
+                click.option(
+                    "--wait-check-interval",
+                    "wait__check_interval",
+                    type=Duration(),
+                    default="3s",
+                    show_default=True,
+                    help="Amount of time to sleep between checks while waiting",
+                ),
+            ),
+            (
+                "concurrency",
+                click.option(
+                    "--wait-concurrency",
+                    "wait__concurrency",
+                    default=5,
+                    show_default=True,
+                    help="Maximum number of concurrent reads while waiting",
+                ),
+            ),
+        ],
     )(fn)
-    fn = bool_flag("--json", "as_json", help="Output as JSON")(fn)
-    return fn
 
 
-def make_output(tty: bool | None, as_json: bool, *, tty_by_default: bool = False) -> Output:
-    from kapply.ui.output import Output
+@dataclass(frozen=True, slots=True)
+class OutputFlags:
+    tty: bool | None  # None: not given
+    json: bool
 
-    return Output(tty=tty if tty is not None else (tty_by_default or sys.stdout.isatty()), as_json=as_json)
+    def output(self, *, tty_by_default: bool = False) -> Output:
+        from kapply.ui.output import Output
+
+        tty = self.tty if self.tty is not None else (tty_by_default or sys.stdout.isatty())
+        return Output(tty=tty, as_json=self.json)
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
+def output_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`--tty` and `--json`, handed to the command as one `out: OutputFlags`."""
+    return flag_group(
+        "out",
+        OutputFlags,
+        [
+            (
+                "tty",
+                click.option(
+                    "--tty",
+                    "out__tty",
+                    type=click.BOOL,
+                    default=None,
+                    is_flag=False,
+                    flag_value=True,
+                    help="Force TTY-like output (default: on for deploy and delete, else when stdout is a TTY)",
+                ),
+            ),
+            ("json", bool_flag("--json", "out__json", help="Output as JSON")),
+        ],
+    )(fn)
+
+
+def client(kube: KubeconfigFlags, namespace: str = "") -> AsyncClient:
+    """A client of the public API, connected as the kubeconfig flags say; `namespace` is `-n` ("" when not given)."""
+    from kapply.api import AsyncClient
+
+    return AsyncClient(kube.path, context=kube.context, kubeconfig_yaml=kube.yaml, namespace=namespace or None)
+
+
+@asynccontextmanager
+async def existing_app(kube: KubeconfigFlags, app: AppFlags) -> AsyncIterator[tuple[AsyncClient, App]]:
+    """Connect, resolve the app namespace (`--app-namespace`, else `-n` and its defaults) and find the app."""
+    async with client(kube, app.namespace) as api:
+        yield api, await api.get_app(app.name, namespace=app.app_namespace or None)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
-
-
-def namespace_or_default(flag: str, kubeconfig_namespace: str | None) -> str:
-    """-n, else $KAPP_NAMESPACE, else the kubeconfig context's namespace."""
-    namespace = flag or os.environ.get("KAPP_NAMESPACE") or kubeconfig_namespace or ""
-    if not namespace:
-        raise KapplyError("Expected to non-empty namespace name")
-    return namespace
-
-
-def app_namespace_or_default(app_namespace: str, namespace: str, kubeconfig_namespace: str | None) -> str:
-    """Where the app record lives: --app-namespace, else the resources' namespace."""
-    return app_namespace or namespace_or_default(namespace, kubeconfig_namespace)
 
 
 def confirm(yes: bool) -> None:

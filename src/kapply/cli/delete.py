@@ -7,21 +7,24 @@ from typing import TYPE_CHECKING
 import click
 
 from kapply.cli.common import (
+    AppFlags,
+    DiffFlags,
+    OutputFlags,
     app_options,
+    apply_options,
     bool_flag,
+    client,
     confirm,
-    connect,
+    diff_options,
     handle_errors,
     kube_options,
-    make_output,
-    make_wait_options,
     output_options,
     run,
     wait_options,
 )
 
 if TYPE_CHECKING:
-    from kapply.apply.loop import WaitOptions
+    from kapply.apply.options import ApplyOptions, WaitOptions
     from kapply.resources.kubeconfig import KubeconfigFlags
 
 
@@ -29,46 +32,44 @@ if TYPE_CHECKING:
 @app_options
 @bool_flag("-y", "--yes", help="Assumes yes for any prompt")
 @output_options
-@bool_flag("--diff-run", help="Show diff and exit")
-@click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
+@diff_options()
+@apply_options()
 @wait_options
 @kube_options
 @handle_errors
 def delete(**flags: object) -> None:
     """Delete app"""
-    run(_delete(wait=make_wait_options(flags), **flags))  # type: ignore[arg-type]
+    run(_delete(**flags))  # type: ignore[arg-type]
 
 
 async def _delete(
     *,
-    app: str,
-    namespace: str,
-    app_namespace: str,
+    app: AppFlags,
     yes: bool,
-    tty: bool | None,
-    as_json: bool,
-    diff_run: bool,
-    apply_concurrency: int,
+    out: OutputFlags,
+    diff: DiffFlags,
+    apply: ApplyOptions,
     wait: WaitOptions,
     kube: KubeconfigFlags,
 ) -> None:
-    from kapply import delete as pipeline
-    from kapply.apply.execute import ApplyOptions
-    from kapply.cli.common import app_namespace_or_default
+    from kapply.delete import DeleteOptions
     from kapply.ui.changes import changes_table
 
-    out = make_output(tty, as_json, tty_by_default=True)
-    async with connect(kube) as cluster:
-        ns = app_namespace_or_default(app_namespace, namespace, cluster.namespace)
-        plan = await pipeline.plan(cluster, ns, app, wait.wait)
+    output = out.output(tty_by_default=True)
+    async with client(kube, app.namespace) as api:
+        namespace = api.namespace(app.app_namespace or None)
+        plan = await api.plan_delete(app.name, namespace=namespace, options=DeleteOptions(apply, wait))
         if plan is None:
-            click.echo(f"App '{app}' (namespace: {ns}) does not exist")
+            click.echo(f"App '{app.name}' (namespace: {namespace}) does not exist")
             return
-        out.line(await cluster.target())
-        out.table(changes_table(plan.changes))
-        if not diff_run:
+        output.line(await api.target())
+        if diff.changes:
+            output.block(plan.line_diffs(diff.format()))
+        if diff.summary:
+            output.table(changes_table(plan.changes))
+        if not diff.run:
             if not yes:
                 click.echo()
                 confirm(yes)
-            await pipeline.run(cluster, plan, ApplyOptions(concurrency=apply_concurrency), wait, out.progress())
-        out.finish()
+            await api.run_delete(plan, progress=output.progress())
+        output.finish()

@@ -1,4 +1,4 @@
-"""`kapply deploy`: flags in, the deploy pipeline's stages called, its results shown."""
+"""`kapply deploy`: flags in, the deploy planned and run through the public API, its results shown."""
 
 from __future__ import annotations
 
@@ -9,23 +9,25 @@ from typing import TYPE_CHECKING
 import click
 
 from kapply.cli.common import (
-    Duration,
+    AppFlags,
+    DiffFlags,
     ExitStatus,
+    OutputFlags,
     app_options,
+    apply_options,
     bool_flag,
+    client,
     confirm,
-    connect,
+    diff_options,
     handle_errors,
     kube_options,
-    make_output,
-    make_wait_options,
     output_options,
     run,
     wait_options,
 )
 
 if TYPE_CHECKING:
-    from kapply.apply.loop import WaitOptions
+    from kapply.apply.options import ApplyOptions, WaitOptions
     from kapply.resources.kubeconfig import KubeconfigFlags
 
 
@@ -35,32 +37,13 @@ if TYPE_CHECKING:
 @click.option("--labels", multiple=True, help="Set app labels (format: key=val, key=val) (can repeat)")
 @bool_flag("-y", "--yes", help="Assumes yes for any prompt")
 @output_options
-@bool_flag("-c", "--diff-changes", help="Show changes")
-@click.option("--diff-context", default=2, help="Show number of lines around changed lines")
-@bool_flag("--diff-line-numbers", default=True, help="Show line numbers")
-@bool_flag("--diff-mask", default=True, help="Apply masking rules")
-@bool_flag("--diff-summary", default=True, help="Show diff summary")
-@bool_flag(
-    "--diff-against-last-applied",
-    default=True,
-    help="Show changes against last applied copy when possible",
-)
+@diff_options()
 @bool_flag(
     "--diff-server-side",
     default=True,
     help="Confirm updates found against the live object with a server-side dry run (kapply)",
 )
-@bool_flag("--diff-run", help="Show diff and exit")
-@bool_flag("--diff-exit-status", help="Return specific exit status based on number of changes")
-@click.option("--apply-concurrency", default=5, help="Maximum number of concurrent apply operations")
-@click.option("--apply-default-update-strategy", default="", help="Change default update strategy")
-@click.option(
-    "--apply-timeout",
-    type=Duration(),
-    default="15m",
-    show_default=True,
-    help="Maximum amount of time to wait for a resource marked kapp.k14s.io/exists to appear",
-)
+@apply_options()
 @bool_flag("--apply-exit-status", help="Return specific exit status based on number of changes")
 @click.option("--app-changes-max-to-keep", default=200, help="Maximum number of app changes to keep")
 @bool_flag("--dangerous-allow-empty-list-of-resources", help="Allow to apply empty set of resources")
@@ -80,7 +63,7 @@ if TYPE_CHECKING:
 @handle_errors
 def deploy(**flags: object) -> None:
     """Deploy app"""
-    run(_deploy(wait=make_wait_options(flags), **flags))  # type: ignore[arg-type]
+    run(_deploy(**flags))  # type: ignore[arg-type]
 
 
 def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
@@ -95,27 +78,14 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
 
 async def _deploy(
     *,
-    app: str,
-    namespace: str,
-    app_namespace: str,
+    app: AppFlags,
     files: tuple[str, ...],
     labels: tuple[str, ...],
     yes: bool,
-    tty: bool | None,
-    as_json: bool,
-    diff_changes: bool,
-    diff_context: int,
-    diff_line_numbers: bool,
-    diff_mask: bool,
-    diff_summary: bool,
-    diff_against_last_applied: bool,
+    out: OutputFlags,
+    diff: DiffFlags,
     diff_server_side: bool,
-    diff_run: bool,
-    diff_exit_status: bool,
-    apply_concurrency: int,
-    wait: WaitOptions,
-    apply_default_update_strategy: str,
-    apply_timeout: float,
+    apply: ApplyOptions,
     apply_exit_status: bool,
     app_changes_max_to_keep: int,
     dangerous_allow_empty_list_of_resources: bool,
@@ -123,54 +93,39 @@ async def _deploy(
     default_label_scoping_rules: bool,
     into_ns: str,
     map_ns: tuple[str, ...],
+    wait: WaitOptions,
     kube: KubeconfigFlags,
 ) -> None:
     from kapply import deploy as pipeline
-    from kapply.app.preparation import Placement
-    from kapply.app.record import validate_name
-    from kapply.apply.execute import ApplyOptions
-    from kapply.cli.common import namespace_or_default
-    from kapply.config.rules import MaskCounter
-    from kapply.ui import changes as changes_view
+    from kapply.ui.changes import changes_table
 
-    validate_name(app)
-    out = make_output(tty, as_json, tty_by_default=True)
-    async with connect(kube) as cluster:
-        ns = namespace_or_default(namespace, cluster.namespace)
-        options = pipeline.DeployOptions(
-            app=app,
-            files=files,
-            app_namespace=app_namespace or ns,
-            placement=Placement(ns, into_ns, tuple(_pairs(map_ns, "--map-ns").items())),
-            app_labels=_pairs(labels, "--labels"),
-            against_last_applied=diff_against_last_applied,
-            server_side_check=diff_server_side,
-            override_ownership=dangerous_override_ownership_of_existing_resources,
-            allow_empty=dangerous_allow_empty_list_of_resources,
-            default_label_scoping=default_label_scoping_rules,
-            app_changes_max_to_keep=app_changes_max_to_keep,
-            apply=ApplyOptions(
-                concurrency=apply_concurrency,
-                default_update_strategy=apply_default_update_strategy,
-                timeout=apply_timeout,
-            ),
-            wait=wait,
+    options = pipeline.DeployOptions(
+        into_namespace=into_ns,
+        namespace_map=_pairs(map_ns, "--map-ns"),
+        app_labels=_pairs(labels, "--labels"),
+        diff=pipeline.DiffOptions(diff.against_last_applied, diff_server_side),
+        override_ownership=dangerous_override_ownership_of_existing_resources,
+        allow_empty=dangerous_allow_empty_list_of_resources,
+        default_label_scoping=default_label_scoping_rules,
+        app_changes_max_to_keep=app_changes_max_to_keep,
+        apply=apply,
+        wait=wait,
+    )
+    output = out.output(tty_by_default=True)
+    async with client(kube, app.namespace) as api:
+        planning = api.plan_deploy(
+            app.name, files=files, app_namespace=app.app_namespace or None, options=options, stdin=sys.stdin
         )
-        plan, target = await asyncio.gather(pipeline.plan(cluster, options, sys.stdin), cluster.target())
-        out.line(target)
-        if diff_changes:
-            counter = MaskCounter() if diff_mask else None
-            out.block(
-                changes_view.all_line_diffs(
-                    plan.changes, plan.config, counter, context=diff_context, line_numbers=diff_line_numbers
-                )
-            )
-        if diff_summary:
-            out.table(changes_view.changes_table(plan.changes, apply_default_update_strategy))
-        pending = bool(plan.changes)
-        if diff_run:
-            out.finish(succeeded=not diff_exit_status)
-            if diff_exit_status:
+        plan, target = await asyncio.gather(planning, api.target())
+        output.line(target)
+        if diff.changes:
+            output.block(plan.line_diffs(diff.format()))
+        if diff.summary:
+            output.table(changes_table(plan.changes, apply.default_update_strategy))
+        pending = plan.pending
+        if diff.run:
+            output.finish(succeeded=not diff.exit_status)
+            if diff.exit_status:
                 raise ExitStatus(
                     f"Exiting after diffing with {'' if pending else 'no '}pending changes "
                     f"(exit status {3 if pending else 2})",
@@ -180,10 +135,10 @@ async def _deploy(
         if pending and not yes:
             click.echo()
             confirm(yes)
-        deleted = await pipeline.run(cluster, plan, options, out.progress())
-        if deleted:
-            out.line(f"Deleted {deleted} older app changes")
-        out.finish(succeeded=not apply_exit_status)
+        result = await api.run_deploy(plan, progress=output.progress())
+        if result.deleted_app_changes:
+            output.line(f"Deleted {result.deleted_app_changes} older app changes")
+        output.finish(succeeded=not apply_exit_status)
         if apply_exit_status:
             raise ExitStatus(
                 f"Exiting after applying with {'' if pending else 'no '}changes (exit status {3 if pending else 2})",

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from kapply.cli.common import (
+    AppFlags,
+    OutputFlags,
     app_options,
     bool_flag,
-    connect,
+    existing_app,
     handle_errors,
     kube_options,
-    make_output,
     output_options,
     run,
 )
@@ -33,28 +34,12 @@ def inspect(**flags: object) -> None:
     run(_inspect(**flags))  # type: ignore[arg-type]
 
 
-async def _inspect(
-    *,
-    app: str,
-    namespace: str,
-    app_namespace: str,
-    tree: bool,
-    status: bool,
-    tty: bool | None,
-    as_json: bool,
-    kube: KubeconfigFlags,
-) -> None:
-
-    from kapply.app import record
-    from kapply.cli.common import app_namespace_or_default
-    from kapply.delete import app_resources
+async def _inspect(*, app: AppFlags, tree: bool, status: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
+    from kapply.app.record import list_resources
     from kapply.ui.resources import resources_table, status_table
 
-    out = make_output(tty, as_json)
-    async with connect(kube) as cluster:
-        found = await record.require(
-            cluster, app_namespace_or_default(app_namespace, namespace, cluster.namespace), app
-        )
-        resources = await app_resources(cluster, found, await cluster.discovery())
-        out.table(status_table(found, resources) if status else resources_table(found, resources, tree=tree))
-        out.finish()
+    output = out.output()
+    async with existing_app(kube, app) as (api, found):
+        resources = await list_resources(api.cluster, found)
+        output.table(status_table(found, resources) if status else resources_table(found, resources, tree=tree))
+        output.finish()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kapply.cli.common import bool_flag, connect, handle_errors, kube_options, make_output, output_options, run
+from kapply.cli.common import OutputFlags, bool_flag, client, handle_errors, kube_options, output_options, run
 
 if TYPE_CHECKING:
     from kapply.resources.kubeconfig import KubeconfigFlags
@@ -23,23 +23,12 @@ def list_apps(**flags: object) -> None:
     run(_list(**flags))  # type: ignore[arg-type]
 
 
-async def _list(
-    *,
-    namespace: str,
-    all_namespaces: bool,
-    tty: bool | None,
-    as_json: bool,
-    kube: KubeconfigFlags,
-) -> None:
-
-    from kapply.app import record
-    from kapply.cli.common import namespace_or_default
+async def _list(*, namespace: str, all_namespaces: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
     from kapply.ui.apps import apps_table
 
-    out = make_output(tty, as_json)
-    async with connect(kube) as cluster:
-        ns = None if all_namespaces else namespace_or_default(namespace, cluster.namespace)
-        apps = await record.list_apps(cluster, ns)
-        title = "Apps in all namespaces" if ns is None else f"Apps in namespace '{ns}'"
-        out.table(apps_table(apps, title, show_namespace=ns is None))
-        out.finish()
+    output = out.output()
+    async with client(kube, namespace) as api:
+        apps = await api.list_apps(all_namespaces=all_namespaces)
+        title = "Apps in all namespaces" if all_namespaces else f"Apps in namespace '{api.namespace()}'"
+        output.table(apps_table(apps, title, show_namespace=all_namespaces))
+        output.finish()

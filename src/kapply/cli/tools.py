@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kapply.cli.common import AliasedGroup, bool_flag, handle_errors, make_output, output_options
+from kapply.cli.common import AliasedGroup, DiffFlags, OutputFlags, diff_options, handle_errors, output_options
 
 
 @click.group(cls=AliasedGroup)
@@ -15,48 +15,30 @@ def tools() -> None:
 @click.command()
 @click.option("-f", "--file", "files", multiple=True, help="Set file (format: /tmp/foo, -) (can repeat)")
 @click.option("--file2", "files2", multiple=True, help="Set second file (format: /tmp/foo, -) (can repeat)")
-@bool_flag("-c", "--changes", help="Show changes")
-@click.option("--context", default=2, help="Show number of lines around changed lines")
-@bool_flag("--line-numbers", default=True, help="Show line numbers")
-@bool_flag("--mask", default=True, help="Apply masking rules")
-@bool_flag("--summary", default=True, help="Show diff summary")
+@diff_options(prefix="")
 @output_options
 @handle_errors
-def diff(
-    files: tuple[str, ...],
-    files2: tuple[str, ...],
-    changes: bool,
-    context: int,
-    line_numbers: bool,
-    mask: bool,
-    summary: bool,
-    tty: bool | None,
-    as_json: bool,
-) -> None:
+def diff(files: tuple[str, ...], files2: tuple[str, ...], diff: DiffFlags, out: OutputFlags) -> None:
     """Diff files against files2 (no cluster, no rebase rules)"""
     import sys
 
-    from kapply.apply.loop import cluster_changes
+    from kapply.apply.planning import cluster_changes
     from kapply.config.config import Config
-    from kapply.config.rules import MaskCounter
+    from kapply.config.default import default_config
     from kapply.diff.local import local_changes
+    from kapply.diff.render import line_diffs
     from kapply.resources import manifests
-    from kapply.ui.changes import all_line_diffs, changes_table
+    from kapply.ui.changes import changes_table
 
-    out = make_output(tty, as_json)
-    found = cluster_changes(
-        local_changes(manifests.read(files, sys.stdin), manifests.read(files2, sys.stdin)), Config(), wait=False
-    )
-    if changes:
-        from kapply.config.default import default_config
-
+    output = out.output()
+    changes = local_changes(manifests.read(files, sys.stdin), manifests.read(files2, sys.stdin))
+    found = cluster_changes(changes, Config(), wait=False)
+    if diff.changes:
         config = Config(diff_mask_rules=default_config().diff_mask_rules)
-        out.block(
-            all_line_diffs(found, config, MaskCounter() if mask else None, context=context, line_numbers=line_numbers)
-        )
-    if summary:
-        out.table(changes_table(found))
-    out.finish()
+        output.block(line_diffs((c.change for c in found), config, diff.format()))
+    if diff.summary:
+        output.table(changes_table(found))
+    output.finish()
 
 
 @click.command(name="deploy-config")

@@ -13,8 +13,8 @@ from kapply.config.matchers import Matcher, parse_matchers
 from kapply.config.paths import KeyRegex, Path, parse_path
 from kapply.config.ytt import YttOverlay, recognise_overlay
 from kapply.errors import ConfigError
+from kapply.objects import CONFIG_API_VERSION
 
-CONFIG_API_VERSION = "kapp.k14s.io/v1alpha1"
 CONFIG_KIND = "Config"
 
 # The kapp release whose behaviour kapply reproduces; checked against minimumRequiredVersion.
@@ -160,9 +160,7 @@ def parse_config(doc: dict[str, Any], origin: str) -> Config:
     """The Config in `doc`; `origin` names where it came from in error messages."""
     if doc.get("apiVersion") != CONFIG_API_VERSION:
         api_version = doc.get("apiVersion")
-        raise ConfigError(
-            f"Expected kapp config to have apiVersion '{CONFIG_API_VERSION}', but was '{api_version}'"
-        )
+        raise ConfigError(f"Expected kapp config to have apiVersion '{CONFIG_API_VERSION}', but was '{api_version}'")
     if doc.get("kind") != CONFIG_KIND:
         raise ConfigError(f"Expected kapp config to have kind '{CONFIG_KIND}', but was '{doc.get('kind')}'")
     decoder = Decoder(origin)
@@ -183,12 +181,8 @@ def parse_config(doc: dict[str, Any], origin: str) -> Config:
         ownership_label_rules=rules("ownershipLabelRules", _path_rule),
         label_scoping_rules=rules("labelScopingRules", _label_scoping_rule),
         template_rules=rules("templateRules", _template_rule),
-        diff_against_last_applied_field_exclusion_rules=rules(
-            "diffAgainstLastAppliedFieldExclusionRules", _path_rule
-        ),
-        diff_against_existing_field_exclusion_rules=rules(
-            "diffAgainstExistingFieldExclusionRules", _path_rule
-        ),
+        diff_against_last_applied_field_exclusion_rules=rules("diffAgainstLastAppliedFieldExclusionRules", _path_rule),
+        diff_against_existing_field_exclusion_rules=rules("diffAgainstExistingFieldExclusionRules", _path_rule),
         diff_mask_rules=rules("diffMaskRules", _path_rule),
         wait_rules=rules("waitRules", _wait_rule),
         change_group_bindings=rules("changeGroupBindings", _change_group_binding),
@@ -214,9 +208,7 @@ def merge(configs: Iterable[Config]) -> Config:
         ownership_label_rules=joined("ownership_label_rules"),
         label_scoping_rules=joined("label_scoping_rules"),
         template_rules=joined("template_rules"),
-        diff_against_last_applied_field_exclusion_rules=joined(
-            "diff_against_last_applied_field_exclusion_rules"
-        ),
+        diff_against_last_applied_field_exclusion_rules=joined("diff_against_last_applied_field_exclusion_rules"),
         diff_against_existing_field_exclusion_rules=joined("diff_against_existing_field_exclusion_rules"),
         diff_mask_rules=joined("diff_mask_rules"),
         wait_rules=joined("wait_rules"),
@@ -277,9 +269,7 @@ def _path_rule(value: Any, decoder: Decoder, where: str) -> PathRule:
     fields = decoder.fields(value, where, ("path", "resourceMatchers"))
     return PathRule(
         path=parse_path(fields.get("path"), decoder, f"{where}.path"),
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
     )
 
 
@@ -288,9 +278,7 @@ def _label_scoping_rule(value: Any, decoder: Decoder, where: str) -> LabelScopin
     return LabelScopingRule(
         path=parse_path(fields.get("path"), decoder, f"{where}.path"),
         is_default=decoder.boolean(fields.get("isDefault"), f"{where}.isDefault"),
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
     )
 
 
@@ -306,16 +294,12 @@ def _template_rule(value: Any, decoder: Decoder, where: str) -> TemplateRule:
         references.append(
             ObjectReference(
                 path=parse_path(ref.get("path"), decoder, f"{ref_where}.path"),
-                resource_matchers=parse_matchers(
-                    ref.get("resourceMatchers"), decoder, f"{ref_where}.resourceMatchers"
-                ),
+                resource_matchers=parse_matchers(ref.get("resourceMatchers"), decoder, f"{ref_where}.resourceMatchers"),
                 name_key=decoder.string(ref.get("nameKey"), f"{ref_where}.nameKey") or "name",
             )
         )
     return TemplateRule(
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
         object_references=tuple(references),
     )
 
@@ -356,9 +340,7 @@ def _wait_rule(value: Any, decoder: Decoder, where: str) -> WaitRule:
             fields.get("supportsObservedGeneration"), f"{where}.supportsObservedGeneration"
         ),
         condition_matchers=tuple(conditions),
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
         ytt_resource_star=resource_star,
     )
 
@@ -367,9 +349,7 @@ def _change_group_binding(value: Any, decoder: Decoder, where: str) -> ChangeGro
     fields = decoder.fields(value, where, ("name", "resourceMatchers"))
     return ChangeGroupBinding(
         name=decoder.string(fields.get("name"), f"{where}.name"),
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
     )
 
 
@@ -378,9 +358,7 @@ def _change_rule_binding(value: Any, decoder: Decoder, where: str) -> ChangeRule
     return ChangeRuleBinding(
         rules=decoder.strings(fields.get("rules"), f"{where}.rules"),
         ignore_if_cyclical=decoder.boolean(fields.get("ignoreIfCyclical"), f"{where}.ignoreIfCyclical"),
-        resource_matchers=parse_matchers(
-            fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"
-        ),
+        resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
     )
 
 
@@ -419,8 +397,7 @@ def _check_minimum_version(version: str, origin: str) -> None:
     match = _VERSION.fullmatch(version)
     if match is None:
         raise ConfigError(
-            f"Validating config {origin}: Parsing minimum version constraint: "
-            f"Malformed constraint: >={version}"
+            f"Validating config {origin}: Parsing minimum version constraint: Malformed constraint: >={version}"
         )
     # Release segments only: a pre-release of the compat version is met by the release itself.
     required = [int(part) for part in match.group(1).split(".")]

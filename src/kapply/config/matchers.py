@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kapply import objects
 from kapply.config.decode import Decoder
 from kapply.config.paths import Path, is_empty_at, parse_path
+from kapply.objects import group_of
 
 # API groups served by Kubernetes itself; any other group is a custom resource.
 BUILTIN_API_GROUPS = frozenset(
@@ -80,7 +82,7 @@ class ApiGroupKindMatcher:
     kind: str
 
     def matches(self, res: dict[str, Any]) -> bool:
-        return api_group(res) == self.api_group and res.get("kind", "") == self.kind
+        return group_of(res) == self.api_group and res.get("kind", "") == self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +91,7 @@ class ApiVersionKindMatcher:
     kind: str
 
     def matches(self, res: dict[str, Any]) -> bool:
-        return self.api_version == res.get("apiVersion", "") and self.kind == res.get("kind", "")
+        return self.api_version == objects.api_version(res) and self.kind == objects.kind(res)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class KindNamespaceNameMatcher:
     name: str
 
     def matches(self, res: dict[str, Any]) -> bool:
-        metadata = res.get("metadata") or {}
+        metadata = objects.metadata(res)
         return (
             res.get("kind", "") == self.kind
             and (metadata.get("namespace") or "") == self.namespace
@@ -114,7 +116,7 @@ class HasAnnotationMatcher:
     keys: tuple[str, ...]
 
     def matches(self, res: dict[str, Any]) -> bool:
-        annotations = (res.get("metadata") or {}).get("annotations") or {}
+        annotations = objects.annotations(res)
         return all(key in annotations for key in self.keys)
 
 
@@ -125,7 +127,7 @@ class HasNamespaceMatcher:
     names: tuple[str, ...]
 
     def matches(self, res: dict[str, Any]) -> bool:
-        namespace = (res.get("metadata") or {}).get("namespace") or ""
+        namespace = objects.namespace(res)
         if not namespace:
             return False
         return not self.names or namespace in self.names
@@ -134,7 +136,7 @@ class HasNamespaceMatcher:
 @dataclass(frozen=True, slots=True)
 class CustomResourceMatcher:
     def matches(self, res: dict[str, Any]) -> bool:
-        return api_group(res) not in BUILTIN_API_GROUPS
+        return group_of(res) not in BUILTIN_API_GROUPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +168,6 @@ def matches_any(matchers: Sequence[Matcher], res: dict[str, Any]) -> bool:
     return any(m.matches(res) for m in matchers)
 
 
-def api_group(res: dict[str, Any]) -> str:
-    """`apps` for `apps/v1`, `` for `v1`."""
-    api_version: str = res.get("apiVersion", "")
-    return api_version.rpartition("/")[0]
-
-
 _MATCHER_KINDS = (
     "allMatcher",
     "anyMatcher",
@@ -188,9 +184,7 @@ _MATCHER_KINDS = (
 
 
 def parse_matchers(value: Any, decoder: Decoder, where: str) -> tuple[Matcher, ...]:
-    return tuple(
-        parse_matcher(item, decoder, f"{where}[{i}]") for i, item in enumerate(decoder.items(value, where))
-    )
+    return tuple(parse_matcher(item, decoder, f"{where}[{i}]") for i, item in enumerate(decoder.items(value, where)))
 
 
 def parse_matcher(value: Any, decoder: Decoder, where: str) -> Matcher:

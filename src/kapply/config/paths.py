@@ -47,9 +47,7 @@ ConcretePath = tuple[str | int, ...]
 _MISSING = object()
 
 
-def parse_path(
-    value: Any, decoder: Decoder, where: str, *, allow_regex: bool = False, required: bool = True
-) -> Path:
+def parse_path(value: Any, decoder: Decoder, where: str, *, allow_regex: bool = False, required: bool = True) -> Path:
     """The path in `value`; `required` makes a missing or empty one an error."""
     if required and not value:
         decoder.fail(where, "expected a non-empty path")

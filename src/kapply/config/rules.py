@@ -22,6 +22,7 @@ from kapply.config.paths import (
     replace_maps_at,
 )
 from kapply.errors import ConfigError
+from kapply.objects import describe
 
 
 def rebase(
@@ -50,13 +51,11 @@ def rebase(
                     else:
                         result = remove_at(result, path)
         except ConfigError as e:
-            raise ConfigError(f"Applying rebase rule to {_describe(new)}: {e}") from e
+            raise ConfigError(f"Applying rebase rule to {describe(new)}: {e}") from e
     return result
 
 
-def add_ownership_labels(
-    resource: dict[str, Any], labels: dict[str, str], rules: Sequence[PathRule]
-) -> dict[str, Any]:
+def add_ownership_labels(resource: dict[str, Any], labels: dict[str, str], rules: Sequence[PathRule]) -> dict[str, Any]:
     """`resource` with `labels` added at every matching rule's path, creating the map if missing
     (unless the path goes through lists)."""
     for rule in rules:
@@ -128,20 +127,11 @@ def mask(resource: dict[str, Any], rules: Sequence[PathRule], counter: MaskCount
     return resource
 
 
-def _describe(res: dict[str, Any]) -> str:
-    """A resource as kapp names it in messages, e.g. `service/app (v1) namespace: default`."""
-    metadata = res.get("metadata") or {}
-    name = metadata.get("name") or (f"{metadata['generateName']}*" if metadata.get("generateName") else "")
-    namespace = metadata.get("namespace")
-    where = f"namespace: {namespace}" if namespace else "cluster"
-    return f"{str(res.get('kind', '')).lower()}/{name} ({res.get('apiVersion', '')}) {where}"
-
-
 @contextmanager
 def _naming(path: Path, resource: dict[str, Any] | None = None) -> Iterator[None]:
     """Names the path (and the resource, if given) in a failing path operation's error."""
     try:
         yield
     except ConfigError as e:
-        subject = f" on resource '{_describe(resource)}'" if resource is not None else ""
+        subject = f" on resource '{describe(resource)}'" if resource is not None else ""
         raise ConfigError(f"Path '{format_path(path)}'{subject}: {e}") from e

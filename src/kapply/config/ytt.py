@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kapply import objects
 from kapply.errors import ConfigError
 
 # Runs an overlay: (current result, new resource, existing resource) -> new result.
@@ -93,7 +94,7 @@ secrets:
 def _keep_service_account_secrets(
     current: dict[str, Any], new: dict[str, Any], existing: dict[str, Any]
 ) -> dict[str, Any]:
-    prefix = (existing.get("metadata") or {}).get("name", "")
+    prefix = objects.name(existing)
     live_secrets = existing.get("secrets") or []
     appends = (
         ("imagePullSecrets", _last_named(existing.get("imagePullSecrets") or [], f"{prefix}-dockercfg-")),

@@ -14,20 +14,28 @@ from enum import StrEnum
 
 import orjson
 
+from kapply import objects
 from kapply.config.config import Config
 from kapply.config.rules import rebase, remove_fields
-from kapply.diff.historyless import ORIGINAL, ORIGINAL_DIFF_MD5, historyless
+from kapply.diff.historyless import historyless
 from kapply.diff.ops_diff import fingerprint
-from kapply.resources.identity import ResourceKey, describe, key_of
+from kapply.objects import Obj, ResourceKey, describe, key_of
 
-EXISTS_ANNOTATION = "kapp.k14s.io/exists"
-NOOP_ANNOTATION = "kapp.k14s.io/noop"
-DISABLE_ORIGINAL_ANNOTATION = "kapp.k14s.io/disable-original"
 MAX_ANNOTATION_VALUE = 262144
 
 
+class ApplyOp(StrEnum):
+    """What applying a change does, as kapp shows it in the Op column (`noop` shows as empty)."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    EXISTS = "exists"
+    NOOP = "noop"
+
+
 class Op(StrEnum):
-    """kapp's diff ops; `add` shows as create and `keep` as noop."""
+    """kapp's diff ops; `add` applies as create and `keep` as noop."""
 
     ADD = "add"
     UPDATE = "update"
@@ -37,8 +45,18 @@ class Op(StrEnum):
     NOOP = "noop"
 
     @property
-    def apply_op(self) -> str:
-        return {Op.ADD: "create", Op.KEEP: "noop"}.get(self, self.value)
+    def apply_op(self) -> ApplyOp:
+        return _APPLY_OPS[self]
+
+
+_APPLY_OPS = {
+    Op.ADD: ApplyOp.CREATE,
+    Op.UPDATE: ApplyOp.UPDATE,
+    Op.DELETE: ApplyOp.DELETE,
+    Op.KEEP: ApplyOp.NOOP,
+    Op.EXISTS: ApplyOp.EXISTS,
+    Op.NOOP: ApplyOp.NOOP,
+}
 
 
 class Basis(StrEnum):
@@ -53,16 +71,16 @@ class Basis(StrEnum):
 class Change:
     op: Op
     key: ResourceKey
-    new: dict | None  # the prepared resource as the user gave it (recorded as last-applied)
-    existing: dict | None  # the live object
-    to_apply: dict | None  # what is sent: new rebased onto the live object
-    left: dict | None  # the diff's existing side
-    right: dict | None  # the diff's new side
+    new: Obj | None  # the prepared resource as the user gave it (recorded as last-applied)
+    existing: Obj | None  # the live object
+    to_apply: Obj | None  # what is sent: new rebased onto the live object
+    left: Obj | None  # the diff's existing side
+    right: Obj | None  # the diff's new side
     basis: Basis = Basis.NONE
     origin: str = ""  # where the new resource came from, for messages
 
     @property
-    def resource(self) -> dict:
+    def resource(self) -> Obj:
         res = self.new if self.new is not None else self.existing
         assert res is not None
         return res
@@ -77,11 +95,7 @@ class Change:
         return self.op is Op.UPDATE and self.basis is Basis.LIVE
 
 
-def _annotations(obj: dict) -> dict:
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
-def diff_side(obj: dict, config: Config) -> dict:
+def diff_side(obj: Obj, config: Config) -> Obj:
     """A side of a diff: no history annotations, no excluded fields (status), and no managedFields, which the
     server rewrites on every write and which no manifest sets."""
     obj = remove_fields(historyless(obj), config.diff_against_existing_field_exclusion_rules)
@@ -91,16 +105,16 @@ def diff_side(obj: dict, config: Config) -> dict:
     return obj
 
 
-def _last_applied_check(live: dict, applied: dict, config: Config) -> str:
+def _last_applied_check(live: Obj, applied: Obj, config: Config) -> str:
     """Fingerprint of how the stored object differs from what was sent, rebased onto it."""
     saved = remove_fields(historyless(live), config.diff_against_last_applied_field_exclusion_rules)
     return fingerprint(saved, rebase(applied, live, config.rebase_rules))
 
 
-def last_applied(live: dict, config: Config) -> dict | None:
+def last_applied(live: Obj, config: Config) -> Obj | None:
     """The copy kapp/kapply recorded when it last wrote the object, if nothing changed it since."""
-    annotations = _annotations(live)
-    raw, md5 = annotations.get(ORIGINAL), annotations.get(ORIGINAL_DIFF_MD5)
+    annotations = objects.annotations(live)
+    raw, md5 = annotations.get(objects.ORIGINAL), annotations.get(objects.ORIGINAL_DIFF_MD5)
     if not raw or not md5:
         return None
     try:
@@ -112,29 +126,30 @@ def last_applied(live: dict, config: Config) -> dict | None:
     return applied
 
 
-def records_original(res: dict) -> bool:
+def records_original(res: Obj) -> bool:
     """False when the resource opts out of the last-applied copy (`kapp.k14s.io/disable-original`)."""
-    return DISABLE_ORIGINAL_ANNOTATION not in _annotations(res)
+    return not objects.has_annotation(res, objects.DISABLE_ORIGINAL)
 
 
-def last_applied_annotations(saved: dict, applied: dict, config: Config) -> dict[str, str] | None:
+def last_applied_annotations(saved: Obj, applied: Obj, config: Config) -> dict[str, str] | None:
     """The annotations that record `applied` on the object the server returned (`saved`), or None when the copy is
     too large for an annotation."""
     original = orjson.dumps(applied, option=orjson.OPT_SORT_KEYS).decode()
     if len(original) > MAX_ANNOTATION_VALUE:
         return None
-    return {ORIGINAL: original, ORIGINAL_DIFF_MD5: _last_applied_check(saved, applied, config)}
+    return {objects.ORIGINAL: original, objects.ORIGINAL_DIFF_MD5: _last_applied_check(saved, applied, config)}
 
 
-def calculate(new: dict | None, existing: dict | None, config: Config, *, origin: str = "",
-              against_last_applied: bool = True) -> Change:
+def calculate(
+    new: Obj | None, existing: Obj | None, config: Config, *, origin: str = "", against_last_applied: bool = True
+) -> Change:
     """The change that takes `existing` (live, or None) to `new` (prepared, or None)."""
     key = key_of(new if new is not None else existing)  # type: ignore[arg-type]
-    if new is not None and NOOP_ANNOTATION in _annotations(new):
+    if new is not None and objects.has_annotation(new, objects.NOOP):
         return Change(Op.NOOP, key, new, existing, None, None, None, origin=origin)
     if existing is None:
         assert new is not None
-        op = Op.EXISTS if EXISTS_ANNOTATION in _annotations(new) else Op.ADD
+        op = Op.EXISTS if objects.has_annotation(new, objects.EXISTS) else Op.ADD
         applied = historyless(new)
         return Change(op, key, applied, None, applied, None, diff_side(new, config), origin=origin)
     if new is None:
@@ -150,5 +165,5 @@ def calculate(new: dict | None, existing: dict | None, config: Config, *, origin
         left = diff_side(existing, config)
         basis = Basis.LIVE
     right = diff_side(to_apply, config)
-    op = Op.UPDATE if left != right and EXISTS_ANNOTATION not in _annotations(new) else Op.KEEP
+    op = Op.UPDATE if left != right and not objects.has_annotation(new, objects.EXISTS) else Op.KEEP
     return Change(op, key, applied, existing, to_apply, left, right, basis, origin)

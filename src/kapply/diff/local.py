@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from kapply.config.config import Config
 from kapply.diff.change import Change, calculate
-from kapply.resources.identity import key_of
-from kapply.resources.manifests import Document
+from kapply.objects import Document, key_of
 
 
 def local_changes(new: Sequence[Document], existing: Sequence[Document]) -> list[Change]:
@@ -15,7 +14,9 @@ def local_changes(new: Sequence[Document], existing: Sequence[Document]) -> list
     config = Config()
     old_by_key = {key_of(d.obj): d.obj for d in existing}
     new_keys = {key_of(d.obj) for d in new}
-    changes = [calculate(d.obj, old_by_key.get(key_of(d.obj)), config, origin=d.origin, against_last_applied=False)
-               for d in new]
+    changes = [
+        calculate(d.obj, old_by_key.get(key_of(d.obj)), config, origin=d.origin, against_last_applied=False)
+        for d in new
+    ]
     changes += [calculate(None, obj, config) for key, obj in old_by_key.items() if key not in new_keys]
     return changes

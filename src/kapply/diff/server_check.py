@@ -13,11 +13,13 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
+from kapply import objects
 from kapply.config.config import Config
 from kapply.config.rules import remove_fields
 from kapply.diff.change import Change, Op
 from kapply.diff.historyless import historyless
 from kapply.errors import ClusterError
+from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.labeled import with_identity
 
@@ -25,9 +27,9 @@ from kapply.resources.labeled import with_identity
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "generation")
 
 
-def _comparable(obj: dict, config: Config) -> dict:
+def _comparable(obj: Obj, config: Config) -> Obj:
     obj = remove_fields(historyless(obj), config.diff_against_existing_field_exclusion_rules)
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+    meta = {k: v for k, v in objects.metadata(obj).items() if k not in VOLATILE_METADATA}
     return {**obj, "metadata": meta}
 
 

@@ -151,10 +151,10 @@ def render(records: Sequence[DiffRecord], context: int = 2, line_numbers: bool =
     two after a change with the default), every line when context < 0; "  ..." marks skipped common lines.
     """
     common, added, removed = DiffKind.COMMON, DiffKind.ADDED, DiffKind.REMOVED
+    shown = bytearray(len(records))
     if context < 0:
-        shown = b"\x01" * len(records)
+        shown[:] = b"\x01" * len(records)
     else:
-        shown = bytearray(len(records))
         for j, record in enumerate(records):
             if record.kind is not common and context:
                 low, high = max(0, j - context + 1), min(len(records), j + context + 1)

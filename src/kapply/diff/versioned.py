@@ -18,19 +18,15 @@ from dataclasses import dataclass, replace
 
 import yaml
 
+from kapply import objects
 from kapply.config.config import Config
 from kapply.config.matchers import matches_any
 from kapply.config.paths import replace_maps_at
 from kapply.diff.change import Change, Op, calculate
 from kapply.errors import ManifestError
-from kapply.resources.identity import ResourceKey, api_group, describe, key_of
+from kapply.objects import Document, Obj, ResourceKey, describe, key_of
 from kapply.resources.labeled import is_transient
-from kapply.resources.manifests import Document
 
-VERSIONED = "kapp.k14s.io/versioned"
-KEEP_ORIGINAL = "kapp.k14s.io/versioned-keep-original"
-NUM_VERSIONS = "kapp.k14s.io/num-versions"
-EXPLICIT_REF = "kapp.k14s.io/versioned-explicit-ref"
 DEFAULT_NUM_VERSIONS = 5
 _VERSION_SUFFIX = re.compile(r"^(.*)-ver-(\d+)$")
 
@@ -40,15 +36,11 @@ class Versioned:
     """The desired resources with versioned names and rewritten references, and what becomes of old versions."""
 
     desired: tuple[Document, ...]
-    previous: dict[ResourceKey, dict]  # key of a new version -> the version before it, to diff against
+    previous: dict[ResourceKey, Obj]  # key of a new version -> the version before it, to diff against
     keep: frozenset[ResourceKey]  # existing old versions to keep (the rest are deleted like any removed resource)
 
 
-def _annotations(res: dict) -> dict:
-    return (res.get("metadata") or {}).get("annotations") or {}
-
-
-def _with_name(res: dict, name: str) -> dict:
+def _with_name(res: Obj, name: str) -> Obj:
     return {**res, "metadata": {**res["metadata"], "name": name}}
 
 
@@ -57,46 +49,51 @@ def base_name_and_version(name: str) -> tuple[str, int | None]:
     return (match.group(1), int(match.group(2))) if match else (name, None)
 
 
-def _group(res: dict, base: str) -> tuple[str, str, str, str]:
-    return (res["metadata"].get("namespace") or "", api_group(res["apiVersion"]), res["kind"], base)
+def _group(res: Obj, base: str) -> tuple[str, str, str, str]:
+    return (objects.namespace(res), objects.group_of(res), objects.kind(res), base)
 
 
-def _num_versions(res: dict, origin: str) -> int:
-    value = _annotations(res).get(NUM_VERSIONS)
+def _num_versions(res: Obj, origin: str) -> int:
+    value = objects.annotations(res).get(objects.NUM_VERSIONS)
     if value is None:
         return DEFAULT_NUM_VERSIONS
     try:
         number = int(value)
     except ValueError:
-        raise ManifestError(f"Expected annotation '{NUM_VERSIONS}' on resource '{describe(res)}' to be an integer "
-                            f"({origin})") from None
+        raise ManifestError(
+            f"Expected annotation '{objects.NUM_VERSIONS}' on resource '{describe(res)}' to be an integer ({origin})"
+        ) from None
     if number < 1:
-        raise ManifestError(f"Expected annotation '{NUM_VERSIONS}' on resource '{describe(res)}' to be a >= 1 "
-                            f"({origin})")
+        raise ManifestError(
+            f"Expected annotation '{objects.NUM_VERSIONS}' on resource '{describe(res)}' to be a >= 1 ({origin})"
+        )
     return number
 
 
-def _refers_to(ref: dict, target: dict, name_key: str, base: str) -> bool:
+def _refers_to(ref: Obj, target: Obj, name_key: str, base: str) -> bool:
     meta = target["metadata"]
-    return (ref.get(name_key) == base
-            and ref.get("namespace", meta.get("namespace")) == meta.get("namespace")
-            and ref.get("kind", target["kind"]) == target["kind"]
-            and ref.get("apiVersion", target["apiVersion"]) == target["apiVersion"])
+    return (
+        ref.get(name_key) == base
+        and ref.get("namespace", meta.get("namespace")) == meta.get("namespace")
+        and ref.get("kind", target["kind"]) == target["kind"]
+        and ref.get("apiVersion", target["apiVersion"]) == target["apiVersion"]
+    )
 
 
-def _rewrite_explicit_refs(res: dict, target: dict, base: str, name: str) -> dict:
-    annotations = _annotations(res)
+def _rewrite_explicit_refs(res: Obj, target: Obj, base: str, name: str) -> Obj:
+    annotations = objects.annotations(res)
     changed = {}
     for key, value in annotations.items():
-        if key != EXPLICIT_REF and not key.startswith(EXPLICIT_REF + "."):
+        if key != objects.VERSIONED_EXPLICIT_REF and not key.startswith(objects.VERSIONED_EXPLICIT_REF + "."):
             continue
         try:
             ref = yaml.safe_load(value)
         except yaml.YAMLError as e:
             raise ManifestError(f"Parsing annotation '{key}' on resource '{describe(res)}': {e}") from e
         if not isinstance(ref, dict) or not all(ref.get(k) for k in ("apiVersion", "kind", "name")):
-            raise ManifestError(f"Expected annotation '{key}' on resource '{describe(res)}' to have apiVersion, kind "
-                                "and name")
+            raise ManifestError(
+                f"Expected annotation '{key}' on resource '{describe(res)}' to have apiVersion, kind and name"
+            )
         current, _ = base_name_and_version(ref["name"])
         if current == base and _refers_to({**ref, "name": current}, target, "name", base):
             changed[key] = yaml.safe_dump({**ref, "name": name}, sort_keys=False)
@@ -105,21 +102,23 @@ def _rewrite_explicit_refs(res: dict, target: dict, base: str, name: str) -> dic
     return {**res, "metadata": {**res["metadata"], "annotations": {**annotations, **changed}}}
 
 
-def _rewrite_refs(resources: list[dict], target: dict, base: str, name: str, config: Config) -> list[dict]:
+def _rewrite_refs(resources: list[Obj], target: Obj, base: str, name: str, config: Config) -> list[Obj]:
     """Point every reference to the versioned resource `target` (named `base` in manifests) at `name`."""
     for rule in config.template_rules:
         if not matches_any(rule.resource_matchers, target):
             continue
         for ref in rule.object_references:
-            def rename(m: dict, key: str = ref.name_key) -> dict:
+
+            def rename(m: Obj, key: str = ref.name_key) -> Obj:
                 return {**m, key: name} if _refers_to(m, target, key, base) else m
 
-            resources = [replace_maps_at(r, ref.path, rename) if matches_any(ref.resource_matchers, r) else r
-                         for r in resources]
+            resources = [
+                replace_maps_at(r, ref.path, rename) if matches_any(ref.resource_matchers, r) else r for r in resources
+            ]
     return [_rewrite_explicit_refs(r, target, base, name) for r in resources]
 
 
-def against_previous(change: Change, previous: dict, config: Config) -> Change:
+def against_previous(change: Change, previous: Obj, config: Config) -> Change:
     """A new version's create, shown as its diff against the version before it (as kapp shows it)."""
     assert change.new is not None
     compared = calculate(_with_name(change.new, previous["metadata"]["name"]), previous, config)
@@ -128,18 +127,18 @@ def against_previous(change: Change, previous: dict, config: Config) -> Change:
     return replace(change, left=compared.left, right=_with_name(compared.right, change.new["metadata"]["name"]))
 
 
-def resolve(desired: Sequence[Document], existing: Sequence[dict], config: Config) -> Versioned:
+def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config) -> Versioned:
     """Versioned names, rewritten references and the old versions to keep, for an app's desired resources."""
-    versions: dict[tuple[str, str, str, str], list[tuple[int, dict]]] = defaultdict(list)
+    versions: dict[tuple[str, str, str, str], list[tuple[int, Obj]]] = defaultdict(list)
     for obj in existing:
         base, number = base_name_and_version(obj["metadata"]["name"])
-        if number is not None and VERSIONED in _annotations(obj) and not is_transient(obj):
+        if number is not None and objects.VERSIONED in objects.annotations(obj) and not is_transient(obj):
             versions[_group(obj, base)].append((number, obj))
     for group in versions.values():
         group.sort(key=lambda nv: nv[0])
 
     resources = [d.obj for d in desired]
-    versioned = [i for i, r in enumerate(resources) if VERSIONED in _annotations(r)]
+    versioned = [i for i, r in enumerate(resources) if objects.VERSIONED in objects.annotations(r)]
     names: dict[int, str] = {}
     for _ in range(2):
         current = resources
@@ -149,26 +148,25 @@ def resolve(desired: Sequence[Document], existing: Sequence[dict], config: Confi
                 current = _rewrite_refs(current, resources[i], base, names[i], config)
         for i in versioned:
             base = resources[i]["metadata"]["name"]
-            group = versions.get(_group(resources[i], base))
-            if not group:
+            existing_versions = versions.get(_group(resources[i], base))
+            if not existing_versions:
                 names[i] = f"{base}-ver-1"
                 continue
-            number, latest = group[-1]
+            number, latest = existing_versions[-1]
             same = calculate(_with_name(current[i], latest["metadata"]["name"]), latest, config).op is Op.KEEP
             names[i] = latest["metadata"]["name"] if same else f"{base}-ver-{number + 1}"
     for i in versioned:
-        resources = _rewrite_refs(resources, desired[i].obj, desired[i].obj["metadata"]["name"],
-                                  names[i], config)
+        resources = _rewrite_refs(resources, desired[i].obj, desired[i].obj["metadata"]["name"], names[i], config)
 
     out: list[Document] = []
-    previous: dict[ResourceKey, dict] = {}
+    previous: dict[ResourceKey, Obj] = {}
     keep: set[ResourceKey] = set()
     for i, d in enumerate(desired):
         if i not in names:
             out.append(Document(resources[i], d.origin))
             continue
         base = d.obj["metadata"]["name"]
-        if KEEP_ORIGINAL in _annotations(d.obj):
+        if objects.VERSIONED_KEEP_ORIGINAL in objects.annotations(d.obj):
             out.append(Document(resources[i], d.origin))
         new = _with_name(resources[i], names[i])
         out.append(Document(new, d.origin))
@@ -179,5 +177,5 @@ def resolve(desired: Sequence[Document], existing: Sequence[dict], config: Confi
         if group and group[-1][1]["metadata"]["name"] == names[i]:
             keep.add(key_of(group[-1][1]))  # unchanged: the latest version stays current
         room = _num_versions(d.obj, d.origin) - 1
-        keep.update(key_of(obj) for obj in olds[max(0, len(olds) - room):] if room)
+        keep.update(key_of(obj) for obj in olds[max(0, len(olds) - room) :] if room)
     return Versioned(tuple(out), previous, frozenset(keep))

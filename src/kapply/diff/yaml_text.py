@@ -184,6 +184,7 @@ def _is_timestamp(text: str) -> bool:
     year, month, day, hour, minute, second, zone_hour, zone_minute, s_hour, s_minute, s_second = (
         None if group is None else int(group) for group in match.groups()
     )
+    assert year is not None and month is not None and day is not None  # the date part is not optional
     if not 1 <= month <= 12:
         return False
     leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
@@ -191,9 +192,9 @@ def _is_timestamp(text: str) -> bool:
         return False
     if hour is None:
         hour, minute, second = s_hour, s_minute, s_second
-    if hour is not None and not (hour < 24 and minute < 60 and second < 60):
+    if hour is not None and not (hour < 24 and (minute or 0) < 60 and (second or 0) < 60):
         return False
-    return zone_hour is None or (zone_hour <= 24 and zone_minute <= 60)
+    return zone_hour is None or (zone_hour <= 24 and (zone_minute or 0) <= 60)
 
 
 def _sorted_keys(mapping: dict[str, Any]) -> list[str]:
@@ -248,7 +249,11 @@ def _digit_run(text: str, start: int, value: int) -> tuple[int, int]:
     return end, (value - _INT64_MIN) % 2**64 + _INT64_MIN  # Go accumulates in a wrapping int64
 
 
-_GO_KEY = cmp_to_key(lambda a, b: -1 if _go_key_less(a, b) else int(_go_key_less(b, a)))
+def _go_key_compare(a: str, b: str) -> int:
+    return -1 if _go_key_less(a, b) else int(_go_key_less(b, a))
+
+
+_GO_KEY = cmp_to_key(_go_key_compare)
 
 
 def _int_text(value: int) -> str:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kapply import objects
+
 
 class GraphOp(StrEnum):
     """How a change takes part in ordering: add, update and exists are upserts."""
@@ -24,5 +26,4 @@ class Node:
 
 def annotation_values(resource: dict[str, Any], key: str) -> list[str]:
     """Values of the annotation `key` and of every `key.<suffix>`, in the resource's order."""
-    annotations = (resource.get("metadata") or {}).get("annotations") or {}
-    return [value for name, value in annotations.items() if name == key or name.startswith(key + ".")]
+    return [value for name, value in objects.annotations(resource).items() if name == key or name.startswith(key + ".")]

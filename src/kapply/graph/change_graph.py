@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from itertools import chain
 
 from kapply.config.config import Config
+from kapply.errors import GraphError
 from kapply.graph.change import GraphOp, Node
 from kapply.graph.change_group import groups_of
 from kapply.graph.change_rule import ChangeRule, RuleOrder, rules_of
-from kapply.graph.errors import GraphError
 from kapply.graph.matching import MatchFunction, SharedMatching
 
 _REQUIRED = "Change graph: Calculating required deps"

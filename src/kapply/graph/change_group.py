@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from kapply import objects
 from kapply.config.config import ChangeGroupBinding
-from kapply.config.matchers import api_group, matches_any
+from kapply.config.matchers import matches_any
+from kapply.errors import GraphError
 from kapply.graph.change import annotation_values
-from kapply.graph.errors import GraphError
 from kapply.graph.matching import MatchFunction
-
-GROUP_ANNOTATION = "kapp.k14s.io/change-group"
+from kapply.objects import group_of
 
 _PLACEHOLDER = re.compile(r"\{.+?\}")
 
@@ -39,7 +39,7 @@ def groups_of(
     """The change groups of a resource: its change-group annotations, then every binding that matches it."""
     groups = [
         checked_group_name(expand_placeholders(value, resource))
-        for value in annotation_values(resource, GROUP_ANNOTATION)
+        for value in annotation_values(resource, objects.CHANGE_GROUP)
     ]
     groups.extend(
         checked_group_name(expand_placeholders(binding.name, resource))
@@ -126,14 +126,14 @@ def _regex_error(message: str, regex: str, *examples: str) -> str:
 
 
 def _placeholder_values(resource: dict[str, Any]) -> dict[str, str]:
-    metadata = resource.get("metadata") or {}
+    metadata = objects.metadata(resource)
     crd_kind = crd_group = ""
-    if api_group(resource) == "apiextensions.k8s.io" and resource.get("kind") == "CustomResourceDefinition":
+    if group_of(resource) == "apiextensions.k8s.io" and resource.get("kind") == "CustomResourceDefinition":
         spec = resource.get("spec") or {}
         crd_group = _string(spec.get("group"))
         crd_kind = _string((spec.get("names") or {}).get("kind"))
     return {
-        "{api-group}": api_group(resource),
+        "{api-group}": group_of(resource),
         "{kind}": _string(resource.get("kind")),
         "{name}": _string(metadata.get("name")),
         "{namespace}": _string(metadata.get("namespace")),

@@ -8,14 +8,13 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+from kapply import objects
 from kapply.config.config import ChangeRuleBinding
 from kapply.config.matchers import matches_any
+from kapply.errors import GraphError
 from kapply.graph.change import GraphOp, annotation_values
 from kapply.graph.change_group import checked_group_name, expand_placeholders
-from kapply.graph.errors import GraphError
 from kapply.graph.matching import MatchFunction
-
-RULE_ANNOTATION = "kapp.k14s.io/change-rule"
 
 # Binding rules weigh more than annotation rules (0), and later bindings more than earlier ones.
 _BINDING_BASE_WEIGHT = 100
@@ -74,7 +73,7 @@ def rules_of(
     matches: MatchFunction = matches_any,
 ) -> list[ChangeRule]:
     """The rules of a resource whatever its op: its change-rule annotations (required), then binding rules."""
-    rules = [_parse_for(resource, description, value) for value in annotation_values(resource, RULE_ANNOTATION)]
+    rules = [_parse_for(resource, description, value) for value in annotation_values(resource, objects.CHANGE_RULE)]
     for index, binding in enumerate(bindings):
         if matches(binding.resource_matchers, resource):
             rules.extend(

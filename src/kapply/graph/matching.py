@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kapply import objects
 from kapply.config.matchers import (
     AllMatcher,
     AndMatcher,
@@ -80,7 +81,7 @@ def _view_of(matcher: Matcher) -> int:
 
 def _summaries(resource: dict[str, Any]) -> tuple[Any, ...]:
     """The resource as seen by each view but the whole one."""
-    metadata = resource.get("metadata") or {}
+    metadata = objects.metadata(resource)
     namespace = metadata.get("namespace") or ""
     shared = (resource.get("apiVersion"), resource.get("kind"), tuple(metadata.get("annotations") or ()))
     return (None, (*shared, namespace), (*shared, bool(namespace)))

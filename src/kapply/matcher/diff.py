@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 from kapply.matcher.patch import DELETE_FROM_PRIMITIVE_LIST, apply_dict
@@ -30,6 +31,7 @@ from kapply.matcher.schema import (
     Node,
     Shape,
 )
+from kapply.objects import Obj
 
 _SAME: Any = object()  # no change; `None` in a patch means "delete"
 _EMPTY = frozenset({dict, list})
@@ -45,12 +47,11 @@ _DEFAULT_TOLERATIONS = frozenset({"node.kubernetes.io/not-ready", "node.kubernet
 class _SetPatch(NamedTuple):
     """A strategic merge patch of a set: items to add, and items for `$deleteFromPrimitiveList`."""
 
-    add: list
-    delete: list
+    add: list[Any]
+    delete: list[Any]
 
 
-def diff(root: Node, original: dict | None, modified: dict, current: dict, *, two_way: bool,
-         strategic: bool) -> dict:
+def diff(root: Node, original: Obj | None, modified: Obj, current: Obj, *, two_way: bool, strategic: bool) -> Obj:
     return _diff_dict(root, _unless_equal(original, modified), modified, current, two_way, strategic)
 
 
@@ -73,8 +74,12 @@ def _injected(item: object) -> bool:
         return True
     if item.get("mountPath") == _SERVICE_ACCOUNT_MOUNT:
         return True
-    return (item.get("key") in _DEFAULT_TOLERATIONS and item.get("effect") == "NoExecute"
-            and item.get("operator") == "Exists" and item.get("tolerationSeconds") == 300)
+    return (
+        item.get("key") in _DEFAULT_TOLERATIONS
+        and item.get("effect") == "NoExecute"
+        and item.get("operator") == "Exists"
+        and item.get("tolerationSeconds") == 300
+    )
 
 
 def _clean(value: Any) -> Any:
@@ -86,8 +91,8 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, strategic: bool) -> dict:
-    patch: dict = {}
+def _diff_dict(node: Node, o: Obj | None, m: Obj, c: Obj, two_way: bool, strategic: bool) -> Obj:
+    patch: Obj = {}
     is_map = node.shape is Shape.MAP
     fields = node.fields
     default = node.item
@@ -103,6 +108,8 @@ def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, stra
             patch[k] = _clean(mv)
             continue
         child = default if is_map else fields.get(k, default)
+        if child is None:  # a root whose schema was pruned to nothing: any JSON, as patch._child has it
+            child = ANY_BUILTIN if node.builtin else ANY_JSON
         # _diff_value, unrolled: this loop is where the time goes.
         if tm is dict:
             if type(cv) is not dict:
@@ -140,7 +147,7 @@ def _diff_dict(node: Node, o: dict | None, m: dict, c: dict, two_way: bool, stra
     return patch
 
 
-def _put(patch: dict, key: str, d: Any) -> None:
+def _put(patch: Obj, key: str, d: Any) -> None:
     if type(d) is _SetPatch:
         if d.add:
             patch[key] = d.add
@@ -150,8 +157,9 @@ def _put(patch: dict, key: str, d: Any) -> None:
         patch[key] = d
 
 
-def _deletions(node: Node, o: dict, m: dict, c: dict, two_way: bool, strategic: bool, empty: frozenset,
-               patch: dict) -> None:
+def _deletions(
+    node: Node, o: Obj, m: Obj, c: Obj, two_way: bool, strategic: bool, empty: frozenset[type], patch: Obj
+) -> None:
     """Fields of original that modified no longer sets, where current still has them."""
     for k, ov in o.items():
         cv = c.get(k)
@@ -170,6 +178,8 @@ def _deletions(node: Node, o: dict, m: dict, c: dict, two_way: bool, strategic: 
             # Modified sets the field to empty: delete what original had in it.
             child = node.item if node.shape is Shape.MAP else node.fields.get(k, node.item)
             if type(mv) is type(ov) is type(cv) and type(mv) in _EMPTY:
+                if child is None:  # as in _diff_dict: a root pruned to nothing holds any JSON
+                    child = ANY_BUILTIN if node.builtin else ANY_JSON
                 d = _diff_value(child, ov, type(mv)(), cv, two_way, strategic)
                 if d is not _SAME:
                     _put(patch, k, d)
@@ -212,7 +222,7 @@ def _same_scalar(node: Node, m: Any, c: Any) -> bool:
     return False
 
 
-def _diff_list(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
+def _diff_list(node: Node, o: list[Any] | None, m: list[Any], c: list[Any], two_way: bool, strategic: bool) -> Any:
     if node.list_kind is ListKind.KEYED:
         d = _diff_keyed(node, o, m, c, two_way, strategic)
         if d is not None:
@@ -224,7 +234,7 @@ def _diff_list(node: Node, o: list | None, m: list, c: list, two_way: bool, stra
     return _diff_atomic(node, o, m, c, two_way, strategic)
 
 
-def _diff_atomic(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
+def _diff_atomic(node: Node, o: list[Any] | None, m: list[Any], c: list[Any], two_way: bool, strategic: bool) -> Any:
     """Position by position; an item's own fields compare three-way (the server defaults them too)."""
     items_m, items_c = m, c
     if len(m) != len(c):
@@ -236,6 +246,7 @@ def _diff_atomic(node: Node, o: list | None, m: list, c: list, two_way: bool, st
     if o is not None and len(o) != len(items_m):
         o = None
     item = node.item
+    assert item is not None  # schema.py builds every list node with an item shape
     for i, mv in enumerate(items_m):
         if mv is None:
             if items_c[i] is not None:
@@ -245,7 +256,7 @@ def _diff_atomic(node: Node, o: list | None, m: list, c: list, two_way: bool, st
     return _SAME
 
 
-def _diff_set(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
+def _diff_set(node: Node, o: list[Any] | None, m: list[Any], c: list[Any], two_way: bool, strategic: bool) -> Any:
     try:
         in_c, in_m = set(c), set(m)
         add = [x for x in dict.fromkeys(m) if x not in in_c]
@@ -253,8 +264,7 @@ def _diff_set(node: Node, o: list | None, m: list, c: list, two_way: bool, strat
     except TypeError:  # unhashable items: not a set after all
         return None
     if two_way:
-        delete += [x for x in c if x not in in_m and x not in delete
-                   and not (type(x) is str and _control_plane_key(x))]
+        delete += [x for x in c if x not in in_m and x not in delete and not (type(x) is str and _control_plane_key(x))]
     if not add and not delete:
         return _SAME
     if strategic and node.merge:
@@ -263,7 +273,7 @@ def _diff_set(node: Node, o: list | None, m: list, c: list, two_way: bool, strat
     return [x for x in c if x not in gone] + add
 
 
-def _diff_keyed(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
+def _diff_keyed(node: Node, o: list[Any] | None, m: list[Any], c: list[Any], two_way: bool, strategic: bool) -> Any:
     """Items matched on their key; None when the items have no keys (then the list is compared as atomic)."""
     by_key_c = _by_key(node.keys, c)
     by_key_m = _by_key(node.keys, m)
@@ -271,9 +281,10 @@ def _diff_keyed(node: Node, o: list | None, m: list, c: list, two_way: bool, str
         return None
     if len(by_key_c) != len(c) or len(by_key_m) != len(m):
         return _diff_duplicates(node, o, m, c, two_way, strategic)
+    assert node.item is not None  # schema.py builds every list node with an item shape
     item = node.item if node.item.shape is Shape.STRUCT else (ANY_BUILTIN if node.builtin else ANY_JSON)
     by_key_o = (_by_key(node.keys, o) or {}) if o else {}
-    changes: dict = {}  # key -> item patch, or None for a new item
+    changes: dict[Hashable, Obj | None] = {}  # key -> item patch, or None for a new item
     for k, mi in by_key_m.items():
         ci = by_key_c.get(k)
         if ci is None:
@@ -292,19 +303,22 @@ def _diff_keyed(node: Node, o: list | None, m: list, c: list, two_way: bool, str
         return out
     # Replaced whole: current's items in current's order, with the changes made.
     gone = set(deleted)
-    out = [ci if (d := changes.get(k)) is None else apply_dict(item, ci, d, strategic)
-           for k, ci in by_key_c.items() if k not in gone]
+    out = [
+        ci if (change := changes.get(k)) is None else apply_dict(item, ci, change, strategic)
+        for k, ci in by_key_c.items()
+        if k not in gone
+    ]
     return out + [_clean(by_key_m[k]) for k, d in changes.items() if d is None]
 
 
-def _unless_equal(original: dict | None, modified: dict) -> dict | None:
+def _unless_equal(original: Obj | None, modified: Obj) -> Obj | None:
     """Original, unless it equals modified: then nothing was deleted below, and the walk can skip it."""
     return None if original == modified else original
 
 
-def _by_key(keys: tuple[str, ...], items: list) -> dict | None:
+def _by_key(keys: tuple[str, ...], items: list[Any]) -> dict[Hashable, Obj] | None:
     """Items by their key (a later item with the same key wins); None if an item has no key."""
-    out: dict = {}
+    out: dict[Hashable, Obj] = {}
     if len(keys) == 1:
         key = keys[0]
         for item in items:
@@ -319,10 +333,13 @@ def _by_key(keys: tuple[str, ...], items: list) -> dict | None:
     return out
 
 
-def _diff_duplicates(node: Node, o: list | None, m: list, c: list, two_way: bool, strategic: bool) -> Any:
+def _diff_duplicates(
+    node: Node, o: list[Any] | None, m: list[Any], c: list[Any], two_way: bool, strategic: bool
+) -> Any:
     """Keys that repeat (port 53 over TCP and over UDP) cannot be merged on: every item of modified must
     match its own item of current, and the patch replaces the list."""
     item = node.item
+    assert item is not None  # schema.py builds every list node with an item shape
     unmatched = list(c)
     changed = False
     for mi in m:
@@ -337,10 +354,17 @@ def _diff_duplicates(node: Node, o: list | None, m: list, c: list, two_way: bool
         if two_way:
             changed = any(not _injected(ci) for ci in unmatched)
         elif o:
-            dropped = [oi for oi in o if not any(_diff_value(item, None, oi, mi, False, strategic) is _SAME
-                                                 for mi in m if type(mi) is dict)]
-            changed = any(_diff_value(item, None, oi, ci, False, strategic) is _SAME
-                          for oi in dropped if type(oi) is dict for ci in unmatched)
+            dropped = [
+                oi
+                for oi in o
+                if not any(_diff_value(item, None, oi, mi, False, strategic) is _SAME for mi in m if type(mi) is dict)
+            ]
+            changed = any(
+                _diff_value(item, None, oi, ci, False, strategic) is _SAME
+                for oi in dropped
+                if type(oi) is dict
+                for ci in unmatched
+            )
     if not changed:
         return _SAME
     if strategic and node.merge:

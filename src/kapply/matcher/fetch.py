@@ -25,8 +25,9 @@ def _is_group_version(path: str) -> bool:
 async def fetch_schema(cluster: Cluster, *, cache_dir: Path | None = None) -> Schema:
     """The schemas of every group-version the cluster serves, built-in and custom."""
     index = await cluster.request("GET", "/openapi/v3")
-    urls = sorted(entry["serverRelativeURL"] for path, entry in (index.get("paths") or {}).items()
-                  if _is_group_version(path))
+    urls = sorted(
+        entry["serverRelativeURL"] for path, entry in (index.get("paths") or {}).items() if _is_group_version(path)
+    )
     cache_file = None
     if cache_dir is not None:
         digest = hashlib.sha256("\n".join(urls).encode()).hexdigest()[:32]
@@ -42,8 +43,9 @@ async def fetch_schema(cluster: Cluster, *, cache_dir: Path | None = None) -> Sc
     return schema
 
 
-def schema_from_kubeconfig(path: str | None = None, *, context: str | None = None,
-                           cache_dir: Path | None = None) -> Schema:
+def schema_from_kubeconfig(
+    path: str | None = None, *, context: str | None = None, cache_dir: Path | None = None
+) -> Schema:
     """`fetch_schema` for the cluster a kubeconfig selects (kapply's precedence: `path`, `$KAPP_KUBECONFIG`,
     `$KUBECONFIG`, `~/.kube/config`). Not for use inside a running event loop: await `fetch_schema` there."""
 

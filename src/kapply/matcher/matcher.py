@@ -9,6 +9,8 @@ from kapply.matcher.diff import diff
 from kapply.matcher.objects import LAST_APPLIED_ANNOTATION, annotate, original_of, prepare, to_dict
 from kapply.matcher.patch import apply_dict
 from kapply.matcher.schema import PatchType, Schema
+from kapply.objects import Obj
+from kapply.objects import annotations as annotations_of
 
 
 class Mode(enum.StrEnum):
@@ -21,16 +23,23 @@ class PatchResult:
     """The patch that turns `current` into the desired state, and the three documents it was computed from
     (without apiVersion, kind, status and server-written metadata), for logging."""
 
-    patch: dict
+    patch: Obj
     patch_type: PatchType
-    current: dict
-    modified: dict
-    original: dict | None
+    current: Obj
+    modified: Obj
+    original: Obj | None
     is_empty: bool
 
 
-def calculate(current: object, desired: object, *, schema: Schema | None = None, mode: Mode = Mode.THREE_WAY,
-              annotation: str = LAST_APPLIED_ANNOTATION, record: bool = False) -> PatchResult:
+def calculate(
+    current: object,
+    desired: object,
+    *,
+    schema: Schema | None = None,
+    mode: Mode = Mode.THREE_WAY,
+    annotation: str = LAST_APPLIED_ANNOTATION,
+    record: bool = False,
+) -> PatchResult:
     """Compare a live object with the desired one, against the last-applied state in `current`'s annotation.
 
     With `record`, a non-empty patch also writes `desired` into the annotation, so that PATCHing it leaves
@@ -38,27 +47,29 @@ def calculate(current: object, desired: object, *, schema: Schema | None = None,
     """
     current, desired = to_dict(current), to_dict(desired)
     schema = schema or Schema.builtin()
-    root, patch_type = schema.root(desired.get("apiVersion") or current.get("apiVersion", ""),
-                                   desired.get("kind") or current.get("kind", ""))
+    root, patch_type = schema.root(
+        desired.get("apiVersion") or current.get("apiVersion", ""), desired.get("kind") or current.get("kind", "")
+    )
     live, text = prepare(current, annotation)
     modified, _ = prepare(desired, annotation)
     original = original_of(text, annotation, current)
     if original is not None:
         original, _ = prepare(original, annotation)
-    patch = diff(root, original, modified, live, two_way=mode is Mode.TWO_WAY,
-                 strategic=patch_type is PatchType.STRATEGIC)
+    patch = diff(
+        root, original, modified, live, two_way=mode is Mode.TWO_WAY, strategic=patch_type is PatchType.STRATEGIC
+    )
     is_empty = not patch
     if record and not is_empty:
         annotated = annotate(desired, annotation)["metadata"]["annotations"][annotation]
         meta = patch.setdefault("metadata", {})
         changes = meta.get("annotations", {})
         if changes is None:  # all of them deleted: one by one then, to keep ours
-            changes = dict.fromkeys((live.get("metadata") or {}).get("annotations") or {})
+            changes = dict.fromkeys(annotations_of(live))
         meta["annotations"] = {**changes, annotation: annotated}
     return PatchResult(patch, patch_type, live, modified, original, is_empty)
 
 
-def apply_patch(obj: object, patch: dict, patch_type: PatchType, *, schema: Schema | None = None) -> dict:
+def apply_patch(obj: object, patch: Obj, patch_type: PatchType, *, schema: Schema | None = None) -> Obj:
     """`obj` with `patch` applied, as the API server would apply it."""
     obj = to_dict(obj)
     root, _ = (schema or Schema.builtin()).root(obj.get("apiVersion", ""), obj.get("kind", ""))
@@ -73,12 +84,13 @@ class Matcher:
     mode: Mode = Mode.THREE_WAY
     annotation: str = LAST_APPLIED_ANNOTATION
 
-    def annotate(self, obj: object) -> dict:
+    def annotate(self, obj: object) -> Obj:
         return annotate(obj, self.annotation)
 
     def calculate(self, current: object, desired: object, *, record: bool = False) -> PatchResult:
-        return calculate(current, desired, schema=self.schema, mode=self.mode, annotation=self.annotation,
-                         record=record)
+        return calculate(
+            current, desired, schema=self.schema, mode=self.mode, annotation=self.annotation, record=record
+        )
 
-    def apply_patch(self, obj: object, result: PatchResult) -> dict:
+    def apply_patch(self, obj: object, result: PatchResult) -> Obj:
         return apply_patch(obj, result.patch, result.patch_type, schema=self.schema)

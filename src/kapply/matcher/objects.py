@@ -10,12 +10,23 @@ from typing import Any
 import orjson
 
 from kapply.errors import KapplyError
+from kapply.objects import Obj
 
 LAST_APPLIED_ANNOTATION = "kapply.matcher/last-applied"
 
 # Written by the server, never by the user: not compared, not stored.
-_SERVER_METADATA = frozenset({"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation",
-                              "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"})
+_SERVER_METADATA = frozenset(
+    {
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "managedFields",
+        "generation",
+        "selfLink",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    }
+)
 _IDENTITY = frozenset({"apiVersion", "kind", "status"})
 
 
@@ -23,14 +34,16 @@ class LastAppliedError(KapplyError):
     """The last-applied annotation of a live object is not a JSON object."""
 
 
-def to_dict(obj: object) -> dict:
+def to_dict(obj: object) -> Obj:
     """A Kubernetes object as the plain dict the API speaks: dicts as they are; objects of the official
     `kubernetes` client (typed models) through its serializer; anything with a `to_dict()` that returns
     API field names (lightkube models, `kubernetes.dynamic` resources) through that."""
     if isinstance(obj, dict):
         return obj
     if hasattr(type(obj), "openapi_types") and hasattr(type(obj), "attribute_map"):
-        return _kubernetes_api_client().sanitize_for_serialization(obj)
+        # The serializer turns a model into its dict of API field names.
+        serialized: Obj = _kubernetes_api_client().sanitize_for_serialization(obj)
+        return serialized
     to_dict_method = getattr(obj, "to_dict", None)
     if callable(to_dict_method):
         result = to_dict_method()
@@ -46,11 +59,11 @@ def _kubernetes_api_client() -> Any:
     return ApiClient()
 
 
-def prepare(obj: dict, annotation: str) -> tuple[dict, str | None]:
+def prepare(obj: Obj, annotation: str) -> tuple[Obj, str | None]:
     """The object's comparable part (no apiVersion, kind, status, server metadata or last-applied annotation),
     and the last-applied annotation's text. Shallow: shares everything below metadata with `obj`."""
     body = {k: v for k, v in obj.items() if k not in _IDENTITY}
-    text = None
+    text: str | None = None
     meta = obj.get("metadata")
     if meta:
         meta = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
@@ -64,16 +77,18 @@ def prepare(obj: dict, annotation: str) -> tuple[dict, str | None]:
     return body, text
 
 
-def _string_data_as_data(secret: dict) -> dict:
+def _string_data_as_data(secret: Obj) -> Obj:
     """The server writes `stringData` into `data`, base64-encoded, and never returns it."""
     body = dict(secret)
     string_data = body.pop("stringData")
-    body["data"] = {**(body.get("data") or {}),
-                    **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()}}
+    body["data"] = {
+        **(body.get("data") or {}),
+        **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()},
+    }
     return body
 
 
-def original_of(text: str | None, annotation: str, annotation_owner: dict) -> dict | None:
+def original_of(text: str | None, annotation: str, annotation_owner: Obj) -> Obj | None:
     if text is None:
         return None
     try:
@@ -82,19 +97,22 @@ def original_of(text: str | None, annotation: str, annotation_owner: dict) -> di
         original = e
     if not isinstance(original, dict):
         meta = annotation_owner.get("metadata") or {}
-        raise LastAppliedError(f"Annotation {annotation} of {annotation_owner.get('kind')} "
-                               f"{meta.get('namespace', '')}/{meta.get('name')} is not a JSON object; remove it "
-                               "to start again from the live object")
+        raise LastAppliedError(
+            f"Annotation {annotation} of {annotation_owner.get('kind')} "
+            f"{meta.get('namespace', '')}/{meta.get('name')} is not a JSON object; remove it "
+            "to start again from the live object"
+        )
     return original
 
 
-def last_applied(obj: dict) -> dict:
+def last_applied(obj: Obj) -> Obj:
     """What the annotation stores: the object without server-written fields, nulls and empty lists."""
     kept = {k: v for k, v in obj.items() if k != "status"}
     meta = kept.get("metadata")
     if isinstance(meta, dict):
         kept["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
-    return _without_empty(kept)
+    state: Obj = _without_empty(kept)  # a dict stays a dict
+    return state
 
 
 def _without_empty(value: Any) -> Any:
@@ -106,7 +124,7 @@ def _without_empty(value: Any) -> Any:
     return value
 
 
-def annotate(obj: object, annotation: str = LAST_APPLIED_ANNOTATION) -> dict:
+def annotate(obj: object, annotation: str = LAST_APPLIED_ANNOTATION) -> Obj:
     """A copy of `obj` carrying its last-applied state in `annotation`: what to create or update it with."""
     obj = to_dict(obj)
     meta = dict(obj.get("metadata") or {})

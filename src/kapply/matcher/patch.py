@@ -7,20 +7,21 @@ from __future__ import annotations
 from typing import Any
 
 from kapply.matcher.schema import ANY_BUILTIN, ANY_JSON, ListKind, Node, Shape
+from kapply.objects import Obj
 
 DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList/"
 
 
-def apply_dict(node: Node, target: dict, patch: dict, strategic: bool) -> dict:
+def apply_dict(node: Node, target: Obj, patch: Obj, strategic: bool) -> Obj:
     result = dict(target)
-    retain: list | None = None
-    deletions: list[tuple[str, list]] = []
+    retain: list[str] | None = None
+    deletions: list[tuple[str, list[Any]]] = []
     for k, pv in patch.items():
         if strategic and k.startswith("$"):
             if k == "$retainKeys":
                 retain = pv
             elif k.startswith(DELETE_FROM_PRIMITIVE_LIST):
-                deletions.append((k[len(DELETE_FROM_PRIMITIVE_LIST):], pv))
+                deletions.append((k[len(DELETE_FROM_PRIMITIVE_LIST) :], pv))
             continue
         if pv is None:
             result.pop(k, None)
@@ -31,8 +32,9 @@ def apply_dict(node: Node, target: dict, patch: dict, strategic: bool) -> dict:
             if strategic and pv.get("$patch") == "replace":
                 result[k] = _value(pv, strategic)
             else:
-                result[k] = apply_dict(child if child.shape in (Shape.STRUCT, Shape.MAP) else _any(node), tv, pv,
-                                       strategic)
+                result[k] = apply_dict(
+                    child if child.shape in (Shape.STRUCT, Shape.MAP) else _any(node), tv, pv, strategic
+                )
         elif strategic and type(pv) is list and type(tv) is list and child.shape is Shape.LIST and child.merge:
             result[k] = _merge_list(child, tv, pv)
         else:
@@ -58,19 +60,21 @@ def _any(node: Node) -> Node:
 def _value(value: Any, strategic: bool) -> Any:
     """A patch value that replaces whatever was there: without nulls, or directives."""
     if type(value) is dict:
-        return {k: _value(v, strategic) for k, v in value.items()
-                if v is not None and not (strategic and k.startswith("$"))}
+        return {
+            k: _value(v, strategic) for k, v in value.items() if v is not None and not (strategic and k.startswith("$"))
+        }
     if type(value) is list:
         return [_value(v, strategic) for v in value]
     return value
 
 
-def _merge_list(node: Node, target: list, patch: list) -> list:
+def _merge_list(node: Node, target: list[Any], patch: list[Any]) -> list[Any]:
     if node.list_kind is not ListKind.KEYED:
         return target + [x for x in dict.fromkeys(patch) if x not in target]
     if any(type(p) is dict and p.get("$patch") == "replace" for p in patch):
         return [_value(p, True) for p in patch if not (type(p) is dict and "$patch" in p)]
     key = node.keys[0]
+    assert node.item is not None  # schema.py builds every list node with an item shape
     item = node.item if node.item.shape is Shape.STRUCT else _any(node)
     out = list(target)
     for p in patch:

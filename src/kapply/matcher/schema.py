@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 import orjson
 
@@ -80,49 +81,68 @@ INT_OR_STRING_DEF = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 OBJECT_META_DEF = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # Kinds served by Kubernetes' own API servers, which accept strategic merge patches; CRDs do not.
 _STRATEGIC_PREFIXES = ("io.k8s.api.", "io.k8s.kube-aggregator.", "io.k8s.apiextensions-apiserver.")
-_LIST_EXTENSIONS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-patch-merge-key",
-                    "x-kubernetes-patch-strategy")
+_LIST_EXTENSIONS = (
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-patch-merge-key",
+    "x-kubernetes-patch-strategy",
+)
 
 BUILTIN_KINDS = (
-    ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("v1", "ServiceAccount"), ("v1", "Pod"),
-    ("v1", "PersistentVolumeClaim"), ("v1", "Namespace"), ("v1", "ResourceQuota"), ("v1", "LimitRange"),
-    ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"), ("apps/v1", "ReplicaSet"),
-    ("batch/v1", "Job"), ("batch/v1", "CronJob"),
-    ("networking.k8s.io/v1", "Ingress"), ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"), ("policy/v1", "PodDisruptionBudget"),
-    ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("v1", "ServiceAccount"),
+    ("v1", "Pod"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "Namespace"),
+    ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 )
 
 
-def _ref(schema: dict) -> str | None:
+def _ref(schema: dict[str, Any]) -> str | None:
     ref = schema.get("$ref")
     if ref is None and (all_of := schema.get("allOf")) and len(all_of) == 1:
         ref = all_of[0].get("$ref")
     return ref.rpartition("/")[2] if ref else None
 
 
-def _is_int_or_string(schema: dict) -> bool:
+def _is_int_or_string(schema: dict[str, Any]) -> bool:
     return schema.get("format") == "int-or-string" or bool(schema.get("x-kubernetes-int-or-string"))
 
 
-def _strategies(schema: dict) -> set[str]:
+def _strategies(schema: dict[str, Any]) -> set[str]:
     return set(schema.get("x-kubernetes-patch-strategy", "").split(","))
 
 
 class Schema:
     """Object shapes by (apiVersion, kind). Kinds it does not know are compared as JSON, with standard metadata."""
 
-    def __init__(self, definitions: dict[str, dict], kinds: dict[tuple[str, str], str]) -> None:
+    def __init__(self, definitions: dict[str, dict[str, Any]], kinds: dict[tuple[str, str], str]) -> None:
         self._definitions = definitions
         self._kinds = kinds
         self._nodes: dict[str, Node] = {}
         self._roots: dict[tuple[str, str], tuple[Node, PatchType]] = {}
 
     @classmethod
-    def from_openapi(cls, documents: Iterable[dict]) -> Schema:
+    def from_openapi(cls, documents: Iterable[dict[str, Any]]) -> Schema:
         """From OpenAPI v3 documents (each with `components.schemas`), as the cluster serves them."""
-        definitions: dict[str, dict] = {}
+        definitions: dict[str, dict[str, Any]] = {}
         kinds: dict[tuple[str, str], str] = {}
         for document in documents:
             for name, schema in ((document.get("components") or {}).get("schemas") or {}).items():
@@ -148,13 +168,16 @@ class Schema:
     def to_json(self, kinds: Iterable[tuple[str, str]] | None = None) -> bytes:
         """An OpenAPI v3 document holding only what the matcher reads, for `kinds` (default: all): a few
         percent of the original's size, for a file cache or a shipped schema."""
-        roots: dict[str, list[dict]] = {}
-        for api_version, kind in (self._kinds if kinds is None else kinds):
+        roots: dict[str, list[dict[str, str]]] = {}
+        for api_version, kind in self._kinds if kinds is None else kinds:
             group, _, version = api_version.rpartition("/")
             roots.setdefault(self._kinds[api_version, kind], []).append(
-                {"group": group, "version": version, "kind": kind})
-        return orjson.dumps({"openapi": "3.0.0", "components": {"schemas": _Pruner(self._definitions).run(roots)}},
-                            option=orjson.OPT_SORT_KEYS)
+                {"group": group, "version": version, "kind": kind}
+            )
+        return orjson.dumps(
+            {"openapi": "3.0.0", "components": {"schemas": _Pruner(self._definitions).run(roots)}},
+            option=orjson.OPT_SORT_KEYS,
+        )
 
     def root(self, api_version: str, kind: str) -> tuple[Node, PatchType]:
         """The shape of a whole object of this kind, and the patch type its API server accepts."""
@@ -165,8 +188,10 @@ class Schema:
             if name is None:
                 found = (Node(Shape.STRUCT, False, {"metadata": self._object_meta()}, ANY_JSON), PatchType.MERGE)
             else:
-                found = (self._named(name),
-                         PatchType.STRATEGIC if name.startswith(_STRATEGIC_PREFIXES) else PatchType.MERGE)
+                found = (
+                    self._named(name),
+                    PatchType.STRATEGIC if name.startswith(_STRATEGIC_PREFIXES) else PatchType.MERGE,
+                )
             self._roots[key] = found
         return found
 
@@ -195,14 +220,14 @@ class Schema:
         node = self._nodes[name] = self._node(schema, builtin)
         return node
 
-    def _fill_struct(self, node: Node, properties: dict) -> None:
+    def _fill_struct(self, node: Node, properties: dict[str, dict[str, Any]]) -> None:
         for key, prop in properties.items():
             child = self._node(prop, node.builtin)
             if child.shape is Shape.STRUCT and "retainKeys" in _strategies(prop):
                 child = dataclasses.replace(child, retain_keys=True)
             node.fields[key] = child
 
-    def _node(self, schema: dict, builtin: bool) -> Node:
+    def _node(self, schema: dict[str, Any], builtin: bool) -> Node:
         if (name := _ref(schema)) is not None:
             return self._named(name)
         if _is_int_or_string(schema):
@@ -221,7 +246,7 @@ class Schema:
             return ANY_BUILTIN if builtin else ANY_JSON
         return SCALAR
 
-    def _list(self, schema: dict, builtin: bool) -> Node:
+    def _list(self, schema: dict[str, Any], builtin: bool) -> Node:
         item = self._node(schema.get("items") or {}, builtin)
         strategies = _strategies(schema)
         if "retainKeys" in strategies and item.shape is Shape.STRUCT:
@@ -244,12 +269,12 @@ class _Pruner:
     to them: a
     struct field the pruned schema leaves out is compared as a plain value, which is what it was."""
 
-    def __init__(self, definitions: dict[str, dict]) -> None:
+    def __init__(self, definitions: dict[str, dict[str, Any]]) -> None:
         self._definitions = definitions
         self._kept: dict[str, bool] = {}
-        self._pruned: dict[str, dict] = {}
+        self._pruned: dict[str, dict[str, Any]] = {}
 
-    def run(self, roots: dict[str, list[dict]]) -> dict[str, dict]:
+    def run(self, roots: dict[str, list[dict[str, str]]]) -> dict[str, dict[str, Any]]:
         """The pruned schemas of `roots` (definition names, with the kinds they are) and what they refer to."""
         for name, kinds in roots.items():
             self._definition(name)
@@ -266,7 +291,7 @@ class _Pruner:
             self._kept[name] = pruned is not None
         return self._kept[name]
 
-    def _schema(self, schema: dict) -> dict | None:
+    def _schema(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if (name := _ref(schema)) is not None:
             return {"$ref": f"#/components/schemas/{name}"} if self._definition(name) else None
         if _is_int_or_string(schema):
@@ -274,7 +299,7 @@ class _Pruner:
         if schema.get("format") == "byte":
             return {"format": "byte"}
         if schema.get("type") == "array" or "items" in schema:
-            out: dict = {"type": "array", **{k: schema[k] for k in _LIST_EXTENSIONS if k in schema}}
+            out: dict[str, Any] = {"type": "array", **{k: schema[k] for k in _LIST_EXTENSIONS if k in schema}}
             if (items := self._schema(schema.get("items") or {})) is not None:
                 out["items"] = items
             return out

@@ -10,6 +10,7 @@ the life of the client. Nothing else in kapply builds URLs or reads HTTP errors.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +20,14 @@ import orjson
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import SingleConfig
 
+from kapply import objects
 from kapply.errors import ClusterError
+from kapply.objects import Obj
 from kapply.resources.kubeconfig import ExecCredentialAuth
 
 FIELD_MANAGER = "kapply"
 LIST_PAGE_SIZE = 500
-AGGREGATED_DISCOVERY = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-                        "application/json")
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +86,14 @@ def _error(response: httpx2.Response) -> ClusterError:
         message, reason = status.get("message", ""), status.get("reason", "")
     except (orjson.JSONDecodeError, AttributeError):
         message, reason = response.text.strip() or response.reason_phrase, ""
-    return ClusterError(f"API server says: {message} (reason: {reason or response.reason_phrase})",
-                        status=response.status_code, reason=reason)
+    return ClusterError(
+        f"API server says: {message} (reason: {reason or response.reason_phrase})",
+        status=response.status_code,
+        reason=reason,
+    )
 
 
-def _types_from_aggregated(doc: dict) -> list[ResourceType]:
+def _types_from_aggregated(doc: Obj) -> list[ResourceType]:
     types = []
     for group in doc.get("items", []):
         name = group.get("metadata", {}).get("name", "")
@@ -96,8 +101,16 @@ def _types_from_aggregated(doc: dict) -> list[ResourceType]:
             for r in version.get("resources", []):
                 kind = (r.get("responseKind") or {}).get("kind")
                 if kind:
-                    types.append(ResourceType(name, version["version"], kind, r["resource"],
-                                              r.get("scope") == "Namespaced", frozenset(r.get("verbs", []))))
+                    types.append(
+                        ResourceType(
+                            name,
+                            version["version"],
+                            kind,
+                            r["resource"],
+                            r.get("scope") == "Namespaced",
+                            frozenset(r.get("verbs", [])),
+                        )
+                    )
     return types
 
 
@@ -127,9 +140,16 @@ class Cluster:
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
 
-    async def request(self, method: str, path: str, *, params: dict[str, str] | None = None,
-                      body: Any = None, content_type: str = "application/json",
-                      accept: str = "application/json") -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> Any:
         headers = {"Accept": accept}
         content = None
         if body is not None:
@@ -153,8 +173,10 @@ class Cluster:
     async def discovery(self, refresh: bool = False) -> Discovery:
         async with self._discovery_lock:
             if self._discovery is None or refresh:
-                core, groups = await asyncio.gather(self.request("GET", "/api", accept=AGGREGATED_DISCOVERY),
-                                                    self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY))
+                core, groups = await asyncio.gather(
+                    self.request("GET", "/api", accept=AGGREGATED_DISCOVERY),
+                    self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY),
+                )
                 if core.get("kind") == "APIGroupDiscoveryList" and groups.get("kind") == "APIGroupDiscoveryList":
                     types = _types_from_aggregated(core) + _types_from_aggregated(groups)
                 else:
@@ -162,7 +184,7 @@ class Cluster:
                 self._discovery = Discovery(tuple(types))
             return self._discovery
 
-    async def _legacy_discovery(self, core: dict, groups: dict) -> list[ResourceType]:
+    async def _legacy_discovery(self, core: Obj, groups: Obj) -> list[ResourceType]:
         """Per group-version discovery for API servers without aggregated discovery (before 1.26)."""
         group_versions = [("", v) for v in core.get("versions", [])]
         for g in groups.get("groups", []):
@@ -173,8 +195,11 @@ class Cluster:
         async def one(group: str, version: str) -> list[ResourceType]:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
             doc = await self.request("GET", path)
-            return [ResourceType(group, version, r["kind"], r["name"], r["namespaced"], frozenset(r["verbs"]))
-                    for r in doc.get("resources", []) if "/" not in r["name"]]
+            return [
+                ResourceType(group, version, r["kind"], r["name"], r["namespaced"], frozenset(r["verbs"]))
+                for r in doc.get("resources", [])
+                if "/" not in r["name"]
+            ]
 
         results = await asyncio.gather(*(one(g, v) for g, v in group_versions))
         return [t for ts in results for t in ts]
@@ -191,52 +216,79 @@ class Cluster:
         more = f", {len(nodes) - 1}+" if len(nodes) > 1 else ""
         return f"Target cluster '{self.server}' (nodes: {nodes[0]['metadata']['name']}{more})"
 
-    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> dict | None:
+    async def _object(self, method: str, path: str, **kwargs: Any) -> Obj:
+        """A request whose answer is an object."""
+        answer: Obj = await self.request(method, path, **kwargs)
+        return answer
+
+    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
         try:
-            return await self.request("GET", rtype.path(namespace, name))
+            return await self._object("GET", rtype.path(namespace, name))
         except ClusterError as e:
             if e.status == 404:
                 return None
             raise
 
-    async def list(self, rtype: ResourceType, *, label_selector: str | None = None,
-                   namespace: str | None = None) -> list[dict]:
+    async def list(
+        self, rtype: ResourceType, *, label_selector: str | None = None, namespace: str | None = None
+    ) -> list[Obj]:
         """All objects of a type (cluster-wide unless namespace is given), page by page. Items get the
         apiVersion and kind a LIST leaves out."""
         params = {"limit": str(LIST_PAGE_SIZE)}
         if label_selector:
             params["labelSelector"] = label_selector
-        items: list[dict] = []
+        items: list[Obj] = []
         while True:
             page = await self.request("GET", rtype.path(namespace), params=params)
             for item in page.get("items") or []:
                 item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
                 items.append(item)
-            token = (page.get("metadata") or {}).get("continue")
+            token = objects.metadata(page).get("continue")
             if not token:
                 return items
             params = {**params, "continue": token}
 
-    async def list_many(self, rtypes: Iterable[ResourceType], *, label_selector: str | None = None) -> list[dict]:
+    async def list_many(
+        self, rtypes: Iterable[ResourceType], *, label_selector: str | None = None
+    ) -> builtins.list[Obj]:
         results = await asyncio.gather(*(self.list(t, label_selector=label_selector) for t in rtypes))
         return [obj for objs in results for obj in objs]
 
-    async def create(self, rtype: ResourceType, obj: dict, *, dry_run: bool = False) -> dict:
-        namespace = obj.get("metadata", {}).get("namespace")
-        return await self.request("POST", rtype.path(namespace), body=obj, params=self._write_params(dry_run))
+    async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        namespace = objects.namespace(obj) or None
+        return await self._object("POST", rtype.path(namespace), body=obj, params=self._write_params(dry_run))
 
-    async def update(self, rtype: ResourceType, obj: dict, *, dry_run: bool = False) -> dict:
+    async def update(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
         meta = obj["metadata"]
-        return await self.request("PUT", rtype.path(meta.get("namespace"), meta["name"]), body=obj,
-                                  params=self._write_params(dry_run))
+        return await self._object(
+            "PUT", rtype.path(meta.get("namespace"), meta["name"]), body=obj, params=self._write_params(dry_run)
+        )
 
-    async def patch(self, rtype: ResourceType, namespace: str | None, name: str, patch: Any,
-                    patch_type: str = "application/json-patch+json") -> dict:
-        return await self.request("PATCH", rtype.path(namespace, name), body=patch, content_type=patch_type,
-                                  params={"fieldManager": FIELD_MANAGER})
+    async def patch(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = "application/json-patch+json",
+    ) -> Obj:
+        return await self._object(
+            "PATCH",
+            rtype.path(namespace, name),
+            body=patch,
+            content_type=patch_type,
+            params={"fieldManager": FIELD_MANAGER},
+        )
 
-    async def delete(self, rtype: ResourceType, namespace: str | None, name: str, *, uid: str | None = None,
-                     propagation: str = "Background") -> None:
+    async def delete(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        propagation: str = "Background",
+    ) -> None:
         """Delete; an object that is already gone counts as deleted."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         if uid:

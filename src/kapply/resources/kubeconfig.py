@@ -15,11 +15,12 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import yaml
 from lightkube import KubeConfig
-from lightkube.config.kubeconfig import SingleConfig
+from lightkube.config.kubeconfig import SERVICE_ACCOUNT, SingleConfig
 from lightkube.config.models import UserExec
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
@@ -30,9 +31,13 @@ EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k
 
 @dataclass(frozen=True, slots=True)
 class KubeconfigFlags:
+    """Which cluster to talk to: kapp's kubeconfig flags, or the pod's service account (in cluster)."""
+
     path: str | None = None
     context: str | None = None
     yaml: str | None = None
+    in_cluster: bool = False
+    service_account_dir: str = SERVICE_ACCOUNT  # in cluster: where the token, ca.crt and namespace files are
 
 
 def load(flags: KubeconfigFlags) -> SingleConfig:
@@ -40,7 +45,12 @@ def load(flags: KubeconfigFlags) -> SingleConfig:
     yaml_text = flags.yaml or os.environ.get("KAPP_KUBECONFIG_YAML")
     context = flags.context or os.environ.get("KAPP_KUBECONFIG_CONTEXT") or None
     try:
-        if yaml_text:
+        if flags.in_cluster:
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise KapplyError("Loading in-cluster config: $KUBERNETES_SERVICE_HOST is not set (not in a pod?)")
+            config = KubeConfig.from_service_account(flags.service_account_dir)
+            context = None
+        elif yaml_text:
             host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
             port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
             yaml_text = yaml_text.replace("${KAPP_KUBERNETES_SERVICE_HOST_PORT}", f"{host}:{port}")
@@ -50,9 +60,16 @@ def load(flags: KubeconfigFlags) -> SingleConfig:
         selected = config.get(context)
     except (LightkubeConfigError, OSError, KeyError, ValueError, yaml.YAMLError) as e:
         raise KapplyError(f"Loading kubeconfig: {e}") from e
-    if selected is None:
-        raise KapplyError("Loading kubeconfig: no context selected and no current-context set")
+    assert selected is not None  # without a default, lightkube raises rather than return None
     return selected
+
+
+def default_namespace(explicit: str | None, kubeconfig_namespace: str | None) -> str:
+    """kapp's namespace default: the given one (`-n`), else $KAPP_NAMESPACE, else the kubeconfig context's."""
+    namespace = explicit or os.environ.get("KAPP_NAMESPACE") or kubeconfig_namespace or ""
+    if not namespace:
+        raise KapplyError("Expected to non-empty namespace name")
+    return namespace
 
 
 def _kubeconfig_paths(flag: str | None) -> list[Path]:
@@ -68,13 +85,14 @@ def _kubeconfig_paths(flag: str | None) -> list[Path]:
 def _from_files(paths: list[Path]) -> KubeConfig:
     if len(paths) == 1:
         return KubeConfig.from_file(paths[0])
-    merged: dict = {"clusters": [], "contexts": [], "users": []}
+    merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
     seen: set[tuple[str, str]] = set()
     for path in paths:
         if not path.exists():
             continue
         doc = yaml.safe_load(path.read_text()) or {}
-        merged.setdefault("current-context", doc.get("current-context"))
+        if not merged.get("current-context"):  # the first file that sets it wins, as in client-go
+            merged["current-context"] = doc.get("current-context")
         for section in ("clusters", "contexts", "users"):
             for entry in doc.get(section) or []:
                 if (section, entry["name"]) not in seen:
@@ -90,8 +108,10 @@ class ExecCredentialAuth(httpx2.Auth):
 
     def __init__(self, exec_config: UserExec, server: str) -> None:
         if exec_config.apiVersion not in EXEC_API_VERSIONS:
-            raise KapplyError(f"Loading kubeconfig: exec plugin apiVersion '{exec_config.apiVersion}' "
-                              f"is not supported (expected one of {', '.join(EXEC_API_VERSIONS)})")
+            raise KapplyError(
+                f"Loading kubeconfig: exec plugin apiVersion '{exec_config.apiVersion}' "
+                f"is not supported (expected one of {', '.join(EXEC_API_VERSIONS)})"
+            )
         self._exec = exec_config
         self._server = server
         self._token: str | None = None
@@ -101,8 +121,11 @@ class ExecCredentialAuth(httpx2.Auth):
     def _command(self) -> tuple[list[str], dict[str, str]]:
         env = dict(os.environ)
         env.update((e.name, e.value) for e in self._exec.env or [])
-        info = {"apiVersion": self._exec.apiVersion, "kind": "ExecCredential",
-                "spec": {"interactive": False, "cluster": {"server": self._server}}}
+        info = {
+            "apiVersion": self._exec.apiVersion,
+            "kind": "ExecCredential",
+            "spec": {"interactive": False, "cluster": {"server": self._server}},
+        }
         env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
         return [self._exec.command, *(self._exec.args or [])], env
 
@@ -111,8 +134,10 @@ class ExecCredentialAuth(httpx2.Auth):
             status = json.loads(stdout)["status"]
             token = status["token"]
         except (ValueError, KeyError, TypeError) as e:
-            raise KapplyError(f"exec plugin '{self._exec.command}' returned no token in its ExecCredential "
-                              "status (client certificates from plugins are not supported)") from e
+            raise KapplyError(
+                f"exec plugin '{self._exec.command}' returned no token in its ExecCredential "
+                "status (client certificates from plugins are not supported)"
+            ) from e
         self._token = token
         expiry = status.get("expirationTimestamp")
         self._expires = datetime.fromisoformat(expiry.replace("Z", "+00:00")) if expiry else None
@@ -129,8 +154,9 @@ class ExecCredentialAuth(httpx2.Auth):
                     # asyncio is still starting a child (a sibling request failed first) never finishes,
                     # so asyncio.run hangs on shutdown.
                     try:
-                        proc = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True,
-                                                       stdin=subprocess.DEVNULL)
+                        proc = await asyncio.to_thread(
+                            subprocess.run, command, env=env, capture_output=True, stdin=subprocess.DEVNULL
+                        )
                     except OSError as e:
                         raise KapplyError(f"exec plugin '{command[0]}' could not be run: {e}") from e
                     if proc.returncode:

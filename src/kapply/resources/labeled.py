@@ -11,26 +11,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from kapply import objects
+from kapply.objects import Obj, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
-from kapply.resources.identity import api_group, key_of
-
-IDENTITY_ANNOTATION = "kapp.k14s.io/identity"
 
 
-def identity_value(obj: dict) -> str:
-    return f"v1;{key_of(obj)};{obj['apiVersion']}"
+def identity_value(obj: Obj) -> str:
+    return f"v1;{key_of(obj)};{objects.api_version(obj)}"
 
 
-def is_transient(obj: dict) -> bool:
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(IDENTITY_ANNOTATION, "")
-    parts = value.split(";")
+def is_transient(obj: Obj) -> bool:
+    parts = objects.annotations(obj).get(objects.IDENTITY, "").split(";")
     return not (len(parts) == 3 and parts[0] == "v1" and parts[1] == str(key_of(obj)))
 
 
-def with_identity(obj: dict) -> dict:
-    meta = obj.get("metadata") or {}
-    annotations = {**(meta.get("annotations") or {}), IDENTITY_ANNOTATION: identity_value(obj)}
-    return {**obj, "metadata": {**meta, "annotations": annotations}}
+def with_identity(obj: Obj) -> Obj:
+    return objects.with_annotations(obj, {objects.IDENTITY: identity_value(obj)})
 
 
 def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] | None) -> list[ResourceType]:
@@ -38,23 +34,27 @@ def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] 
     which are never an app's and are the largest collection on most clusters)."""
     listable = discovery.listable()
     if group_kinds is None:
-        return [t for t in listable if (t.group, t.kind) not in {("", "Event"), ("events.k8s.io", "Event"),
-                                                               ("", "ComponentStatus")}]
+        return [
+            t
+            for t in listable
+            if (t.group, t.kind) not in {("", "Event"), ("events.k8s.io", "Event"), ("", "ComponentStatus")}
+        ]
     wanted = set(group_kinds)
     return [t for t in listable if (t.group, t.kind) in wanted]
 
 
-async def list_labeled(cluster: Cluster, rtypes: Iterable[ResourceType], selector: str) -> list[dict]:
+async def list_labeled(cluster: Cluster, rtypes: Iterable[ResourceType], selector: str) -> list[Obj]:
     """Every object with the label selector among the types (one cluster-wide LIST per type, concurrently)."""
     return await cluster.list_many(rtypes, label_selector=selector)
 
 
-async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[dict]) -> list[dict]:
+async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[Obj]) -> list[Obj]:
     """The live copy of each resource that exists (one GET each, concurrently)."""
 
-    async def one(res: dict) -> dict | None:
+    async def one(res: Obj) -> Obj | None:
         rtype = discovery.find(res["apiVersion"], res["kind"]) or discovery.preferred(
-            api_group(res["apiVersion"]), res["kind"])
+            api_group(res["apiVersion"]), res["kind"]
+        )
         if rtype is None:  # a custom resource whose CRD is in the same deploy
             return None
         meta = res["metadata"]

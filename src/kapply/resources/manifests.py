@@ -7,14 +7,15 @@ become strings (`on:` is the key "true"), and timestamps stay strings.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+import orjson
 import yaml
 
 from kapply.errors import ManifestError
+from kapply.objects import Document
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -29,14 +30,6 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
-    """One resource as read, and where it came from (`file 'x.yml' doc 2`)."""
-
-    obj: dict
-    origin: str
-
-
 def _json_key(key: object) -> str:
     if isinstance(key, bool):
         return "true" if key else "false"
@@ -49,6 +42,10 @@ def _to_json_types(value: object) -> object:
     if isinstance(value, list):
         return [_to_json_types(v) for v in value]
     return value
+
+
+def _json_map(doc: dict[Any, Any]) -> dict[str, Any]:
+    return {k if isinstance(k, str) else _json_key(k): _to_json_types(v) for k, v in doc.items()}
 
 
 def _expand(path: str) -> list[Path]:
@@ -76,14 +73,36 @@ def _documents(text: str, source: str) -> Iterator[Document]:
             continue
         if not isinstance(doc, dict):
             raise ManifestError(f"Parsing {origin}: expected a resource (a YAML mapping), got {type(doc).__name__}")
-        doc = _to_json_types(doc)
-        if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
-            for item_index, item in enumerate(doc["items"]):
-                if not isinstance(item, dict):
-                    raise ManifestError(f"Parsing {origin} item {item_index}: expected a resource")
-                yield Document(item, f"{origin} item {item_index}")
-        else:
-            yield Document(doc, origin)
+        yield from _expand_list(_json_map(doc), origin)
+
+
+def _expand_list(obj: dict[str, Any], origin: str) -> Iterator[Document]:
+    """The resource, or the items of a `kind: *List`."""
+    if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+        for item_index, item in enumerate(obj["items"]):
+            if not isinstance(item, dict):
+                raise ManifestError(f"Parsing {origin} item {item_index}: expected a resource")
+            yield Document(item, f"{origin} item {item_index}")
+    else:
+        yield Document(obj, origin)
+
+
+def from_objects(resources: Iterable[Mapping[str, Any]]) -> list[Document]:
+    """Resources given as dicts (the Python API), named `resource N` (from 1) in messages.
+
+    Each is copied through JSON, so that kapply never changes the caller's dicts and a value JSON cannot hold
+    is reported here rather than when it is sent."""
+    out: list[Document] = []
+    for index, resource in enumerate(resources):
+        origin = f"resource {index + 1}"
+        if not isinstance(resource, Mapping):
+            raise ManifestError(f"Reading {origin}: expected a resource (a mapping), got {type(resource).__name__}")
+        try:
+            obj = orjson.loads(orjson.dumps(resource, option=orjson.OPT_NON_STR_KEYS))
+        except (orjson.JSONEncodeError, TypeError) as e:
+            raise ManifestError(f"Reading {origin}: not representable as JSON: {e}") from e
+        out += _expand_list(obj, origin)
+    return out
 
 
 def read(paths: Sequence[str], stdin: TextIO | None = None) -> list[Document]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from kapply.ui.messages import Progress
 from kapply.ui.table import Table, render
@@ -22,7 +22,7 @@ class Output:
         self.tty = tty and not as_json
         self.as_json = as_json
         self.out = out or sys.stdout
-        self._tables: list[dict] = []
+        self._tables: list[dict[str, Any]] = []
         self._blocks: list[str] = []
         self._lines: list[str] = []
         self._printed = False
@@ -51,12 +51,14 @@ class Output:
     def table(self, table: Table) -> None:
         if self.as_json:
             keys = table.keys()
-            self._tables.append({
-                "Content": table.content,
-                "Header": dict(zip(keys, table.header, strict=True)),
-                "Rows": [dict(zip(keys, row, strict=True)) for row in table.rows],
-                "Notes": list(table.notes),
-            })
+            self._tables.append(
+                {
+                    "Content": table.content,
+                    "Header": dict(zip(keys, table.header, strict=True)),
+                    "Rows": [dict(zip(keys, row, strict=True)) for row in table.rows],
+                    "Notes": list(table.notes),
+                }
+            )
         else:
             self._print(render(table, tty=self.tty), spaced=True)
 

@@ -37,13 +37,12 @@ def render(table: Table, *, tty: bool = True) -> str:
     previous_first = None
     for row in table.rows:
         first = row[0] if row else ""
-        shown = ["^" if i == 0 and first and first == previous_first else (c or "-") for i, c in enumerate(row)]
+        cells.append(["^" if i == 0 and first and first == previous_first else (c or "-") for i, c in enumerate(row)])
         previous_first = first
-        cells.append(shown)
     widths = [max(len(r[i]) for r in cells) for i in range(len(table.header))]
     lines = [f"{table.title}", ""] if table.title else []
-    for row in cells:
-        lines.append("".join(c.ljust(w) + "  " for c, w in zip(row, widths, strict=True)))
+    for cell_row in cells:
+        lines.append("".join(c.ljust(w) + "  " for c, w in zip(cell_row, widths, strict=True)))
     if table.notes:
         lines.append("")
         lines += table.notes

@@ -1,0 +1,290 @@
+"""kapply's Python API: one client object per cluster, async or sync, that plans and runs deploys and deletes and
+reads apps and their history. The CLI and the controller use nothing else to do their work.
+
+    import kapply
+
+    with kapply.Client() as k:                        # the kubeconfig, as kapp finds it
+        plan = k.plan_deploy("web", files=["config/"], namespace="prod")
+        print(plan.line_diffs())
+        result = k.run_deploy(plan)
+
+    async with kapply.AsyncClient(in_cluster=True) as k:
+        await k.deploy("web", resources=[{"apiVersion": "v1", "kind": "ConfigMap", ...}], namespace="prod")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, TextIO
+
+from kapply import delete as delete_pipeline
+from kapply import deploy as deploy_pipeline
+from kapply.app import history, record
+from kapply.app.history import AppChange
+from kapply.app.record import App
+from kapply.apply.planning import ClusterChange
+from kapply.apply.progress import Progress
+from kapply.delete import DeleteOptions, DeletePlan
+from kapply.deploy import DeployOptions, Plan, Result, Source
+from kapply.objects import Obj
+from kapply.resources.cluster import Cluster
+from kapply.resources.kubeconfig import KubeconfigFlags, default_namespace, load
+
+Resources = Sequence[Mapping[str, Any]]
+
+
+class AsyncClient:
+    """A connection to one cluster. Connects as kapp does: `kubeconfig_yaml`, else the `kubeconfig` path (or
+    $KAPP_KUBECONFIG, $KUBECONFIG, ~/.kube/config), with `context`; or, with `in_cluster`, the pod's service
+    account. `namespace` is the default for every call (else $KAPP_NAMESPACE, else the context's)."""
+
+    def __init__(
+        self,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        kubeconfig_yaml: str | None = None,
+        in_cluster: bool = False,
+        namespace: str | None = None,
+        timeout: float = 60,
+    ) -> None:
+        flags = KubeconfigFlags(
+            str(kubeconfig) if kubeconfig is not None else None, context, kubeconfig_yaml, in_cluster=in_cluster
+        )
+        self.cluster = Cluster(load(flags), timeout=timeout)
+        self._namespace = namespace
+
+    @property
+    def server(self) -> str:
+        return self.cluster.server
+
+    def namespace(self, explicit: str | None = None) -> str:
+        """The namespace a call uses: `explicit`, else the client's, else $KAPP_NAMESPACE, else the context's."""
+        return default_namespace(explicit or self._namespace, self.cluster.namespace)
+
+    async def close(self) -> None:
+        await self.cluster.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def target(self) -> str:
+        """kapp's `Target cluster '<server>' (nodes: <oldest node>, <N-1>+)`."""
+        return await self.cluster.target()
+
+    async def plan_deploy(
+        self,
+        app: str,
+        *,
+        files: Sequence[str | os.PathLike[str]] = (),
+        resources: Resources | None = None,
+        namespace: str | None = None,
+        app_namespace: str | None = None,
+        options: DeployOptions = DeployOptions(),
+        stdin: TextIO | None = None,
+    ) -> Plan:
+        """The changes deploying `files` (paths, directories, `-` for `stdin`) and `resources` (dicts) as `app` would
+        make. Writes nothing."""
+        source = Source(tuple(str(f) for f in files), resources, stdin)
+        return await deploy_pipeline.plan(
+            self.cluster,
+            app,
+            source,
+            options,
+            namespace_name=self.namespace(namespace),
+            app_namespace=app_namespace,
+        )
+
+    async def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
+        """Apply a plan, wait until it converges, and record it in the app's history."""
+        return await deploy_pipeline.run(self.cluster, plan, progress)
+
+    async def deploy(
+        self,
+        app: str,
+        *,
+        files: Sequence[str | os.PathLike[str]] = (),
+        resources: Resources | None = None,
+        namespace: str | None = None,
+        app_namespace: str | None = None,
+        options: DeployOptions = DeployOptions(),
+        progress: Progress | None = None,
+    ) -> Result:
+        """Plan and run a deploy (no confirmation: the caller decided)."""
+        plan = await self.plan_deploy(
+            app, files=files, resources=resources, namespace=namespace, app_namespace=app_namespace, options=options
+        )
+        return await self.run_deploy(plan, progress=progress)
+
+    async def plan_delete(
+        self, app: str, *, namespace: str | None = None, options: DeleteOptions = DeleteOptions()
+    ) -> DeletePlan | None:
+        """What deleting `app` does; None when it does not exist. Writes nothing."""
+        return await delete_pipeline.plan(self.cluster, app, options, namespace_name=self.namespace(namespace))
+
+    async def run_delete(self, plan: DeletePlan, *, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
+        """Delete the app's resources, then its history and record; returns the changes that were waited on."""
+        return await delete_pipeline.run(self.cluster, plan, progress)
+
+    async def delete(
+        self,
+        app: str,
+        *,
+        namespace: str | None = None,
+        options: DeleteOptions = DeleteOptions(),
+        progress: Progress | None = None,
+    ) -> bool:
+        """Plan and run a delete; False when the app did not exist."""
+        plan = await self.plan_delete(app, namespace=namespace, options=options)
+        if plan is None:
+            return False
+        await self.run_delete(plan, progress=progress)
+        return True
+
+    async def get_app(self, app: str, *, namespace: str | None = None) -> App:
+        """The app's record; AppNotFoundError when there is none."""
+        return await record.require(self.cluster, self.namespace(namespace), app)
+
+    async def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
+        """Every object labeled as the app's, controller-made ones included."""
+        return await record.list_resources(self.cluster, await self.get_app(app, namespace=namespace))
+
+    async def list_apps(self, namespace: str | None = None, *, all_namespaces: bool = False) -> list[App]:
+        return await record.list_apps(self.cluster, None if all_namespaces else self.namespace(namespace))
+
+    async def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
+        """The app's changes, oldest first, each with the masked diff kapply recorded."""
+        return await history.list_changes(self.cluster, await self.get_app(app, namespace=namespace))
+
+
+class Client:
+    """The synchronous twin of AsyncClient (same arguments, same methods), for scripts and notebooks. Calls run on
+    an event loop of its own, so one connection serves them all; use AsyncClient inside async code."""
+
+    def __init__(
+        self,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        kubeconfig_yaml: str | None = None,
+        in_cluster: bool = False,
+        namespace: str | None = None,
+        timeout: float = 60,
+    ) -> None:
+        self._runner = asyncio.Runner()
+        self.aio = AsyncClient(
+            kubeconfig,
+            context=context,
+            kubeconfig_yaml=kubeconfig_yaml,
+            in_cluster=in_cluster,
+            namespace=namespace,
+            timeout=timeout,
+        )
+
+    @property
+    def server(self) -> str:
+        return self.aio.server
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self.aio.close())
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def target(self) -> str:
+        return self._runner.run(self.aio.target())
+
+    def plan_deploy(
+        self,
+        app: str,
+        *,
+        files: Sequence[str | os.PathLike[str]] = (),
+        resources: Resources | None = None,
+        namespace: str | None = None,
+        app_namespace: str | None = None,
+        options: DeployOptions = DeployOptions(),
+        stdin: TextIO | None = None,
+    ) -> Plan:
+        return self._runner.run(
+            self.aio.plan_deploy(
+                app,
+                files=files,
+                resources=resources,
+                namespace=namespace,
+                app_namespace=app_namespace,
+                options=options,
+                stdin=stdin,
+            )
+        )
+
+    def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
+        return self._runner.run(self.aio.run_deploy(plan, progress=progress))
+
+    def deploy(
+        self,
+        app: str,
+        *,
+        files: Sequence[str | os.PathLike[str]] = (),
+        resources: Resources | None = None,
+        namespace: str | None = None,
+        app_namespace: str | None = None,
+        options: DeployOptions = DeployOptions(),
+        progress: Progress | None = None,
+    ) -> Result:
+        return self._runner.run(
+            self.aio.deploy(
+                app,
+                files=files,
+                resources=resources,
+                namespace=namespace,
+                app_namespace=app_namespace,
+                options=options,
+                progress=progress,
+            )
+        )
+
+    def plan_delete(
+        self, app: str, *, namespace: str | None = None, options: DeleteOptions = DeleteOptions()
+    ) -> DeletePlan | None:
+        return self._runner.run(self.aio.plan_delete(app, namespace=namespace, options=options))
+
+    def run_delete(self, plan: DeletePlan, *, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
+        return self._runner.run(self.aio.run_delete(plan, progress=progress))
+
+    def delete(
+        self,
+        app: str,
+        *,
+        namespace: str | None = None,
+        options: DeleteOptions = DeleteOptions(),
+        progress: Progress | None = None,
+    ) -> bool:
+        return self._runner.run(self.aio.delete(app, namespace=namespace, options=options, progress=progress))
+
+    def get_app(self, app: str, *, namespace: str | None = None) -> App:
+        return self._runner.run(self.aio.get_app(app, namespace=namespace))
+
+    def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
+        return self._runner.run(self.aio.inspect(app, namespace=namespace))
+
+    def list_apps(self, namespace: str | None = None, *, all_namespaces: bool = False) -> list[App]:
+        return self._runner.run(self.aio.list_apps(namespace, all_namespaces=all_namespaces))
+
+    def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
+        return self._runner.run(self.aio.app_changes(app, namespace=namespace))

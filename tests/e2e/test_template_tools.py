@@ -1,0 +1,129 @@
+"""helm and kustomize, as hack/tools.py builds them for kapply's controller, report their pinned
+versions and render manifests. They need no cluster; they are built here if missing (slow)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # the first test may wait for the builds
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "hack" / "tools.py"
+
+
+def run(*cmd: str | Path, env: dict[str, str] | None = None) -> str:
+    """A command's stdout; its stderr in the failure when it fails."""
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, f"{cmd} exited {result.returncode}:\n{result.stderr}"
+    return result.stdout
+
+
+def script(*args: str) -> str:
+    return run(sys.executable, SCRIPT, *args)
+
+
+def pinned_version(tool: str) -> str:
+    """From the path the script gives: <cache>/<tool>-<version>/bin/<tool>."""
+    return Path(script("path", tool).strip()).parent.parent.name.removeprefix(f"{tool}-")
+
+
+@pytest.fixture(scope="session")
+def template_tools() -> dict[str, Path]:
+    """KAPPLY_HELM / KAPPLY_KUSTOMIZE -> binary, built through the script unless they are."""
+    subprocess.run([sys.executable, str(SCRIPT), "build"], check=True)  # builds nothing when built
+    paths = dict(line.split("=", 1) for line in script("env").splitlines())
+    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE"}
+    return {name: Path(path) for name, path in paths.items()}
+
+
+@pytest.fixture
+def helm(template_tools: dict[str, Path], tmp_path: Path):
+    # helm's config, cache and data dirs in tmp_path: the user's repositories and plugins play no part
+    homes = {f"HELM_{kind}_HOME": str(tmp_path / f"helm-{kind.lower()}") for kind in ["CACHE", "CONFIG", "DATA"]}
+
+    return lambda *args: run(template_tools["KAPPLY_HELM"], *args, env={**os.environ, **homes})
+
+
+def test_helm_reports_its_pinned_version(helm, template_tools):
+    assert script("path", "helm").strip() == str(template_tools["KAPPLY_HELM"])
+    version = pinned_version("helm")
+    assert version.startswith("v3.")
+    assert helm("version", "--template", "{{ .Version }}") == version
+    assert f'Version:"{version}"' in helm("version")
+
+
+def test_helm_template_renders_a_local_chart_with_its_values(helm, tmp_path):
+    chart = tmp_path / "greeter"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: greeter\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("greeting: hello\n")
+    (chart / "templates" / "configmap.yaml").write_text(
+        "apiVersion: v1\n"
+        "kind: ConfigMap\n"
+        "metadata:\n"
+        "  name: {{ .Release.Name }}-greeting\n"
+        "  namespace: {{ .Release.Namespace }}\n"
+        "data:\n"
+        "  greeting: {{ .Values.greeting | quote }}\n"
+        "  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}\n"
+    )
+
+    def expected(greeting: str, kube_version: str) -> str:
+        return (
+            "---\n"
+            "# Source: greeter/templates/configmap.yaml\n"
+            "apiVersion: v1\n"
+            "kind: ConfigMap\n"
+            "metadata:\n"
+            "  name: demo-greeting\n"
+            "  namespace: apps\n"
+            "data:\n"
+            f'  greeting: "{greeting}"\n'
+            f'  kubeVersion: "{kube_version}"\n'
+        )
+
+    out = helm("template", "demo", str(chart), "--namespace", "apps")
+    kube_version = out.split('kubeVersion: "')[1].split('"')[0]
+    assert out == expected("hello", kube_version)
+    # the Kubernetes version of helm's client-go, as in release builds; v1.20.0 if the build did not stamp it
+    major, minor, patch = kube_version.removeprefix("v").split(".")
+    assert (major, patch) == ("1", "0") and int(minor) > 30
+
+    assert helm("template", "demo", str(chart), "--namespace", "apps", "--set", "greeting=hi") == expected(
+        "hi", kube_version
+    )
+
+
+def test_kustomize_build_applies_a_name_prefix_and_common_labels(template_tools, tmp_path):
+    (tmp_path / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n"
+    )
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        "resources:\n"
+        "- configmap.yaml\n"
+        "namePrefix: dev-\n"
+        "commonLabels:\n"
+        "  app: shop\n"
+    )
+    kustomize = template_tools["KAPPLY_KUSTOMIZE"]
+    assert run(kustomize, "build", tmp_path) == (
+        "apiVersion: v1\n"
+        "data:\n"
+        "  color: blue\n"
+        "kind: ConfigMap\n"
+        "metadata:\n"
+        "  labels:\n"
+        "    app: shop\n"
+        "  name: dev-settings\n"
+    )
+
+    version = pinned_version("kustomize")
+    assert version.startswith("v5.")
+    assert run(kustomize, "version") == f"{version}\n"
