@@ -13,6 +13,7 @@ data dir: `kubeconfig` (admin, system:masters) and `restricted.kubeconfig`
 (a user bound by RBAC to the namespace `kapply-restricted` only).
 
 Usage: cluster.py build | up | down | status | kubeconfig
+       cluster.py pause | resume | kill | restart COMPONENT   (fault injection for tests)
 
 This script uses the standard library and the `openssl` command only, so it
 runs before the project's virtualenv exists.
@@ -813,6 +814,51 @@ def down() -> None:
         log(f"removed {DATA_DIR}")
 
 
+def _running(name: str) -> tuple[dict, dict]:
+    state = read_state()
+    if not state or name not in state["processes"]:
+        sys.exit(f"{LOG_PREFIX} {name} is not part of a running cluster")
+    return state, state["processes"][name]
+
+
+def pause(name: str) -> None:
+    """Freeze a component (SIGSTOP): its port stays open but nothing answers, as a hung server's would."""
+    _, proc = _running(name)
+    if pid_alive(proc["pid"], proc["exe"]):
+        os.kill(proc["pid"], signal.SIGSTOP)
+        log(f"paused {name} (pid {proc['pid']})")
+
+
+def resume(name: str) -> None:
+    _, proc = _running(name)
+    if pid_alive(proc["pid"], proc["exe"]):
+        os.kill(proc["pid"], signal.SIGCONT)
+        log(f"resumed {name} (pid {proc['pid']})")
+
+
+def kill(name: str) -> None:
+    """Kill a component outright (SIGKILL), as a crash would; `restart` brings it back."""
+    _, proc = _running(name)
+    if pid_alive(proc["pid"], proc["exe"]):
+        os.kill(proc["pid"], signal.SIGKILL)
+        while pid_alive(proc["pid"], proc["exe"]):
+            time.sleep(0.05)
+        log(f"killed {name} (pid {proc['pid']})")
+
+
+def restart(name: str) -> None:
+    """Start a component again on the ports it had (killing it first if it still runs); waits until the API server
+    is ready again."""
+    kill(name)
+    state, _ = _running(name)
+    procs: dict[str, subprocess.Popen] = {}
+    start(name, component_args(state["ports"])[name], procs)
+    state["processes"][name] = {"pid": procs[name].pid, "exe": str(binary(name))}
+    state_path().write_text(json.dumps(state, indent=2))
+    api = Api(state["server"], DATA_DIR / "pki")
+    wait_for("kube-apiserver /readyz", lambda: api.request("GET", "/readyz")[0] == 200, 120, procs)
+
+
 def status() -> int:
     state = read_state()
     if not state:
@@ -828,9 +874,18 @@ def status() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["build", "up", "down", "status", "kubeconfig"])
-    command = parser.parse_args().command
-    if command == "build":
+    parser.add_argument(
+        "command", choices=["build", "up", "down", "status", "kubeconfig", "pause", "resume", "kill", "restart"]
+    )
+    parser.add_argument("component", nargs="?", help="for pause, resume, kill and restart: e.g. kube-apiserver")
+    parsed = parser.parse_args()
+    command = parsed.command
+    faults = {"pause": pause, "resume": resume, "kill": kill, "restart": restart}
+    if command in faults:
+        if not parsed.component:
+            parser.error(f"{command} needs a component (etcd, kube-apiserver, ...)")
+        faults[command](parsed.component)
+    elif command == "build":
         build_all()
     elif command == "up":
         up()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kapply.app import history, record
+from kapply.app.lock import hold
 from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, order
@@ -61,15 +62,19 @@ async def plan(
 
 async def run(cluster: Cluster, plan: DeletePlan, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
     """Delete the app's resources, its history and its record; returns the changes waited on."""
-    progress = progress or LoggedProgress()
-    app, _ = await history.begin(cluster, plan.app, "delete", [], "", record=False)
+    async with hold(cluster, plan.app) as app:
+        return await _delete(cluster, plan, app, progress or LoggedProgress())
+
+
+async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress: Progress) -> tuple[ClusterChange, ...]:
+    app, _ = await history.begin(cluster, app, "delete", [], "", record=False)
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, app.meta.label_selector, plan.options.apply, plan.options.wait, progress
     )
     try:
         waited = await loop.run(plan.changes, plan.graph)
-    except KapplyError:
-        await history.finish(cluster, app, "", successful=False)
+    except KapplyError as failure:
+        await history.record_failure(cluster, app, "", failure)
         raise
     await history.delete_all(cluster, app)
     await cluster.discovery(refresh=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from kapply.app import history, record
+from kapply.app.lock import hold
 from kapply.app.meta import GroupVersionKind, kinds_of
 from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
@@ -32,6 +33,7 @@ from kapply.resources import manifests
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
+from kapply.resources.names import check_names
 from kapply.resources.ownership import check_ownership
 from kapply.resources.preparation import Placement, prepare
 
@@ -133,6 +135,7 @@ async def plan(
         {app.meta.label_key: app.meta.label_value},
         default_label_scoping=options.default_label_scoping,
     )
+    check_names(prepared)
     if not prepared and not options.allow_empty:
         raise ManifestError(
             "Trying to apply empty set of resources will result in deletion of resources on cluster. "
@@ -142,7 +145,8 @@ async def plan(
     if app.stored:
         new_gks = {(group_of(p.obj), p.obj["kind"]) for p in prepared}
         scope = None if app.meta.used_gks is None else set(app.meta.used_gks) | new_gks
-        labeled = await list_labeled(cluster, types_in_scope(discovery, scope), app.meta.label_selector)
+        fallback = record.fallback_namespaces(app, default_ns, *(namespace(p.obj) for p in prepared))
+        labeled = await list_labeled(cluster, types_in_scope(discovery, scope), app.meta.label_selector, fallback)
     resolved = versioned.resolve(prepared, labeled, config)
     new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
     origins = {key_of(d.obj): d.origin for d in resolved.desired}
@@ -178,12 +182,21 @@ async def plan(
 
 
 async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) -> Result:
-    """Apply the plan and record it as an app-change (with its masked diff)."""
-    progress = progress or LoggedProgress()
+    """Apply the plan and record it as an app-change (with its masked diff), holding the app meanwhile (see
+    `kapply.app.lock`: a concurrent deploy, or one that ran since the plan, stops this one before it applies)."""
     options = plan.options
-    app = await record.store(cluster, plan.app, dict(options.app_labels))
-    if not plan.changes:
-        return Result(app, (), "", (), 0)
+    if not plan.changes and plan.app.stored:  # nothing to apply: kapp writes nothing but new labels
+        if options.app_labels:
+            await record.update_record(cluster, plan.app, lambda cm: record.merge_labels(cm, options.app_labels))
+        return Result(plan.app, (), "", (), 0)
+    async with hold(cluster, plan.app, options.app_labels) as app:
+        if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
+            return Result(app, (), "", (), 0)
+        return await _apply(cluster, plan, app, progress or LoggedProgress())
+
+
+async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progress) -> Result:
+    options = plan.options
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
     stored_diff = line_diffs((c.change for c in plan.changes), plan.config)
     app, change_name = await history.begin(
@@ -199,8 +212,8 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
     )
     try:
         waited = await loop.run(plan.changes, plan.graph)
-    except (KapplyError, OSError):
-        await history.finish(cluster, app, change_name, successful=False)
+    except KapplyError as failure:
+        await history.record_failure(cluster, app, change_name, failure)
         raise
     app = await history.finish(cluster, app, change_name, successful=True)
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.new_used))

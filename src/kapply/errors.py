@@ -40,3 +40,7 @@ class GraphError(KapplyError):
 
 class ApplyError(KapplyError):
     """A change the API server refused, or a resource that did not converge; the message says which and why."""
+
+
+class ConcurrencyError(KapplyError):
+    """Another deploy or delete of the same app ran, or is running: nothing was applied."""

@@ -61,6 +61,9 @@ APP_CHANGE_APP_NAME_LABEL = "kapp.k14s.io/app-change-app"
 
 CONFIG_API_VERSION = "kapp.k14s.io/v1alpha1"
 
+# kapply's own keys (kapp neither writes nor reads them).
+DEPLOY_LOCK = "kapply.dev/deploy-lock"  # on the app record while a deploy or delete runs (kapply.app.lock)
+
 # What kapp writes to remember what it applied: never part of a diff.
 HISTORY_ANNOTATIONS = (ORIGINAL, ORIGINAL_DIFF_MD5, ORIGINAL_DIFF, ORIGINAL_DIFF_FULL)
 

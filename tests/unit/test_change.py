@@ -11,8 +11,14 @@ CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namesp
 
 
 def live(obj: dict, **server_fields) -> dict:
-    """What the server stores: metadata it fills in, and status."""
-    meta = {**obj["metadata"], "uid": "u-1", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    """What the server stores after kapply applied obj: kapply's identity annotation, metadata the server fills in."""
+    meta = {
+        **obj["metadata"],
+        "annotations": {"kapp.k14s.io/identity": "v1;ns//ConfigMap/c;v1"},
+        "uid": "u-1",
+        "resourceVersion": "7",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
     return {**obj, "metadata": meta, **server_fields}
 
 

@@ -15,6 +15,7 @@ import orjson
 from kapply import objects
 from kapply.app.meta import AppMeta, ChangeMeta, now
 from kapply.app.record import CONFIGMAPS, App, save_meta
+from kapply.errors import KapplyError
 from kapply.resources.cluster import Cluster
 
 DIFF_KEY = "diff"
@@ -80,6 +81,15 @@ async def finish(cluster: Cluster, app: App, name: str, successful: bool) -> App
             cm["data"]["spec"] = orjson.dumps(meta.to_json()).decode()
             await cluster.update(CONFIGMAPS, cm)
     return await save_meta(cluster, app, _with_last_change(app, name, meta))
+
+
+async def record_failure(cluster: Cluster, app: App, name: str, failure: KapplyError) -> None:
+    """Mark the change failed. If even that fails (the API server is gone), the failure that ended the run stays the
+    error the user sees, with this one noted under it."""
+    try:
+        await finish(cluster, app, name, successful=False)
+    except KapplyError as e:
+        failure.add_note(f"(recording the app-change as failed did not work either: {e})")
 
 
 async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:

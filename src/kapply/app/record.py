@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from kapply import objects
 from kapply.app.meta import AppMeta
-from kapply.errors import AppNotFoundError, KapplyError
+from kapply.errors import AppNotFoundError, ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.labeled import list_labeled, types_in_scope
@@ -101,54 +103,64 @@ async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
     return App(name, namespace, cm_name, AppMeta(objects.APP_LABEL, str(time.time_ns())), stored=False)
 
 
-async def store(cluster: Cluster, app: App, labels: dict[str, str]) -> App:
-    """Write a new app's record, or add labels to an existing one."""
-    if app.stored:
-        if labels:
-            await _merge_labels(cluster, app, labels)
-        return app
-    annotations = {objects.APP_CHANGES_USE_APP_LABEL: ""}
+def new_record(app: App, labels: Mapping[str, str], annotations: Mapping[str, str]) -> Obj:
+    """The ConfigMap that records a new app, as kapp writes it."""
+    all_annotations = {objects.APP_CHANGES_USE_APP_LABEL: "", **annotations}
     if app.configmap_name.endswith(FQ_SUFFIX):
-        annotations[objects.IS_CONFIGMAP_MIGRATED] = ""
-    await cluster.create(
-        CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": app.configmap_name,
-                "namespace": app.namespace,
-                "labels": {objects.IS_APP_LABEL: "", **labels},
-                "annotations": annotations,
-            },
-            "data": {"spec": app.meta.to_json().decode()},
+        all_annotations[objects.IS_CONFIGMAP_MIGRATED] = ""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": app.configmap_name,
+            "namespace": app.namespace,
+            "labels": {objects.IS_APP_LABEL: "", **labels},
+            "annotations": all_annotations,
         },
-    )
-    return replace(app, stored=True)
+        "data": {"spec": app.meta.to_json().decode()},
+    }
 
 
-async def _merge_labels(cluster: Cluster, app: App, labels: dict[str, str]) -> None:
-    cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
-    assert cm is not None
+def merge_labels(cm: Obj, labels: Mapping[str, str]) -> None:
+    """Add `--labels` to the record; a label may not change value (kapp's rule)."""
     current = cm["metadata"].setdefault("labels", {})
     for key, value in labels.items():
         if key in current and current[key] != value:
             raise KapplyError(f"Expected label '{key}' value to remain same")
-    if any(key not in current for key in labels):
-        current.update(labels)
-        await cluster.update(CONFIGMAPS, cm)
+    current.update(labels)
+
+
+_writers: dict[tuple[int, str, str], asyncio.Lock] = {}
+
+
+async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None]) -> Obj:
+    """Read the app ConfigMap, `change` it and write it back with its resourceVersion; on a conflict (another writer
+    in between), read and change it again. Writes of one process to one record are serialised, so that a lock's
+    heartbeat and the deploy's own updates do not conflict with each other."""
+    writer = _writers.setdefault((id(cluster), app.namespace, app.configmap_name), asyncio.Lock())
+    async with writer:
+        for _ in range(10):
+            cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
+            if cm is None:
+                raise AppNotFoundError(f"{app.describe()} does not exist")
+            change(cm)
+            try:
+                return await cluster.update(CONFIGMAPS, cm)
+            except ClusterError as e:
+                if e.status != 409:
+                    raise
+        raise KapplyError(f"Updating the record of {app.describe()}: it kept changing (tried 10 times)")
 
 
 async def save_meta(cluster: Cluster, app: App, meta: AppMeta) -> App:
     """Write meta into the app ConfigMap (GET then PUT, as kapp does)."""
     app = replace(app, meta=meta)
-    if not app.stored:
-        return app
-    cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
-    if cm is None:
-        raise KapplyError(f"{app.describe()} does not exist")
-    cm.setdefault("data", {})["spec"] = meta.to_json().decode()
-    await cluster.update(CONFIGMAPS, cm)
+    if app.stored:
+
+        def write(cm: Obj) -> None:
+            cm.setdefault("data", {})["spec"] = meta.to_json().decode()
+
+        await update_record(cluster, app, write)
     return app
 
 
@@ -164,4 +176,11 @@ async def delete(cluster: Cluster, app: App) -> None:
 async def list_resources(cluster: Cluster, app: App) -> list[Obj]:
     """Everything labeled for the app, of every listable type (not only the kinds the app recorded), controller-made
     (transient) objects included."""
-    return await list_labeled(cluster, types_in_scope(await cluster.discovery(), None), app.meta.label_selector)
+    types = types_in_scope(await cluster.discovery(), None)
+    return await list_labeled(cluster, types, app.meta.label_selector, fallback_namespaces(app))
+
+
+def fallback_namespaces(app: App, *more: str) -> set[str]:
+    """The namespaces to list in when cluster-wide listing is forbidden (kapp's fallback allowed namespaces): the
+    app's own, those its last change touched, and `more`."""
+    return {app.namespace, *app.meta.last_change.namespaces, *more}

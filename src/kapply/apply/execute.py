@@ -22,7 +22,7 @@ from kapply.apply.strategies import (
     update_strategy,
 )
 from kapply.config.config import Config
-from kapply.config.rules import MaskCounter, mask
+from kapply.config.rules import MaskCounter
 from kapply.diff.change import (
     MAX_ANNOTATION_VALUE,
     Change,
@@ -32,6 +32,7 @@ from kapply.diff.change import (
     records_original,
 )
 from kapply.diff.ops_diff import fingerprint
+from kapply.diff.render import masked
 from kapply.diff.text_diff import diff_lines, render_minimal
 from kapply.diff.yaml_text import to_yaml
 from kapply.errors import ApplyError, ClusterError
@@ -173,7 +174,7 @@ class Applier:
     def _minimal_diff(self, change: Change) -> str:
         counter = MaskCounter()
         left, right = (
-            to_yaml(mask(side, self.config.diff_mask_rules, counter)).split("\n") if side is not None else []
+            to_yaml(masked(side, self.config, counter)).split("\n") if side is not None else []
             for side in (change.left, change.right)
         )
         return render_minimal(diff_lines(left, right))
@@ -204,10 +205,10 @@ class Applier:
         if "delete" not in rtype.verbs:
             return
         try:
+            # The UID precondition: never delete an object that replaced ours under the same name (the server
+            # answers 409, which is reported: the object the plan showed was not the one deleted).
             await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         except ClusterError as e:
-            if e.status == 409:  # precondition failed: a different object by that name now; ours is gone
-                return
             raise ApplyError(f"delete {change.describe()}: Deleting resource {change.describe()}: {e}") from e
 
     async def _exists(self, change: Change) -> None:

@@ -418,6 +418,11 @@ def confirm(yes: bool) -> None:
         raise KapplyError("Stopped")
 
 
+def _with_notes(error: BaseException) -> str:
+    """The message and any notes added to it on the way up (e.g. that recording the failure failed too)."""
+    return "\n".join([str(error), *getattr(error, "__notes__", ())])
+
+
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Print kapply's errors as one message (no traceback) and exit 1, or with an ExitStatus' code."""
 
@@ -429,7 +434,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             click.echo(f"kapply: Error: {e}", err=True)
             sys.exit(e.code)
         except KapplyError as e:
-            click.echo(f"kapply: Error: {e}", err=True)
+            click.echo(f"kapply: Error: {_with_notes(e)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("kapply: Error: Interrupted (changes applied so far stay applied)", err=True)

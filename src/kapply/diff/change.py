@@ -105,10 +105,29 @@ def diff_side(obj: Obj, config: Config) -> Obj:
     return obj
 
 
+def _without_annotation_keys(obj: Obj, keys: tuple[str, ...]) -> Obj:
+    """kapp's FieldRemoveMod on `metadata.annotations.<key>`: the keys go, the map stays (even empty)."""
+    current = objects.annotations(obj)
+    if not any(k in current for k in keys):
+        return obj
+    kept = {k: v for k, v in current.items() if k not in keys}
+    return {**obj, "metadata": {**objects.metadata(obj), "annotations": kept}}
+
+
 def _last_applied_check(live: Obj, applied: Obj, config: Config) -> str:
-    """Fingerprint of how the stored object differs from what was sent, rebased onto it."""
-    saved = remove_fields(historyless(live), config.diff_against_last_applied_field_exclusion_rules)
-    return fingerprint(saved, rebase(applied, live, config.rebase_rules))
+    """kapp's `original-diff-md5`: the fingerprint of how the stored object differs from what was sent, rebased onto
+    it. Both sides are prepared exactly as kapp prepares them, so that kapp and kapply read each other's record."""
+    existing = _without_annotation_keys(live, (objects.IDENTITY,))  # kapp reads objects without it
+    existing = remove_fields(existing, config.diff_against_last_applied_field_exclusion_rules)
+    existing = remove_fields(
+        _without_annotation_keys(existing, objects.HISTORY_ANNOTATIONS),
+        config.diff_against_existing_field_exclusion_rules,
+    )
+    new = remove_fields(
+        _without_annotation_keys(applied, objects.HISTORY_ANNOTATIONS),
+        config.diff_against_existing_field_exclusion_rules,
+    )
+    return fingerprint(existing, rebase(new, existing, config.rebase_rules))
 
 
 def last_applied(live: Obj, config: Config) -> Obj | None:

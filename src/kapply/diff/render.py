@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kapply import objects
 from kapply.config.config import Config
+from kapply.config.matchers import matches_any
 from kapply.config.rules import MaskCounter, mask
 from kapply.diff.change import ApplyOp, Change
 from kapply.diff.text_diff import diff_lines, render
@@ -25,11 +27,31 @@ class DiffFormat:
     mask: bool = True
 
 
+# Annotations that hold a copy of the whole object: where a masked value hides again if left alone.
+OBJECT_COPIES = ("kubectl.kubernetes.io/last-applied-configuration", objects.ORIGINAL)
+
+
+def masked(obj: Obj, config: Config, counter: MaskCounter) -> Obj:
+    """obj with the values under diffMaskRules masked (`<-- value not shown (#N)`), and, when any rule covers it (a
+    Secret, say), also every copy of it the object carries (kubectl's last-applied annotation, kapp's original) and its
+    managedFields: a value masked in `data` must not show up in full a few lines above."""
+    if not any(matches_any(rule.resource_matchers, obj) for rule in config.diff_mask_rules):
+        return obj
+    obj = mask(obj, config.diff_mask_rules, counter)
+    meta = objects.metadata(obj)
+    copies = {k: v for k, v in objects.annotations(obj).items() if k in OBJECT_COPIES}
+    if copies:
+        obj = objects.with_annotations(obj, counter.mask_map(copies))
+    if "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in objects.metadata(obj).items() if k != "managedFields"}}
+    return obj
+
+
 def _yaml_lines(obj: Obj | None, config: Config, counter: MaskCounter | None) -> list[str]:
     if obj is None:
         return []
     if counter is not None:
-        obj = mask(obj, config.diff_mask_rules, counter)
+        obj = masked(obj, config, counter)
     return to_yaml(obj).split("\n")
 
 

@@ -10,10 +10,10 @@ the life of the client. Nothing else in kapply builds URLs or reads HTTP errors.
 from __future__ import annotations
 
 import asyncio
-import builtins
-from collections.abc import Iterable
+import logging
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 import orjson
@@ -21,9 +21,12 @@ from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import SingleConfig
 
 from kapply import objects
-from kapply.errors import ClusterError
+from kapply.errors import ClusterError, ManifestError
 from kapply.objects import Obj
 from kapply.resources.kubeconfig import ExecCredentialAuth
+from kapply.resources.names import path_segment_problems
+
+_log = logging.getLogger("kapply")
 
 FIELD_MANAGER = "kapply"
 LIST_PAGE_SIZE = 500
@@ -46,9 +49,19 @@ class ResourceType:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        ns = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
-        return f"{base}{ns}/{self.plural}" + (f"/{name}" if name else "")
+        """The request path; every segment checked (a name such as `..` or `a/b` is refused) and escaped."""
+        base = (
+            f"/apis/{_segment(self.group)}/{_segment(self.version)}" if self.group else f"/api/{_segment(self.version)}"
+        )
+        ns = f"/namespaces/{_segment(namespace, 'namespace')}" if self.namespaced and namespace else ""
+        return f"{base}{ns}/{_segment(self.plural)}" + (f"/{_segment(name)}" if name else "")
+
+
+def _segment(value: str, what: str = "resource name") -> str:
+    problems = path_segment_problems(value)
+    if problems:
+        raise ManifestError(f"invalid {what} {orjson.dumps(value).decode()}: [{', '.join(problems)}]")
+    return quote(value, safe=":@")
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,48 @@ class Discovery:
         """One type per group and kind (its preferred version) that can be listed: the same object is
         served under every version of its group, so listing one version finds it once."""
         return [t for t in self._by_group_kind.values() if "list" in t.verbs]
+
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
+MAX_ATTEMPTS = 10  # client-go's default number of retries
+MAX_DELAY = 8.0  # seconds between attempts, at most
+
+
+def retry_delay(
+    method: str, attempt: int, *, status: int = 0, retry_after: str | None = None, error: Exception | None = None
+) -> float | None:
+    """How long to wait before attempt `attempt + 1` of a request that failed, or None when it must not be retried.
+
+    As client-go: an answer of 429 or 5xx that carries Retry-After (API Priority and Fairness, "storage is
+    (re)initializing", a server shutting down) means the request was not processed, so any request is retried
+    after the time it names. Beyond client-go, a request that PUT, PATCH or DELETE may repeat safely (each carries
+    a resourceVersion or UID precondition, or is a merge) is also retried on other 5xx answers (an etcd leader
+    change) and on a lost connection; a POST only when it never reached the server. Bounded: MAX_ATTEMPTS in all,
+    at most MAX_DELAY seconds apart, so a dead server fails the run in well under a minute plus timeouts.
+    """
+    if attempt >= MAX_ATTEMPTS:
+        return None
+    backoff: float = min(MAX_DELAY, 0.25 * 2.0 ** (attempt - 1))
+    if error is not None:
+        if isinstance(error, httpx2.ConnectError):  # refused or unreachable: the request was never sent
+            return backoff
+        retryable = (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)
+        return backoff if method in IDEMPOTENT and isinstance(error, retryable) else None
+    if status != 429 and status < 500:
+        return None
+    if retry_after is not None:
+        try:
+            return min(MAX_DELAY, max(0.0, float(retry_after)))
+        except ValueError:
+            return backoff
+    return backoff if method in IDEMPOTENT and status in (429, 500, 502, 503, 504) else None
+
+
+def _failure(error: Exception) -> str:
+    """A transport error in words: some (timeouts) have an empty message."""
+    text = str(error).strip()
+    name = type(error).__name__
+    return f"{name}: {text}" if text else f"{name} (no answer from the server)"
 
 
 def _error(response: httpx2.Response) -> ClusterError:
@@ -155,20 +210,41 @@ class Cluster:
         if body is not None:
             content = orjson.dumps(body)
             headers["Content-Type"] = content_type
-        try:
+        attempt = 0
+        while True:
+            attempt += 1
             try:
-                response = await self._http.request(method, path, params=params, content=content, headers=headers)
-            except httpx2.RemoteProtocolError:
-                # The API server closes an HTTP/2 connection (GOAWAY) before answering an unauthenticated
-                # request, and the HTTP/2 client then loses the 401; HTTP/1.1 gets the real answer.
-                if self._http1 is None:
-                    self._http1 = httpx2.AsyncClient(**{**self._params, "http2": False})
-                response = await self._http1.request(method, path, params=params, content=content, headers=headers)
-        except httpx2.HTTPError as e:
-            raise ClusterError(f"Request {method} {path} to {self.server} failed: {e}") from e
-        if response.status_code >= 400:
-            raise _error(response)
-        return orjson.loads(response.content) if response.content else None
+                response = await self._send(method, path, params, content, headers)
+            except httpx2.HTTPError as e:
+                delay = retry_delay(method, attempt, error=e)
+                if delay is None:
+                    tried = f" (after {attempt} attempts)" if attempt > 1 else ""
+                    raise ClusterError(f"Request {method} {path} to {self.server} failed{tried}: {_failure(e)}") from e
+            else:
+                if response.status_code < 400:
+                    return orjson.loads(response.content) if response.content else None
+                delay = retry_delay(
+                    method, attempt, status=response.status_code, retry_after=response.headers.get("Retry-After")
+                )
+                if delay is None:
+                    raise _error(response)
+            _log.info("retrying %s %s in %.2fs (attempt %d of %d)", method, path, delay, attempt + 1, MAX_ATTEMPTS)
+            await asyncio.sleep(delay)
+
+    async def _send(
+        self, method: str, path: str, params: dict[str, str] | None, content: bytes | None, headers: dict[str, str]
+    ) -> httpx2.Response:
+        try:
+            return await self._http.request(method, path, params=params, content=content, headers=headers)
+        except httpx2.RemoteProtocolError:
+            if method != "GET":
+                raise
+            # The API server closes an HTTP/2 connection (GOAWAY) before answering an unauthenticated request, and
+            # the HTTP/2 client then loses the 401; HTTP/1.1 gets the real answer. Only for reads: a write may
+            # have been processed when its connection went away.
+            if self._http1 is None:
+                self._http1 = httpx2.AsyncClient(**{**self._params, "http2": False})
+            return await self._http1.request(method, path, params=params, content=content, headers=headers)
 
     async def discovery(self, refresh: bool = False) -> Discovery:
         async with self._discovery_lock:
@@ -247,12 +323,6 @@ class Cluster:
             if not token:
                 return items
             params = {**params, "continue": token}
-
-    async def list_many(
-        self, rtypes: Iterable[ResourceType], *, label_selector: str | None = None
-    ) -> builtins.list[Obj]:
-        results = await asyncio.gather(*(self.list(t, label_selector=label_selector) for t in rtypes))
-        return [obj for objs in results for obj in objs]
 
     async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
         namespace = objects.namespace(obj) or None

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Iterable
 
 from kapply import objects
+from kapply.errors import ClusterError
 from kapply.objects import Obj, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
 
@@ -43,9 +44,31 @@ def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] 
     return [t for t in listable if (t.group, t.kind) in wanted]
 
 
-async def list_labeled(cluster: Cluster, rtypes: Iterable[ResourceType], selector: str) -> list[Obj]:
-    """Every object with the label selector among the types (one cluster-wide LIST per type, concurrently)."""
-    return await cluster.list_many(rtypes, label_selector=selector)
+async def list_labeled(
+    cluster: Cluster, rtypes: Iterable[ResourceType], selector: str, fallback_namespaces: Iterable[str] = ()
+) -> list[Obj]:
+    """Every object with the label selector among the types: one cluster-wide LIST per type, concurrently.
+
+    A user whose rights end at some namespaces may not list cluster-wide: as kapp, kapply then lists a namespaced
+    type in each of the `fallback_namespaces` (the namespaces the app uses), and skips a cluster-scoped type it may
+    not list (a namespace-only user cannot have created one)."""
+    namespaces = sorted(set(fallback_namespaces) - {"", "(cluster)"})
+
+    async def one(rtype: ResourceType) -> list[Obj]:
+        try:
+            return await cluster.list(rtype, label_selector=selector)
+        except ClusterError as e:
+            if e.status != 403:
+                raise
+            if not rtype.namespaced:
+                return []
+        per_namespace = await asyncio.gather(
+            *(cluster.list(rtype, label_selector=selector, namespace=ns) for ns in namespaces)
+        )
+        return [obj for objs in per_namespace for obj in objs]
+
+    results = await asyncio.gather(*(one(t) for t in rtypes))
+    return [obj for objs in results for obj in objs]
 
 
 async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[Obj]) -> list[Obj]:

@@ -1,0 +1,135 @@
+"""One deploy (or delete) of an app at a time, and only the one that was planned.
+
+kapply holds an app while it applies: the app record carries an annotation naming the holder and when it last
+renewed it; the holder renews it every RENEW seconds and removes it when done. Taking it is a write of the record with
+the resourceVersion just read (optimistic concurrency), so two processes cannot both take it; a second deploy fails
+at once naming the holder. A holder that died stops renewing, and after TTL seconds its hold lapses.
+
+Taking the hold also checks that the record is the one the plan was made from: a deploy or delete that ran between
+planning and applying (while a user read the diff, say) changed it, and the approved plan may no longer be true. A
+new app's record is created with the hold on it, so of two first deploys of one app only one goes ahead.
+
+kapp knows nothing of this annotation (it keeps it, as it keeps any annotation on the record): kapply and kapp can
+still interleave; two kapplys (or kapply controllers) cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import orjson
+
+from kapply import objects
+from kapply.app.meta import AppMeta
+from kapply.app.record import CONFIGMAPS, App, merge_labels, new_record, update_record
+from kapply.errors import AppNotFoundError, ClusterError, ConcurrencyError, KapplyError
+from kapply.objects import Obj
+from kapply.resources.cluster import Cluster
+
+TTL = timedelta(seconds=60)
+RENEW = 15.0
+_log = logging.getLogger("kapply")
+
+
+def holder_id() -> str:
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def _value(holder: str, now: datetime) -> str:
+    return orjson.dumps({"holder": holder, "renewed": now.strftime("%Y-%m-%dT%H:%M:%SZ")}).decode()
+
+
+def held_by_other(cm: Obj, holder: str, now: datetime) -> str | None:
+    """Who else holds the app (and since when they last renewed), or None when it is free, lapsed or ours."""
+    raw = objects.annotations(cm).get(objects.DEPLOY_LOCK)
+    if not raw:
+        return None
+    try:
+        value = orjson.loads(raw)
+        other, renewed = value["holder"], datetime.fromisoformat(value["renewed"].replace("Z", "+00:00"))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None  # not a hold kapply wrote: ignore it
+    if other == holder or now - renewed > TTL:
+        return None
+    return f"{other} (renewed {value['renewed']})"
+
+
+@contextlib.asynccontextmanager
+async def hold(cluster: Cluster, app: App, labels: Mapping[str, str] | None = None) -> AsyncIterator[App]:
+    """Hold the app for the duration of the block (see the module docs); yields the stored app. `labels` are kapp's
+    `--labels`, written with the hold."""
+    holder = holder_id()
+    app = await _take(cluster, app, holder, labels or {})
+    renewing = asyncio.create_task(_renew(cluster, app, holder))
+    try:
+        yield app
+    finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
+        await _release(cluster, app, holder)
+
+
+async def _take(cluster: Cluster, app: App, holder: str, labels: Mapping[str, str]) -> App:
+    now = datetime.now(UTC)
+    if not app.stored:
+        try:
+            await cluster.create(CONFIGMAPS, new_record(app, labels, {objects.DEPLOY_LOCK: _value(holder, now)}))
+        except ClusterError as e:
+            if e.status == 409:
+                raise ConcurrencyError(
+                    f"{app.describe()} was created by another deploy while this one was planned; nothing was "
+                    "applied (run again to see the diff against it)"
+                ) from e
+            raise
+        return replace(app, stored=True)
+
+    def take(cm: Obj) -> None:
+        other = held_by_other(cm, holder, now)
+        if other is not None:
+            raise ConcurrencyError(f"{app.describe()} is being deployed or deleted by {other}; nothing was applied")
+        current = AppMeta.from_json((cm.get("data") or {}).get("spec", "{}"))
+        if current != app.meta:
+            raise ConcurrencyError(
+                f"{app.describe()} changed since this deploy was planned (another deploy or delete ran in between); "
+                "nothing was applied (run again to see the current diff)"
+            )
+        merge_labels(cm, labels)
+        cm["metadata"].setdefault("annotations", {})[objects.DEPLOY_LOCK] = _value(holder, now)
+
+    await update_record(cluster, app, take)
+    return app
+
+
+async def _renew(cluster: Cluster, app: App, holder: str) -> None:
+    while True:
+        await asyncio.sleep(RENEW)
+
+        def renew(cm: Obj) -> None:
+            cm["metadata"].setdefault("annotations", {})[objects.DEPLOY_LOCK] = _value(holder, datetime.now(UTC))
+
+        try:
+            await update_record(cluster, app, renew)
+        except KapplyError as e:  # the run itself will meet the same trouble and report it
+            _log.warning("renewing the hold on %s: %s", app.describe(), e)
+
+
+async def _release(cluster: Cluster, app: App, holder: str) -> None:
+    def release(cm: Obj) -> None:
+        annotations = cm["metadata"].get("annotations") or {}
+        if held_by_other(cm, holder, datetime.now(UTC)) is None:
+            annotations.pop(objects.DEPLOY_LOCK, None)
+
+    try:
+        await update_record(cluster, app, release)
+    except KapplyError as e:  # a deleted app has no record left; anything else lapses after TTL
+        if not isinstance(e, ClusterError | AppNotFoundError):
+            raise
