@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER := $(PYTHON) hack/cluster.py
 TOOLS := $(PYTHON) hack/tools.py
 
-.PHONY: venv test unit e2e demo cluster-build cluster-up cluster-down cluster-status tools-build lint clean
+.PHONY: venv test unit e2e fuzz bench demo cluster-build cluster-up cluster-down cluster-status tools-build lint clean
 
 venv: $(VENV)/.installed
 
@@ -39,7 +39,22 @@ test: venv cluster-build tools-build
 	env $$($(TOOLS) env) $(BIN)/pytest
 
 unit: venv
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit tests/fuzz
+
+# The fuzz tests at length: 1,000 inputs per target (about 3-4 minutes); new failures are added to
+# tests/fuzz/corpus/ (commit them with their fix). `make test` runs the short profile and only reads the corpus.
+fuzz: venv
+	KAPPLY_FUZZ_PROFILE=fuzz $(BIN)/pytest tests/fuzz
+
+# kapp and kapply side by side on the local control plane (not part of `make test`); writes bench/results.{md,json,png}.
+# kapp comes from $$KAPPLY_KAPP or PATH. A subset: make bench BENCH_ARGS="--sizes 100 --deployments= --crs= --repeat 1"
+BENCH_ARGS ?=
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: $(VENV)/.bench-installed cluster-build cluster-up
+	$(BIN)/python -m bench.sidebyside $(BENCH_ARGS)
 
 e2e: venv cluster-build tools-build
 	env $$($(TOOLS) env) $(BIN)/pytest tests/e2e

@@ -491,8 +491,33 @@ def component_args(ports: dict[str, int]) -> dict[str, list[str]]:
             "--node-ip=127.0.0.1",
             f"--server-address=127.0.0.1:{ports['kwok']}",
             f"--config={DATA_DIR / 'kwok-stages.yaml'}",
+            *kwok_pod_logs(ports["kwok"]),
         ],
     }
+
+
+# Pod logs (`kubectl logs`, `kapp logs`): kwok serves POD_LOGS as the log of every container, in the CRI log format
+# (`2026-01-01T00:00:00.000000000Z stdout F <line>`, one line each), which tests write and append to (a follower sees
+# what is appended). The API server reaches kwok's kubelet API on the node's port over TLS (without a kubelet CA
+# configured it does not verify the certificate, so the API server's own serves).
+POD_LOGS = DATA_DIR / "pod.log"
+
+
+def kwok_pod_logs(port: int) -> list[str]:
+    """kwok's arguments that serve POD_LOGS; writes the config they name (so that `restart kwok` adds it too)."""
+    config = DATA_DIR / "kwok-logs.yaml"
+    config.write_text(
+        "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\nmetadata:\n  name: pod-logs\n"
+        f"spec:\n  selector: {{}}\n  logs:\n  - logsFile: {POD_LOGS}\n    follow: true\n"
+    )
+    POD_LOGS.touch()
+    pki = DATA_DIR / "pki"
+    return [
+        f"--config={config}",
+        f"--node-port={port}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+    ]
 
 
 # kwok's default pod stages (pods become Ready; Job pods Succeed; deleted pods go), plus three that
@@ -726,11 +751,23 @@ def node_ready(api: Api) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def healthy(state: dict) -> bool:
+def ready(state: dict) -> bool:
+    """Every component runs and the API server answers /readyz, now."""
     if not all(pid_alive(p["pid"], p["exe"]) for p in state["processes"].values()):
         return False
     status, _ = Api(state["server"], DATA_DIR / "pki").request("GET", "/readyz")
     return status == 200
+
+
+def healthy(state: dict) -> bool:
+    """`ready`, once no test holds a component paused or killed (see `pause`): a test session that starts meanwhile
+    (and `up`) must wait for the fault to be undone, not take the cluster for a broken one and replace it."""
+    deadline = time.monotonic() + FAULT_GRACE
+    if active_faults():
+        log(f"waiting for a test to undo its faults: {active_faults()}")
+    while active_faults() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return ready(read_state() or state)
 
 
 def up() -> None:
@@ -821,10 +858,37 @@ def _running(name: str) -> tuple[dict, dict]:
     return state, state["processes"][name]
 
 
+# Faults a test has injected and not yet undone, by component, in `faults.json` next to the state: while there are
+# any, `healthy` waits (up to FAULT_GRACE seconds) rather than report a cluster that is about to recover as broken.
+FAULT_GRACE = 300
+
+
+def faults_path() -> Path:
+    return DATA_DIR / "faults.json"
+
+
+def active_faults() -> dict[str, str]:
+    try:
+        return json.loads(faults_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _note_fault(name: str, fault: str | None) -> None:
+    faults = {k: v for k, v in active_faults().items() if k != name}
+    if fault:
+        faults[name] = fault
+    if faults:
+        faults_path().write_text(json.dumps(faults))
+    else:
+        faults_path().unlink(missing_ok=True)
+
+
 def pause(name: str) -> None:
     """Freeze a component (SIGSTOP): its port stays open but nothing answers, as a hung server's would."""
     _, proc = _running(name)
     if pid_alive(proc["pid"], proc["exe"]):
+        _note_fault(name, "paused")
         os.kill(proc["pid"], signal.SIGSTOP)
         log(f"paused {name} (pid {proc['pid']})")
 
@@ -834,12 +898,14 @@ def resume(name: str) -> None:
     if pid_alive(proc["pid"], proc["exe"]):
         os.kill(proc["pid"], signal.SIGCONT)
         log(f"resumed {name} (pid {proc['pid']})")
+    _note_fault(name, None)
 
 
 def kill(name: str) -> None:
     """Kill a component outright (SIGKILL), as a crash would; `restart` brings it back."""
     _, proc = _running(name)
     if pid_alive(proc["pid"], proc["exe"]):
+        _note_fault(name, "killed")
         os.kill(proc["pid"], signal.SIGKILL)
         while pid_alive(proc["pid"], proc["exe"]):
             time.sleep(0.05)
@@ -857,6 +923,7 @@ def restart(name: str) -> None:
     state_path().write_text(json.dumps(state, indent=2))
     api = Api(state["server"], DATA_DIR / "pki")
     wait_for("kube-apiserver /readyz", lambda: api.request("GET", "/readyz")[0] == 200, 120, procs)
+    _note_fault(name, None)
 
 
 def status() -> int:
@@ -864,10 +931,11 @@ def status() -> int:
     if not state:
         print("not running")
         return 1
+    faults = active_faults()
     for name, proc in state["processes"].items():
         running = "running" if pid_alive(proc["pid"], proc["exe"]) else "dead"
-        print(f"{name:24} pid {proc['pid']:<8} {running}")
-    ok = healthy(state)
+        print(f"{name:24} pid {proc['pid']:<8} {running}" + (f" ({faults[name]} by a test)" if name in faults else ""))
+    ok = ready(state)
     print(f"server {state['server']} {'ready' if ok else 'NOT ready'}")
     return 0 if ok else 1
 

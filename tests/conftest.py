@@ -1,9 +1,20 @@
+"""Fixtures shared by every kind of test: the cluster script, and the cluster the e2e and compat tests use.
+
+One cluster per test run (session fixture). The cluster is the one `hack/cluster.py` builds and starts, or whatever
+`$KUBECONFIG` names (then `$KAPPLY_RESTRICTED_KUBECONFIG` may name the restricted user's kubeconfig).
+"""
+
 import importlib.util
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from lightkube import Client
+
+from tests.e2e.harness import Cluster, client_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -17,3 +28,31 @@ def cluster_script() -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_script: ModuleType) -> Iterator[Cluster]:
+    if os.environ.get("KUBECONFIG"):
+        restricted = os.environ.get("KAPPLY_RESTRICTED_KUBECONFIG")
+        yield Cluster(
+            Path(os.environ["KUBECONFIG"]),
+            Path(restricted) if restricted else None,
+            os.environ.get("KAPPLY_RESTRICTED_NAMESPACE"),
+        )
+        return
+    script = cluster_script
+    already_running = (state := script.read_state()) is not None and script.healthy(state)
+    script.up()
+    try:
+        yield Cluster(
+            script.DATA_DIR / "kubeconfig", script.DATA_DIR / "restricted.kubeconfig", script.RESTRICTED_NAMESPACE
+        )
+    finally:
+        if not already_running:
+            script.down()
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Cluster) -> Client:
+    """An admin client, for setting up and reading back objects."""
+    return client_for(cluster.kubeconfig)

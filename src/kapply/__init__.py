@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from kapply.deploy import Plan as DeployPlan
     from kapply.deploy import Result as DeployResult
     from kapply.diff.change import ApplyOp, Change, Op
+    from kapply.diff.drift import DriftPolicy
     from kapply.diff.render import DiffFormat
     from kapply.errors import (
         ApplyError,
         AppNotFoundError,
         ClusterError,
+        ConcurrencyError,
         ConfigError,
         GraphError,
         KapplyError,
@@ -57,7 +59,9 @@ _EXPORTS = {
     "Change": ("kapply.diff.change", "Change"),
     "Op": ("kapply.diff.change", "Op"),
     "DiffFormat": ("kapply.diff.render", "DiffFormat"),
+    "DriftPolicy": ("kapply.diff.drift", "DriftPolicy"),
     "ApplyError": ("kapply.errors", "ApplyError"),
+    "ConcurrencyError": ("kapply.errors", "ConcurrencyError"),
     "AppNotFoundError": ("kapply.errors", "AppNotFoundError"),
     "ClusterError": ("kapply.errors", "ClusterError"),
     "ConfigError": ("kapply.errors", "ConfigError"),
@@ -81,6 +85,7 @@ __all__ = [
     "Client",
     "ClusterChange",
     "ClusterError",
+    "ConcurrencyError",
     "ConfigError",
     "DeleteOptions",
     "DeletePlan",
@@ -89,6 +94,7 @@ __all__ = [
     "DeployResult",
     "DiffFormat",
     "DiffOptions",
+    "DriftPolicy",
     "GraphError",
     "KapplyError",
     "LoggedProgress",

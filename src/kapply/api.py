@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
+from lightkube.config.kubeconfig import SERVICE_ACCOUNT
+
 from kapply import delete as delete_pipeline
 from kapply import deploy as deploy_pipeline
 from kapply.app import history, record
@@ -28,12 +30,69 @@ from kapply.app.record import App
 from kapply.apply.planning import ClusterChange
 from kapply.apply.progress import Progress
 from kapply.delete import DeleteOptions, DeletePlan
-from kapply.deploy import DeployOptions, Plan, Result, Source
+from kapply.deploy import DeployOptions, OutsideField, Plan, Result, Source
+from kapply.diff.change import Change
+from kapply.diff.drift import DriftPolicy
+from kapply.diff.ghost import FieldDrift
+from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster
-from kapply.resources.kubeconfig import KubeconfigFlags, default_namespace, load
+from kapply.resources.kubeconfig import KubeconfigFlags, default_namespace, load, with_token
 
 Resources = Sequence[Mapping[str, Any]]
+
+
+def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise KapplyError(f"Expected {flag} in format 'key=value', got '{value}'")
+        out[key] = val
+    return out
+
+
+def _drift_policy(value: str) -> DriftPolicy:
+    try:
+        return DriftPolicy(value)
+    except ValueError:
+        choices = ", ".join(p.value for p in DriftPolicy)
+        raise KapplyError(f"Expected --drift-policy to be one of {choices}, got '{value}'") from None
+
+
+def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
+    """DeployOptions from kapp's deploy flags, by flag name (`"diff-against-last-applied"`, `"apply-timeout"` in
+    seconds, `"map-ns"` as `src=dst` strings, ...): what `kapply deploy` and the controller's `rawOptions` both build.
+    A flag not given takes kapp's default."""
+    from kapply.apply.options import ApplyOptions, WaitOptions
+    from kapply.deploy import DiffOptions
+
+    def get(name: str, default: Any) -> Any:
+        return flags.get(name, default)
+
+    return DeployOptions(
+        into_namespace=get("into-ns", ""),
+        namespace_map=_pairs(get("map-ns", []), "--map-ns"),
+        app_labels=_pairs(get("labels", []), "--labels"),
+        diff=DiffOptions(get("diff-against-last-applied", True), get("diff-server-side", True)),
+        override_ownership=get("dangerous-override-ownership-of-existing-resources", False),
+        allow_empty=get("dangerous-allow-empty-list-of-resources", False),
+        default_label_scoping=get("default-label-scoping-rules", True),
+        app_changes_max_to_keep=get("app-changes-max-to-keep", 200),
+        drift_policy=_drift_policy(get("drift-policy", "enforce")),
+        apply=ApplyOptions(
+            concurrency=get("apply-concurrency", 5),
+            default_update_strategy=get("apply-default-update-strategy", ""),
+            timeout=get("apply-timeout", 900.0),
+        ),
+        wait=WaitOptions(
+            wait=get("wait", True),
+            timeout=get("wait-timeout", 900.0),
+            resource_timeout=get("wait-resource-timeout", 0.0),
+            check_interval=get("wait-check-interval", 3.0),
+            concurrency=get("wait-concurrency", 5),
+        ),
+    )
 
 
 class AsyncClient:
@@ -50,16 +109,27 @@ class AsyncClient:
         in_cluster: bool = False,
         namespace: str | None = None,
         timeout: float = 60,
+        service_account_dir: str | None = None,
     ) -> None:
         flags = KubeconfigFlags(
-            str(kubeconfig) if kubeconfig is not None else None, context, kubeconfig_yaml, in_cluster=in_cluster
+            str(kubeconfig) if kubeconfig is not None else None,
+            context,
+            kubeconfig_yaml,
+            in_cluster=in_cluster,
+            service_account_dir=service_account_dir or SERVICE_ACCOUNT,
         )
         self.cluster = Cluster(load(flags), timeout=timeout)
         self._namespace = namespace
+        self._target: str | None = None
 
     @property
     def server(self) -> str:
         return self.cluster.server
+
+    def with_token(self, token: str, namespace: str) -> AsyncClient:
+        """A client of the same cluster acting as a service account (`token`, e.g. from the TokenRequest API), with
+        `namespace` as its default: deploying with the rights of that account, never this client's."""
+        return AsyncClient(kubeconfig_yaml=with_token(self.cluster.config, token, namespace), namespace=namespace)
 
     def namespace(self, explicit: str | None = None) -> str:
         """The namespace a call uses: `explicit`, else the client's, else $KAPP_NAMESPACE, else the context's."""
@@ -77,8 +147,10 @@ class AsyncClient:
         await self.close()
 
     async def target(self) -> str:
-        """kapp's `Target cluster '<server>' (nodes: <oldest node>, <N-1>+)`."""
-        return await self.cluster.target()
+        """kapp's `Target cluster '<server>' (nodes: <oldest node>, <N-1>+)`, read once per client."""
+        if self._target is None:
+            self._target = await self.cluster.target()
+        return self._target
 
     async def plan_deploy(
         self,
@@ -106,6 +178,16 @@ class AsyncClient:
     async def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
         """Apply a plan, wait until it converges, and record it in the app's history."""
         return await deploy_pipeline.run(self.cluster, plan, progress)
+
+    async def outside_changes(
+        self, plan: Plan, found: Sequence[tuple[Change, Sequence[FieldDrift]]] | None = None
+    ) -> list[OutsideField]:
+        """The fields of the plan someone other than kapply or kapp wrote on the cluster (`plan.outside_changes()`,
+        or the given fields of its changes), each with who wrote it: the field manager, or for a field no manager
+        wrote, the mutating admission webhooks that may have."""
+        return await deploy_pipeline.attribute(
+            self.cluster, plan.discovery, plan.outside_changes() if found is None else found
+        )
 
     async def deploy(
         self,
@@ -157,8 +239,11 @@ class AsyncClient:
         """Every object labeled as the app's, controller-made ones included."""
         return await record.list_resources(self.cluster, await self.get_app(app, namespace=namespace))
 
-    async def list_apps(self, namespace: str | None = None, *, all_namespaces: bool = False) -> list[App]:
-        return await record.list_apps(self.cluster, None if all_namespaces else self.namespace(namespace))
+    async def list_apps(
+        self, namespace: str | None = None, *, all_namespaces: bool = False, labels: Mapping[str, str] | None = None
+    ) -> list[App]:
+        """The apps of a namespace (or all), only those whose record carries `labels` when given."""
+        return await record.list_apps(self.cluster, None if all_namespaces else self.namespace(namespace), labels)
 
     async def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
         """The app's changes, oldest first, each with the masked diff kapply recorded."""
@@ -283,8 +368,10 @@ class Client:
     def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
         return self._runner.run(self.aio.inspect(app, namespace=namespace))
 
-    def list_apps(self, namespace: str | None = None, *, all_namespaces: bool = False) -> list[App]:
-        return self._runner.run(self.aio.list_apps(namespace, all_namespaces=all_namespaces))
+    def list_apps(
+        self, namespace: str | None = None, *, all_namespaces: bool = False, labels: Mapping[str, str] | None = None
+    ) -> list[App]:
+        return self._runner.run(self.aio.list_apps(namespace, all_namespaces=all_namespaces, labels=labels))
 
     def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
         return self._runner.run(self.aio.app_changes(app, namespace=namespace))

@@ -17,7 +17,7 @@ from kapply.apply.progress import LoggedProgress, Progress
 from kapply.config.config import Config
 from kapply.config.default import default_config
 from kapply.diff.change import calculate
-from kapply.diff.render import DiffFormat, line_diffs
+from kapply.diff.render import DiffFormat, Hunk, hunks, line_diffs
 from kapply.errors import KapplyError
 from kapply.graph import ChangeGraph
 from kapply.objects import describe
@@ -40,6 +40,10 @@ class DeletePlan:
     discovery: Discovery
     changes: tuple[ClusterChange, ...]
     graph: ChangeGraph
+
+    def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
+        """The plan's diffs, one per change that applies something, Secret values masked."""
+        return hunks((c.change for c in self.changes), self.config, fmt)
 
     def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
         return line_diffs((c.change for c in self.changes), self.config, fmt)

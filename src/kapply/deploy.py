@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from kapply import objects
 from kapply.app import history, record
 from kapply.app.lock import hold
 from kapply.app.meta import GroupVersionKind, kinds_of
@@ -23,13 +24,16 @@ from kapply.apply.planning import ClusterChange, cluster_changes, description, o
 from kapply.apply.progress import LoggedProgress, Progress
 from kapply.config.config import Config
 from kapply.config.inputs import split_configs, with_defaults
-from kapply.diff import server_check, versioned
-from kapply.diff.change import calculate
-from kapply.diff.render import DiffFormat, line_diffs
+from kapply.diff import ghost, server_check, versioned
+from kapply.diff.change import Change, calculate
+from kapply.diff.drift import DriftPolicy
+from kapply.diff.fields import ABSENT
+from kapply.diff.ghost import FieldDrift
+from kapply.diff.render import DiffFormat, Hunk, hunks, line_diffs
 from kapply.errors import KapplyError, ManifestError
 from kapply.graph import ChangeGraph
 from kapply.objects import Document, Obj, group_of, key_of, namespace
-from kapply.resources import manifests
+from kapply.resources import admission, manifests
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
@@ -70,6 +74,7 @@ class DeployOptions:
     allow_empty: bool = False
     default_label_scoping: bool = True
     app_changes_max_to_keep: int = 200
+    drift_policy: DriftPolicy = DriftPolicy.ENFORCE  # kapply's: what to do with fields others changed
     apply: ApplyOptions = field(default_factory=ApplyOptions)
     wait: WaitOptions = field(default_factory=WaitOptions)
 
@@ -87,14 +92,57 @@ class Plan:
     namespaces: tuple[str, ...]  # of the new resources, `(cluster)` for cluster-scoped ones
     used: frozenset[GroupVersionKind]  # of new and existing resources
     new_used: frozenset[GroupVersionKind]
+    drifted: tuple[Change, ...] = ()  # changes (applied or not) of objects others changed since they were deployed
 
     @property
     def pending(self) -> bool:
         return bool(self.changes)
 
+    def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
+        """The plan's diffs, one per change that applies something, Secret values masked."""
+        return hunks((c.change for c in self.changes), self.config, fmt)
+
     def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
         """kapp's `--diff-changes` text of the plan (`@@ op resource @@` and the lines), Secret values masked."""
         return line_diffs((c.change for c in self.changes), self.config, fmt)
+
+    def outside_changes(self) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
+        """The changes with fields someone other than kapply/kapp wrote on the cluster, and those fields with who
+        wrote them (see `kapply.diff.ghost.outside_changes`): what is reverted, or kept under preserve and warn."""
+        by_key = {c.key: c for c in self.drifted} | {c.change.key: c.change for c in self.changes}
+        found = ((c, ghost.outside_changes(c)) for c in by_key.values())
+        return [(c, fields) for c, fields in found if fields]
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideField:
+    """A field of a change that someone other than kapply or kapp wrote on the cluster, and who, as one line of text
+    (`kubectl (Update, scale)`, or the mutating webhooks that may have)."""
+
+    change: Change
+    field: FieldDrift
+    written_by: str
+
+
+async def attribute(
+    cluster: Cluster, discovery: Discovery, found: Sequence[tuple[Change, Sequence[FieldDrift]]]
+) -> list[OutsideField]:
+    """Who wrote each field: its field manager; for a field on the cluster that no manager wrote, the mutating
+    admission webhooks the server calls for the object (see `kapply.resources.admission`; listed only when needed)."""
+    configurations: list[Obj] | None = None
+    out = []
+    for change, fields in found:
+        for f in fields:
+            written_by = ghost.writer(f.owner)
+            if f.owner is None and f.live is not ABSENT and change.existing is not None:
+                if configurations is None:
+                    configurations = await admission.mutating_webhook_configurations(cluster)
+                rtype = discovery.find(objects.api_version(change.existing), objects.kind(change.existing))
+                hooks = admission.webhooks_for(configurations, rtype, change.existing) if rtype else []
+                if hooks:
+                    written_by = f"a mutating admission webhook ({', '.join(hooks)}); no recorded field manager"
+            out.append(OutsideField(change, f, written_by))
+    return out
 
 
 @dataclass(frozen=True)
@@ -159,7 +207,14 @@ async def plan(
 
     against_last_applied = options.diff.against_last_applied
     changes = [
-        calculate(new, existing_by_key.get(key), config, origin=origins[key], against_last_applied=against_last_applied)
+        calculate(
+            new,
+            existing_by_key.get(key),
+            config,
+            origin=origins[key],
+            against_last_applied=against_last_applied,
+            policy=options.drift_policy,
+        )
         for key, new in new_by_key.items()
     ]
     changes = [
@@ -178,7 +233,10 @@ async def plan(
     new_used = kinds_of(new_by_key.values())
     used = new_used | kinds_of(obj for obj in existing_by_key.values() if not is_transient(obj))
     planned = tuple(cluster_changes(changes, config, options.wait.wait))
-    return Plan(app, options, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used)
+    drifted = tuple(c for c in changes if c.drifted)
+    return Plan(
+        app, options, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used, drifted
+    )
 
 
 async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) -> Result:

@@ -7,47 +7,16 @@ is the one `hack/cluster.py` builds and starts, or whatever `$KUBECONFIG` names
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-from tests.e2e.harness import Cluster, KapplyRunner, client_for
-
-
-@pytest.fixture(scope="session")
-def cluster(cluster_script: ModuleType) -> Iterator[Cluster]:
-    if os.environ.get("KUBECONFIG"):
-        restricted = os.environ.get("KAPPLY_RESTRICTED_KUBECONFIG")
-        yield Cluster(
-            Path(os.environ["KUBECONFIG"]),
-            Path(restricted) if restricted else None,
-            os.environ.get("KAPPLY_RESTRICTED_NAMESPACE"),
-        )
-        return
-    script = cluster_script
-    already_running = (state := script.read_state()) is not None and script.healthy(state)
-    script.up()
-    try:
-        yield Cluster(
-            script.DATA_DIR / "kubeconfig", script.DATA_DIR / "restricted.kubeconfig", script.RESTRICTED_NAMESPACE
-        )
-    finally:
-        if not already_running:
-            script.down()
-
-
-@pytest.fixture(scope="session")
-def kube(cluster: Cluster) -> Client:
-    """An admin client, for setting up and reading back objects."""
-    return client_for(cluster.kubeconfig)
+from tests.e2e.harness import Cluster, KapplyRunner
 
 
 @pytest.fixture

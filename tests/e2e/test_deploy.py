@@ -91,7 +91,10 @@ def test_simple_app_lifecycle(kapply, kube: Client, namespace: str):
     assert re.search(r"simple-app\s+Deployment\s+kapp", inspected.stdout), inspected.stdout
     status = kapply("inspect", "-a", "simple-app", "-n", namespace, "--status")
     assert status.returncode == 0, status.stderr
-    assert re.search(r"simple-app\tDeployment\t.*observedGeneration=\d", status.stdout), status.stdout
+    # kapp's transposed --status table, without a TTY: a line per field, the status as YAML
+    assert re.search(r"^simple-app\t\nDeployment\t\n(.*\n)*?observedGeneration: \d+\t$", status.stdout, re.M), (
+        status.stdout
+    )
     history = kapply("app-change", "list", "-a", "simple-app", "-n", namespace, "--diff")
     assert history.returncode == 0, history.stderr
     assert history.stdout.count("simple-app-change-") >= 3

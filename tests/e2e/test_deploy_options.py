@@ -155,7 +155,7 @@ def test_app_changes_are_kept_to_the_maximum(kapply, kube: Client, namespace):
     assert len(changes) == 2
     listed = kapply("app-change", "list", "-a", "opts", "-n", namespace)
     assert listed.stdout.count("opts-change-") == 2
-    gc = kapply("app-change", "gc", "-a", "opts", "-n", namespace, "--max", "1", "-y")
+    gc = kapply("app-change", "gc", "-a", "opts", "-n", namespace, "--max", "1", "-y", "--tty")
     assert gc.returncode == 0 and "Kept 1, deleted 1 app changes" in gc.stdout, gc.stdout + gc.stderr
 
 

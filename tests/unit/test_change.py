@@ -74,12 +74,12 @@ def test_an_outside_change_invalidates_the_recorded_copy_so_the_diff_is_against_
     assert change.left is not None and "b" in change.left["data"]
 
 
-def test_history_status_and_managed_fields_never_show_in_a_diff(config):
+def test_history_and_status_never_show_in_a_diff_and_server_metadata_stays_as_kapp_shows_it(config):
     stored = recorded(live(CM, status={"phase": "x"}), CM, config)
     stored["metadata"]["managedFields"] = [{"manager": "kapply"}]
     change = calculate(CM, stored, config, against_last_applied=False)
     assert change.left is not None
-    assert "status" not in change.left and "managedFields" not in change.left["metadata"]
+    assert "status" not in change.left and change.left["metadata"]["managedFields"] == [{"manager": "kapply"}]
     assert not any(k.startswith("kapp.k14s.io/original") for k in change.left["metadata"].get("annotations", {}))
 
 

@@ -25,8 +25,15 @@ def test_help_lists_commands():
     assert "version" in result.stdout
 
 
-def test_unknown_command_fails_without_traceback():
+def test_unknown_command_fails_as_kapp_does_without_traceback():
     result = run_kapply("no-such-command")
-    assert result.returncode != 0
+    assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert "no-such-command" in result.stderr
+    assert "kapply: Error: Invalid command - see available commands/subcommands above" in result.stderr
+
+
+def test_usage_errors_exit_1_not_2_which_means_no_changes():
+    for args in (("deploy", "--foo"), ("deploy", "-a", "x", "--wait-timeout", "10"), ("app-change",)):
+        result = run_kapply(*args)
+        assert result.returncode == 1, (args, result.stderr)
+        assert result.stderr.startswith("kapply: Error: ")

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -80,3 +85,131 @@ def test_a_missing_path_and_no_path_at_all_are_errors(tmp_path: Path):
         manifests.read([str(tmp_path / "missing.yml")])
     with pytest.raises(ManifestError, match="Expected at least one --file"):
         manifests.read([])
+
+
+def test_documents_are_read_as_kapp_reads_them_so_true_and_1_stay_two_keys_and_a_bare_equals_is_a_string():
+    docs = manifests.read(["-"], io.StringIO(CM.format(name="x") + "data:\n  on: a\n  1: b\n  op: =\n"))
+    assert docs[0].obj["data"] == {"true": "a", "1": "b", "op": "="}
+
+
+# Anything that cannot be read stops the whole read with an error naming the path: a file skipped silently would have
+# its resources deleted from the cluster as no longer part of the app.
+
+
+def app_dir(tmp_path: Path) -> Path:
+    tmp_path.mkdir(exist_ok=True)
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.yml").write_text(CM.format(name=name))
+    return tmp_path
+
+
+def test_a_dangling_symlink_with_a_manifest_suffix_is_an_error_naming_it(tmp_path: Path):
+    root = app_dir(tmp_path)
+    (root / "b.yml").unlink()
+    (root / "b.yml").symlink_to(root / "gone.yml")
+    with pytest.raises(
+        ManifestError, match=f"^Reading file '{root / 'b.yml'}': it is a symlink to '.*gone.yml', which"
+    ):
+        manifests.read([str(root)])
+
+
+def test_a_symlink_loop_is_an_error_naming_it(tmp_path: Path):
+    root = app_dir(tmp_path)
+    (root / "b.yml").unlink()
+    (root / "b.yml").symlink_to(root / "b.yml")
+    with pytest.raises(ManifestError, match=f"^Reading file '{root / 'b.yml'}': too many levels of symbolic links"):
+        manifests.read([str(root)])
+
+
+def test_a_fifo_in_a_directory_is_refused_without_blocking(tmp_path: Path):
+    root = app_dir(tmp_path)
+    (root / "b.yml").unlink()
+    os.mkfifo(root / "b.yml")
+    with pytest.raises(ManifestError, match=f"^Reading file '{root / 'b.yml'}': it is a FIFO, not a regular file$"):
+        manifests.read([str(root)])
+
+
+def test_a_symlink_to_a_directory_with_a_manifest_suffix_is_refused(tmp_path: Path):
+    root = app_dir(tmp_path / "app")
+    (tmp_path / "elsewhere").mkdir()
+    (root / "d.yml").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ManifestError, match="d.yml': is a directory$"):
+        manifests.read([str(root)])
+
+
+def test_a_named_pipe_given_by_name_is_read_as_process_substitution_gives_one(tmp_path: Path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(CM.format(name="piped")))
+    writer.start()
+    docs = manifests.read([str(fifo)])
+    writer.join()
+    assert [d.obj["metadata"]["name"] for d in docs] == ["piped"]
+
+
+def test_invalid_utf8_in_a_file_is_an_error_naming_it(tmp_path: Path):
+    root = app_dir(tmp_path)
+    (root / "b.yml").write_bytes(CM.format(name="b").encode() + b"data:\n  k: \xff\xfe\n")
+    with pytest.raises(ManifestError, match=f"^Parsing file '{root / 'b.yml'}': invalid leading UTF-8 octet at byte"):
+        manifests.read([str(root)])
+
+
+def test_invalid_utf8_on_stdin_is_an_error_whether_stdin_gives_bytes_or_text():
+    raw = CM.format(name="x").encode() + b"data:\n  k: \xff\n"
+    with pytest.raises(ManifestError, match="^Parsing stdin: invalid leading UTF-8 octet at byte 62$"):
+        manifests.read(["-"], io.TextIOWrapper(io.BytesIO(raw)))
+    as_text = raw.decode("utf-8", errors="surrogateescape")  # what Python's stdin gives in a C locale
+    with pytest.raises(ManifestError, match="^Parsing stdin: not valid UTF-8 \\(character 62 is a lone surrogate\\)$"):
+        manifests.read(["-"], io.StringIO(as_text))
+
+
+AS_ROOT = os.geteuid() == 0
+USER_NAMESPACES = shutil.which("unshare") is not None and subprocess.run(["unshare", "-U", "true"]).returncode == 0
+
+
+def _read_error(path: Path) -> str:
+    """The ManifestError reading `path` gives. Root reads files whatever their mode, so as root it is read in a user
+    namespace (`unshare -U`), where root keeps no override over the host's files."""
+    script = (
+        "import sys\nfrom kapply.errors import ManifestError\nfrom kapply.resources import manifests\n"
+        "try:\n    manifests.read([sys.argv[1]])\nexcept ManifestError as e:\n    print(e)\n"
+    )
+    command = [*(["unshare", "-U"] if AS_ROOT else []), sys.executable, "-c", script, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.skipif(AS_ROOT and not USER_NAMESPACES, reason="as root, only a user namespace makes chmod 000 count")
+def test_unreadable_files_and_directories_are_errors_naming_them(tmp_path: Path):
+    root = app_dir(tmp_path)
+    (root / "b.yml").chmod(0)
+    assert _read_error(root) == f"Reading file '{root / 'b.yml'}': permission denied"
+    (root / "b.yml").chmod(0o644)
+    (root / "sub").mkdir()
+    (root / "sub").chmod(0)
+    try:
+        assert _read_error(root) == f"Listing files '{root / 'sub'}': permission denied"
+    finally:
+        (root / "sub").chmod(0o755)
+
+
+def test_files_are_found_as_kapp_finds_them_by_suffix_from_the_last_dot_in_sorted_path_order(tmp_path: Path):
+    (tmp_path / ".yml").write_text(CM.format(name="hidden"))  # Go's filepath.Ext(".yml") is ".yml"
+    (tmp_path / "a-b.yml").write_text(CM.format(name="a-b"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yml").write_text(CM.format(name="a/x"))
+    (tmp_path / "notes.yml.txt").write_text("not a manifest: [")
+    assert [d.obj["metadata"]["name"] for d in manifests.read([str(tmp_path)])] == ["hidden", "a-b", "a/x"]
+
+
+def test_dicts_nested_deeper_than_yaml_may_nest_are_refused(tmp_path: Path):
+    deep: object = "x"
+    for _ in range(98):
+        deep = {"k": deep}
+    resource = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": deep}
+    assert manifests.from_objects([resource])[0].obj == resource  # 99 levels
+    with pytest.raises(ManifestError, match="^Reading resource 2: nesting deeper than 100 levels$"):
+        manifests.from_objects([resource, {**resource, "data": [[deep]]}])
+    cycle: dict[str, object] = {"apiVersion": "v1", "kind": "ConfigMap"}
+    cycle["self"] = cycle
+    with pytest.raises(ManifestError, match="^Reading resource 1: nesting deeper than 100 levels$"):
+        manifests.from_objects([cycle])

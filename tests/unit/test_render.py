@@ -26,7 +26,7 @@ def secret(data: dict) -> dict:
 def test_a_secret_shows_no_value_in_its_data_nor_in_the_copies_of_itself_it_carries(config):
     shown = json.dumps(masked(secret({"pw": ENCODED}), config, MaskCounter()))
     assert ENCODED not in shown and PASSWORD not in shown
-    assert "<-- value not shown (#" in shown and "managedFields" not in shown
+    assert "<-- value not shown (#" in shown
 
 
 def test_a_diff_of_an_adopted_secret_hides_every_value(config):

@@ -1,42 +1,73 @@
-"""Rendering as kapp does: tables, ages, summaries, durations."""
+"""Rendering as kapp does: tables (the layouts below were checked against the real kapp's output), ages, JSON."""
 
+import io
+import json
 from datetime import UTC, datetime
 
-import click
 import pytest
 
-from kapply.cli.common import Duration
 from kapply.ui.changes import age
-from kapply.ui.table import Table, render
+from kapply.ui.output import Output
+from kapply.ui.table import Column, Table, render
+
+CHANGES = Table(
+    "Changes",
+    tuple(Column(t) for t in ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri")),
+    (
+        ("kapp-test", "app", "ConfigMap", "", "create", "", "reconcile", "", ""),
+        ("kapp-test", "app-config", "ConfigMap", "", "create", "", "reconcile", "", ""),
+    ),
+    notes=("Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists", "Wait to: 2 reconcile, 0 delete, 0 noop"),
+)
 
 
-def test_changes_table_renders_like_kapp():
-    table = Table(
-        "Changes",
-        ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri"),
-        (
-            ("kapp-test", "app", "ConfigMap", "", "create", "", "reconcile", "", ""),
-            ("kapp-test", "app-config", "ConfigMap", "", "create", "", "reconcile", "", ""),
-        ),
-        notes=("Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists", "Wait to: 2 reconcile, 0 delete, 0 noop"),
-    )
-    assert render(table) == (
+def test_tty_tables_pad_every_cell_but_the_last_and_border_every_cell():
+    assert render(CHANGES) == (
         "Changes\n\n"
         "Namespace  Name        Kind       Age  Op      Op st.  Wait to    Rs  Ri  \n"
-        "kapp-test  app         ConfigMap  -    create  -       reconcile  -   -   \n"
-        "^          app-config  ConfigMap  -    create  -       reconcile  -   -   \n\n"
+        "kapp-test  app         ConfigMap  -    create  -       reconcile  -   -  \n"
+        "^          app-config  ConfigMap  -    create  -       reconcile  -   -  \n\n"
         "Op:      2 create, 0 delete, 0 update, 0 noop, 0 exists\n"
         "Wait to: 2 reconcile, 0 delete, 0 noop\n"
     )
 
 
-def test_non_tty_tables_are_tab_separated_without_title_or_repeats():
-    table = Table("Apps", ("Name", "Lcs"), (("a", "true"), ("a", "")), notes=("x",), content="apps")
-    assert render(table, tty=False) == "Name\tLcs\na\ttrue\na\t\n"
+def test_non_tty_tables_have_no_title_header_notes_or_repeats_and_end_every_cell_with_a_tab():
+    table = Table("Apps", (Column("Namespace"), Column("Lcs")), (("long-ns", "true"), ("long-ns", "")), ("x",), "apps")
+    assert render(table, tty=False) == "long-ns\ttrue\t\nlong-ns\t-\t\n"
 
 
-def test_json_keys_are_snake_cased_header_words():
-    assert Table("", ("Op st.", "Wait to", "Last Change Age"), ()).keys() == ("op_st", "wait_to", "last_change_age")
+def test_json_keys_are_header_names_which_may_differ_from_titles():
+    table = Table("", (Column("Op st."), Column("Wait to"), Column("Lcs", "last_change_successful")), ())
+    assert table.keys == ("op_st", "wait_to", "last_change_successful")
+
+
+def test_json_output_is_kapps_document():
+    out = io.StringIO()
+    output = Output(tty=False, as_json=True, out=out)
+    output.line("Target cluster 'x'")
+    output.table(Table("T", (Column("Name"), Column("Age")), (("a", "1s"),)))
+    output.finish()
+    text = out.getvalue()
+    assert not text.endswith("\n") and '    "Tables": [' in text
+    assert json.loads(text) == {
+        "Tables": [
+            {
+                "Content": "",
+                "Header": {"age": "Age", "name": "Name"},
+                "Rows": [{"age": "1s", "name": "a"}],
+                "Notes": None,
+            }
+        ],
+        "Blocks": None,
+        "Lines": ["Target cluster 'x'", "Succeeded"],
+    }
+
+
+def test_only_some_columns_by_key_or_title():
+    assert CHANGES.only(["name", "Op st."]).keys == ("name", "op_st")
+    with pytest.raises(Exception, match="Failed to find header: nope"):
+        CHANGES.only(["nope"])
 
 
 @pytest.mark.parametrize(
@@ -46,13 +77,3 @@ def test_ages_are_kubernetes_short_durations(seconds, expected):
     now = datetime(2026, 1, 2, tzinfo=UTC)
     created = datetime.fromtimestamp(now.timestamp() - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert age({"metadata": {"creationTimestamp": created}}, now) == expected
-
-
-@pytest.mark.parametrize(("text", "seconds"), [("15m", 900), ("1h30m", 5400), ("500ms", 0.5), ("0", 0), ("3s", 3)])
-def test_durations_are_read_as_go_writes_them(text, seconds):
-    assert Duration().convert(text, None, None) == seconds
-
-
-def test_a_malformed_duration_is_refused():
-    with pytest.raises(click.BadParameter):
-        Duration().convert("15 minutes", None, None)

@@ -101,18 +101,20 @@ async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:
         data = cm.get("data") or {}
         try:
             meta = ChangeMeta.from_json(orjson.loads(data.get("spec") or "{}"))
-        except orjson.JSONDecodeError:
+        except ValueError:  # not JSON (orjson.JSONDecodeError), or not a change's shape (AppMetaError)
             meta = ChangeMeta()
         out.append(AppChange(cm["metadata"]["name"], meta, data.get(DIFF_KEY, ""), cm["metadata"]["creationTimestamp"]))
     return out
 
 
+def to_collect(changes: list[AppChange], max_to_keep: int) -> list[AppChange]:
+    """The oldest changes beyond max_to_keep (changes are oldest first)."""
+    return changes[: max(0, len(changes) - max_to_keep)]
+
+
 async def gc(cluster: Cluster, app: App, max_to_keep: int) -> int:
     """Delete the oldest changes beyond max_to_keep; the number deleted."""
-    changes = await list_changes(cluster, app)
-    if len(changes) <= max_to_keep:
-        return 0
-    doomed = changes[: len(changes) - max_to_keep]
+    doomed = to_collect(await list_changes(cluster, app), max_to_keep)
     for change in doomed:
         await cluster.delete(CONFIGMAPS, app.namespace, change.name)
     return len(doomed)

@@ -5,18 +5,59 @@ Field order and formats follow kapp's Go structs, so either tool reads what the 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import orjson
 
 from kapply import objects
+from kapply.errors import KapplyError
 from kapply.objects import Obj
 
 ZERO_TIME = "0001-01-01T00:00:00Z"
 
 GroupVersionKind = tuple[str, str, str]
+
+_T = TypeVar("_T")
+
+
+class AppMetaError(KapplyError, ValueError):
+    """App or app-change metadata (`data.spec`) that is not what kapp writes. A ValueError too, as the JSON decoder's
+    errors are, so that readers that name the ConfigMap it came from keep doing so."""
+
+
+def _typed(value: Any, kind: type[_T], where: str) -> _T:
+    if not isinstance(value, kind):
+        raise AppMetaError(f"expected {where} to be {_JSON_TYPES[kind]}, but was {_json_type(value)}")
+    return value
+
+
+def _optional(doc: Obj, key: str, kind: type[_T], default: _T, where: str) -> _T:
+    """doc[key], or the default when it is missing or null (as Go's encoding/json leaves the zero value)."""
+    value = doc.get(key)
+    return default if value is None else _typed(value, kind, f"'{where}{key}'")
+
+
+def _pairs(value: Any, first: str, second: str, where: str) -> tuple[tuple[str, str], ...]:
+    """[{first: .., second: ..}, ...] (schema.GroupVersion or GroupKind, fields named as Go names them)."""
+    out = []
+    for index, item in enumerate(_typed(value, list, f"'{where}'")):
+        entry = _typed(item, dict, f"'{where}[{index}]'")
+        here = f"{where}[{index}]."
+        out.append((_optional(entry, first, str, "", here), _optional(entry, second, str, "", here)))
+    return tuple(out)
+
+
+_JSON_TYPES = {str: "a string", bool: "a boolean", list: "a list", dict: "an object"}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return next((name for kind, name in _JSON_TYPES.items() if isinstance(value, kind)), "a number")
 
 
 def kinds_of(resources: Iterable[Obj]) -> frozenset[GroupVersionKind]:
@@ -27,7 +68,11 @@ def kinds_of(resources: Iterable[Obj]) -> frozenset[GroupVersionKind]:
 
 
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time as kapp's records hold it: Go's RFC 3339 with nanoseconds, trailing zeros dropped."""
+    nanos = time.time_ns()
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{fraction:09d}".rstrip("0").rstrip(".") + "Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +94,19 @@ class ChangeMeta:
         return out
 
     @classmethod
-    def from_json(cls, doc: Obj | None) -> ChangeMeta:
-        doc = doc or {}
+    def from_json(cls, doc: Any, where: str = "") -> ChangeMeta:
+        """The change metadata in a decoded JSON value; `where` prefixes field names in errors (`lastChange.`)."""
+        if doc is None:
+            return cls()
+        doc = _typed(doc, dict, f"'{where.rstrip('.')}'" if where else "app-change metadata")
+        successful = doc.get("successful")
+        namespaces = _optional(doc, "namespaces", list, [], where)
         return cls(
-            doc.get("startedAt") or ZERO_TIME,
-            doc.get("finishedAt") or ZERO_TIME,
-            doc.get("successful"),
-            doc.get("description") or "",
-            tuple(doc.get("namespaces") or ()),
+            _optional(doc, "startedAt", str, "", where) or ZERO_TIME,
+            _optional(doc, "finishedAt", str, "", where) or ZERO_TIME,
+            None if successful is None else _typed(successful, bool, f"'{where}successful'"),
+            _optional(doc, "description", str, "", where),
+            tuple(_typed(ns, str, f"'{where}namespaces[{i}]'") for i, ns in enumerate(namespaces)),
         )
 
     def finish(self, successful: bool) -> ChangeMeta:
@@ -87,16 +137,26 @@ class AppMeta:
         return orjson.dumps(doc)
 
     @classmethod
-    def from_json(cls, raw: str) -> AppMeta:
-        doc = orjson.loads(raw)
+    def from_json(cls, raw: str | bytes) -> AppMeta:
+        """The app metadata in its JSON text; AppMetaError when it is not JSON of the shape kapp writes."""
+        if not isinstance(raw, str | bytes):
+            raise AppMetaError(f"expected JSON text, but was {_json_type(raw)}")
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise AppMetaError(f"not JSON: {e}") from None
+        doc = _typed(doc, dict, "app metadata")
+        for key in ("labelKey", "labelValue"):
+            if not isinstance(doc.get(key), str):
+                raise AppMetaError(f"expected '{key}' to be a string, but was {_json_type(doc.get(key))}")
         gks = doc.get("usedGKs")
         return cls(
             label_key=doc["labelKey"],
             label_value=doc["labelValue"],
-            last_change_name=doc.get("lastChangeName") or "",
-            last_change=ChangeMeta.from_json(doc.get("lastChange")),
-            used_gvs=tuple((gv["Group"], gv["Version"]) for gv in doc.get("usedGVs") or []),
-            used_gks=None if gks is None else tuple((gk["Group"], gk["Kind"]) for gk in gks),
+            last_change_name=_optional(doc, "lastChangeName", str, "", ""),
+            last_change=ChangeMeta.from_json(doc.get("lastChange"), "lastChange."),
+            used_gvs=() if doc.get("usedGVs") is None else _pairs(doc["usedGVs"], "Group", "Version", "usedGVs"),
+            used_gks=None if gks is None else _pairs(gks, "Group", "Kind", "usedGKs"),
         )
 
     def with_used(self, kinds: Iterable[GroupVersionKind]) -> AppMeta:

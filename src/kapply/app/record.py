@@ -7,6 +7,7 @@ import asyncio
 import os
 import re
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -88,8 +89,26 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
 async def require(cluster: Cluster, namespace: str, name: str) -> App:
     found = await find(cluster, namespace, name)
     if found is None:
-        raise AppNotFoundError(f"App '{plain_name(name)}' (namespace: {namespace}) does not exist")
+        raise AppNotFoundError(f"{missing(namespace, name)}: {await elsewhere(cluster, name)}")
     return found
+
+
+def missing(namespace: str, name: str) -> str:
+    return f"App '{plain_name(name)}' (namespace: {namespace}) does not exist"
+
+
+async def elsewhere(cluster: Cluster, name: str) -> str:
+    """kapp's hint when an app is not found: ` (hint: found app 'x' in other namespaces: a, b, c, ...)`, or "" (also
+    when the user may not list apps in all namespaces)."""
+    try:
+        apps = await list_apps(cluster, None)
+    except ClusterError:
+        return ""
+    namespaces = [app.namespace for app in apps if app.name == plain_name(name)]
+    if not namespaces:
+        return ""
+    more = ", ..." if len(namespaces) > 3 else ""
+    return f" (hint: found app '{plain_name(name)}' in other namespaces: {', '.join(namespaces[:3])}{more})"
 
 
 async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
@@ -130,14 +149,16 @@ def merge_labels(cm: Obj, labels: Mapping[str, str]) -> None:
     current.update(labels)
 
 
-_writers: dict[tuple[int, str, str], asyncio.Lock] = {}
+# Per connection (so per event loop: an asyncio.Lock must not outlive its loop, and a connection's id may be reused
+# by a later one), per record.
+_writers: weakref.WeakKeyDictionary[Cluster, dict[tuple[str, str], asyncio.Lock]] = weakref.WeakKeyDictionary()
 
 
 async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None]) -> Obj:
     """Read the app ConfigMap, `change` it and write it back with its resourceVersion; on a conflict (another writer
     in between), read and change it again. Writes of one process to one record are serialised, so that a lock's
     heartbeat and the deploy's own updates do not conflict with each other."""
-    writer = _writers.setdefault((id(cluster), app.namespace, app.configmap_name), asyncio.Lock())
+    writer = _writers.setdefault(cluster, {}).setdefault((app.namespace, app.configmap_name), asyncio.Lock())
     async with writer:
         for _ in range(10):
             cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
@@ -164,8 +185,10 @@ async def save_meta(cluster: Cluster, app: App, meta: AppMeta) -> App:
     return app
 
 
-async def list_apps(cluster: Cluster, namespace: str | None) -> list[App]:
-    cms = await cluster.list(CONFIGMAPS, label_selector=objects.IS_APP_LABEL, namespace=namespace)
+async def list_apps(cluster: Cluster, namespace: str | None, labels: Mapping[str, str] | None = None) -> list[App]:
+    """The apps of `namespace` (None: all), only those whose record carries `labels` when given."""
+    selector = ",".join([objects.IS_APP_LABEL, *(f"{k}={v}" for k, v in (labels or {}).items())])
+    cms = await cluster.list(CONFIGMAPS, label_selector=selector, namespace=namespace)
     return [_from_configmap(plain_name(cm["metadata"]["name"]), cm) for cm in cms]
 
 

@@ -120,7 +120,7 @@ class Applier:
         if live is None:
             raise ApplyError(f"create {change.describe()}: resource disappeared while falling back to update")
         live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
-        recalculated = calculate(change.new, live, self.config)
+        recalculated = calculate(change.new, live, self.config, policy=change.policy)
         if recalculated.op is not Op.UPDATE:
             if strategy is CreateStrategy.FALLBACK_ON_UPDATE_OR_NOOP:
                 return
@@ -157,7 +157,7 @@ class Applier:
             if live is None:
                 raise ApplyError(f"update {change.describe()}: resource was deleted while updating it")
             live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
-            recalculated = calculate(change.new, live, self.config)
+            recalculated = calculate(change.new, live, self.config, policy=change.policy)
             if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
                 raise ApplyError(
                     f"update {change.describe()}: Failed to update due to resource conflict (approved "

@@ -190,8 +190,8 @@ def _waiter(
     ignore_failing_api_services: bool = False,
 ) -> _Waiter | None:
     """The first waiter that applies to the resource, in kapp's order."""
-    api_version = resource.get("apiVersion", "")
-    kind = resource.get("kind", "")
+    api_version = objects.api_version(resource)
+    kind = objects.kind(resource)
     group = api_group(api_version)
     if (api_version, kind) in _KAPP_CONTROLLER_KINDS:
         return _Waiter(partial(_kapp_controller, resource))

@@ -2,78 +2,77 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import click
-
-from kapply.cli.common import (
-    AliasedGroup,
-    AppFlags,
-    OutputFlags,
-    app_options,
-    bool_flag,
-    confirm,
-    existing_app,
-    handle_errors,
-    kube_options,
-    output_options,
-    run,
-)
+from kapply.cli.command import Args
+from kapply.cli.common import confirm, existing_app, run
+from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
-    from kapply.resources.kubeconfig import KubeconfigFlags
+    from kapply.app.history import AppChange
+    from kapply.ui.output import Output
 
 
-@click.group(cls=AliasedGroup, name="app-change")
-def app_change() -> None:
-    """App changes"""
+def list_changes(args: Args, out: Output) -> None:
+    run(_list(args, out))
 
 
-@click.command(name="list")
-@app_options
-@bool_flag("--diff", help="Show the diff each change applied (kapply)")
-@output_options
-@kube_options
-@handle_errors
-def list_changes(**flags: object) -> None:
-    """List app changes"""
-    run(_list(**flags))  # type: ignore[arg-type]
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
-async def _list(*, app: AppFlags, diff: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
+def parse_time(text: str) -> datetime:
+    """A `--before`/`--after` value as kapp reads it: RFC 3339 (`2022-01-10T12:15:25Z`) or a date (`2022-01-10`,
+    midnight UTC)."""
+    try:
+        if _RFC3339.fullmatch(text):
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if _DATE.fullmatch(text):
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    except ValueError:
+        pass  # a day or hour out of range
+    raise KapplyError(f"unrecognized time format {text}, supported formats: [2006-01-02T15:04:05Z07:00 2006-01-02]")
+
+
+async def _list(args: Args, out: Output) -> None:
     from kapply.app.history import list_changes
     from kapply.ui.apps import app_changes_table
 
-    output = out.output()
-    async with existing_app(kube, app) as (api, found):
+    async with existing_app(args, out) as (api, found):
         changes = await list_changes(api.cluster, found)
-        output.table(app_changes_table(found, changes))
-        if diff:
+        before = parse_time(args["before"]) if args["before"] else None
+        after = parse_time(args["after"]) if args["after"] else None
+        if before and after and before < after:
+            raise KapplyError(f"After time {args['after']} should be less than before time {args['before']}")
+        changes = [
+            c for c in changes if (before is None or _started(c) < before) and (after is None or _started(c) > after)
+        ]
+        out.table(app_changes_table(found, changes))
+        if args["diff"]:
             for change in sorted(changes, key=lambda c: c.meta.started_at, reverse=True):
-                output.block(f"# {change.name}: {change.meta.description}\n{change.diff or '(no diff recorded)'}\n")
-        output.finish()
+                out.block(f"# {change.name}: {change.meta.description}\n{change.diff or '(no diff recorded)'}\n")
+        out.finish()
 
 
-@click.command(name="garbage-collect")
-@app_options
-@click.option("--max", "max_to_keep", default=200, help="Maximum number of app changes to keep")
-@bool_flag("-y", "--yes", help="Assumes yes for any prompt")
-@kube_options
-@handle_errors
-def gc(**flags: object) -> None:
-    """Garbage collect app changes"""
-    run(_gc(**flags))  # type: ignore[arg-type]
+def _started(change: AppChange) -> datetime:
+    return datetime.fromisoformat(change.meta.started_at.replace("Z", "+00:00"))
 
 
-async def _gc(*, app: AppFlags, max_to_keep: int, yes: bool, kube: KubeconfigFlags) -> None:
+def gc(args: Args, out: Output) -> None:
+    run(_gc(args, out))
+
+
+async def _gc(args: Args, out: Output) -> None:
     from kapply.app import history
+    from kapply.ui.apps import app_changes_table
 
-    async with existing_app(kube, app) as (api, found):
-        total = len(await history.list_changes(api.cluster, found))
-        confirm(yes)
-        deleted = await history.gc(api.cluster, found, max_to_keep)
-        click.echo(f"Kept {total - deleted}, deleted {deleted} app changes")
-
-
-app_change.add_command(list_changes, aliases=("l", "ls"))
-app_change.add_command(gc, aliases=("gc",))
+    async with existing_app(args, out) as (api, found):
+        changes = await history.list_changes(api.cluster, found)
+        doomed = history.to_collect(changes, args["max"])
+        out.table(app_changes_table(found, doomed, title="App changes to delete"))
+        confirm(args, out)
+        deleted = await history.gc(api.cluster, found, args["max"])
+        out.line(f"Kept {len(changes) - deleted}, deleted {deleted} app changes")
+        out.finish()

@@ -4,72 +4,45 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
-from kapply.cli.common import (
-    AppFlags,
-    DiffFlags,
-    OutputFlags,
-    app_options,
-    apply_options,
-    bool_flag,
-    client,
-    confirm,
-    diff_options,
-    handle_errors,
-    kube_options,
-    output_options,
-    run,
-    wait_options,
-)
+from kapply.cli import groups
+from kapply.cli.command import Args
+from kapply.cli.common import client, confirm, require_app_name, run
 
 if TYPE_CHECKING:
-    from kapply.apply.options import ApplyOptions, WaitOptions
-    from kapply.resources.kubeconfig import KubeconfigFlags
+    from kapply.api import AsyncClient
+    from kapply.ui.output import Output
 
 
-@click.command()
-@app_options
-@bool_flag("-y", "--yes", help="Assumes yes for any prompt")
-@output_options
-@diff_options()
-@apply_options()
-@wait_options
-@kube_options
-@handle_errors
-def delete(**flags: object) -> None:
-    """Delete app"""
-    run(_delete(**flags))  # type: ignore[arg-type]
+def delete(args: Args, out: Output) -> None:
+    run(_delete(args, out))
 
 
-async def _delete(
-    *,
-    app: AppFlags,
-    yes: bool,
-    out: OutputFlags,
-    diff: DiffFlags,
-    apply: ApplyOptions,
-    wait: WaitOptions,
-    kube: KubeconfigFlags,
-) -> None:
+async def _delete(args: Args, out: Output) -> None:
+    app = require_app_name(args)
+    async with client(args, app.namespace) as api:
+        out.line(await api.target())
+        await delete_app(api, args, out, app.name, api.namespace(app.app_namespace or None))
+        out.finish()
+
+
+async def delete_app(api: AsyncClient, args: Args, out: Output, name: str, namespace: str, prefix: str = "") -> None:
+    """Plan one app's delete, show it, and (unless --diff-run) confirm and run it; `prefix` "delete-" takes
+    `app-group deploy`'s `--delete-apply-*` and `--delete-wait-*` flags."""
+    from kapply.app.record import elsewhere, missing
     from kapply.delete import DeleteOptions
-    from kapply.ui.changes import changes_table
+    from kapply.ui.changes import changes_table, show_hunks
+    from kapply.ui.messages import ProgressLines
 
-    output = out.output(tty_by_default=True)
-    async with client(kube, app.namespace) as api:
-        namespace = api.namespace(app.app_namespace or None)
-        plan = await api.plan_delete(app.name, namespace=namespace, options=DeleteOptions(apply, wait))
-        if plan is None:
-            click.echo(f"App '{app.name}' (namespace: {namespace}) does not exist")
-            return
-        output.line(await api.target())
-        if diff.changes:
-            output.block(plan.line_diffs(diff.format()))
-        if diff.summary:
-            output.table(changes_table(plan.changes))
-        if not diff.run:
-            if not yes:
-                click.echo()
-                confirm(yes)
-            await api.run_delete(plan, progress=output.progress())
-        output.finish()
+    diff = groups.diff_flags(args)
+    options = DeleteOptions(groups.apply_options(args, prefix), groups.wait_options(args, prefix))
+    plan = await api.plan_delete(name, namespace=namespace, options=options)
+    if plan is None:
+        out.line(missing(namespace, name) + await elsewhere(api.cluster, name))
+        return
+    if diff.changes:
+        show_hunks(out, plan.hunks(diff.format()))
+    if diff.summary:
+        out.table(changes_table(plan.changes))
+    if not diff.run:
+        confirm(args, out)
+        await api.run_delete(plan, progress=ProgressLines(out))

@@ -1,45 +1,36 @@
-"""`kapply inspect`: the resources of an app."""
+"""`kapply inspect`: the resources of an app, as a table, a tree, their status or their YAML."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import click
-
-from kapply.cli.common import (
-    AppFlags,
-    OutputFlags,
-    app_options,
-    bool_flag,
-    existing_app,
-    handle_errors,
-    kube_options,
-    output_options,
-    run,
-)
+from kapply.cli.command import Args
+from kapply.cli.common import existing_app, run
 
 if TYPE_CHECKING:
-    from kapply.resources.kubeconfig import KubeconfigFlags
+    from kapply.ui.output import Output
 
 
-@click.command()
-@app_options
-@bool_flag("-t", "--tree", help="Tree view")
-@bool_flag("--status", help="Show status of each resource")
-@output_options
-@kube_options
-@handle_errors
-def inspect(**flags: object) -> None:
-    """Inspect app"""
-    run(_inspect(**flags))  # type: ignore[arg-type]
+def inspect(args: Args, out: Output) -> None:
+    run(_inspect(args, out))
 
 
-async def _inspect(*, app: AppFlags, tree: bool, status: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
+async def _inspect(args: Args, out: Output) -> None:
     from kapply.app.record import list_resources
-    from kapply.ui.resources import resources_table, status_table
+    from kapply.resources.filters import from_args
+    from kapply.ui.resources import raw, raw_order, resources_table, status_table
 
-    output = out.output()
-    async with existing_app(kube, app) as (api, found):
+    async with existing_app(args, out) as (api, found):
         resources = await list_resources(api.cluster, found)
-        output.table(status_table(found, resources) if status else resources_table(found, resources, tree=tree))
-        output.finish()
+        found_filter = from_args(args)  # after listing, as kapp: a bad value fails after the cluster was read
+        if found_filter is not None:
+            resources = found_filter.apply(resources)
+        source = f"app '{found.name}'"
+        if args["raw"]:
+            for obj in raw_order(resources):
+                out.block(raw(obj, managed_fields=args["managed-fields"]))
+        elif args["status"]:
+            out.table(status_table(source, resources))
+        else:
+            out.table(resources_table(source, resources, tree=args["tree"]))
+        out.finish()

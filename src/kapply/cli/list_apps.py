@@ -1,34 +1,57 @@
-"""`kapply ls`: the apps in a namespace, or in all namespaces."""
+"""`kapply ls`: the apps in a namespace, or in all namespaces, optionally only those of an age or with labels."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import click
-
-from kapply.cli.common import OutputFlags, bool_flag, client, handle_errors, kube_options, output_options, run
+from kapply.cli.command import Args
+from kapply.cli.common import client, run
+from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
-    from kapply.resources.kubeconfig import KubeconfigFlags
+    from kapply.ui.output import Output
 
 
-@click.command(name="list")
-@click.option("-n", "--namespace", default="", help="Specified namespace ($KAPP_NAMESPACE or default from kubeconfig)")
-@bool_flag("-A", "--all-namespaces", help="List apps in all namespaces")
-@output_options
-@kube_options
-@handle_errors
-def list_apps(**flags: object) -> None:
-    """List all apps"""
-    run(_list(**flags))  # type: ignore[arg-type]
+def list_apps(args: Args, out: Output) -> None:
+    run(_list(args, out))
 
 
-async def _list(*, namespace: str, all_namespaces: bool, out: OutputFlags, kube: KubeconfigFlags) -> None:
+def label_map(labels: Sequence[str]) -> dict[str, str]:
+    """`--filter-labels` values (`key=val`) as kapp's LabelFlags reads them: a later value of a key wins."""
+    found = {}
+    for label in labels:
+        key, equals, value = label.partition("=")
+        if not equals:
+            raise KapplyError("Expected label to be in 'key=val' format")
+        if not key:
+            raise KapplyError("Expected label key to be non-empty")
+        found[key] = value
+    return found
+
+
+async def _list(args: Args, out: Output) -> None:
+    from datetime import UTC, datetime
+
+    from kapply import objects
+    from kapply.app.record import CONFIGMAPS
+    from kapply.resources.filters import ResourceFilter, parse_age
     from kapply.ui.apps import apps_table
 
-    output = out.output()
-    async with client(kube, namespace) as api:
+    all_namespaces = args["all-namespaces"]
+    async with client(args, args["namespace"]) as api:
+        out.line(await api.target())
+        before, after = parse_age(args["filter-age"], datetime.now(UTC))
+        labels = label_map(args["filter-labels"])
         apps = await api.list_apps(all_namespaces=all_namespaces)
+        if before or after or labels:
+            # kapp lists app records by label (its own and these) and keeps those created in the age range
+            selector = ",".join(f"{k}={v}" for k, v in sorted({objects.IS_APP_LABEL: "", **labels}.items()))
+            namespace = None if all_namespaces else api.namespace()
+            records = await api.cluster.list(CONFIGMAPS, label_selector=selector, namespace=namespace)
+            age = ResourceFilter(created_before=before, created_after=after)
+            kept = {(objects.namespace(cm), objects.name(cm)) for cm in records if age.matches(cm)}
+            apps = [app for app in apps if (app.namespace, app.configmap_name) in kept]
         title = "Apps in all namespaces" if all_namespaces else f"Apps in namespace '{api.namespace()}'"
-        output.table(apps_table(apps, title, show_namespace=all_namespaces))
-        output.finish()
+        out.table(apps_table(apps, title, show_namespace=all_namespaces))
+        out.finish()

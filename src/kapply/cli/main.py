@@ -1,57 +1,66 @@
-"""The `kapply` command group. Subcommands import their stage lazily so that
-start-up stays fast (`kapply version` imports no Kubernetes client)."""
+"""The `kapply` command: kapp's command tree, flags, help and exit statuses.
+
+Handlers are imported when their command runs (`kapply version` imports no Kubernetes client). Errors print as
+`kapply: Error: <message>` (in `--json` output, as the last line) and exit 1; `--diff-exit-status` and
+`--apply-exit-status` exit 2 or 3, as kapp's do.
+"""
 
 from __future__ import annotations
 
-import click
+import os
+import sys
+from collections.abc import Sequence
 
 from kapply import __version__
-from kapply.cli.common import AliasedGroup
+from kapply.cli import groups as g
+from kapply.cli.command import handler, resolve
+from kapply.cli.flags import UsageError
+from kapply.cli.tree import PROGRAM, tree
+from kapply.errors import KapplyError
 
 
-def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        click.echo(f"kapply version {__version__}")
-        ctx.exit()
+def version(_args: object, _out: object) -> None:
+    print(f"kapply version {__version__}")
 
 
-@click.group(cls=AliasedGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "-v",
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=print_version,
-    help="Print the version.",
-)
-def kapply() -> None:
-    """kapply helps to manage applications on your Kubernetes cluster."""
+def run(argv: Sequence[str]) -> int:
+    """Run the command line; returns the exit status."""
+    from kapply.cli.common import ExitStatus, output
+
+    out = None
+    try:
+        root = tree()
+        args = resolve(root, argv, g.GLOBAL, PROGRAM)
+        if args is None:
+            return 0
+        if args.command is root:  # only `--version` runs the root command
+            print(f"kapply version {__version__}")
+            return 0
+        out = output(args)
+        handler(args.command)(args, out)
+        return 0
+    except ExitStatus as e:
+        _fail(out, f"{PROGRAM}: Error: {e}")
+        return e.code
+    except (KapplyError, UsageError) as e:
+        _fail(out, f"{PROGRAM}: Error: " + "\n".join([str(e), *getattr(e, "__notes__", ())]))
+        return 1
+    except BrokenPipeError:  # the reader went away (`kapply ... | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush is quiet too
+        return 1
+    except KeyboardInterrupt:
+        _fail(out, f"{PROGRAM}: Error: Interrupted (changes applied so far stay applied)")
+        return 130
 
 
-@kapply.command()
-def version() -> None:
-    """Print the client version."""
-    click.echo(f"kapply version {__version__}")
+def _fail(out: object, message: str) -> None:
+    from kapply.ui.output import Output
 
-
-def _register() -> None:
-    from kapply.cli.app_change import app_change
-    from kapply.cli.delete import delete
-    from kapply.cli.deploy import deploy
-    from kapply.cli.inspect import inspect
-    from kapply.cli.list_apps import list_apps
-    from kapply.cli.tools import deploy_config, tools
-
-    kapply.add_command(deploy, aliases=("d", "dep"))
-    kapply.add_command(delete)
-    kapply.add_command(inspect, aliases=("i", "is", "insp"))
-    kapply.add_command(list_apps, "list", aliases=("l", "ls"))
-    kapply.add_command(app_change, aliases=("ac", "app-changes", "appchange", "appchanges"))
-    kapply.add_command(tools, aliases=("t",))
-    kapply.add_command(deploy_config)
+    if isinstance(out, Output):
+        out.fail(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
 
 
 def main() -> None:
-    _register()
-    kapply(prog_name="kapply")
+    sys.exit(run(sys.argv[1:]))

@@ -160,9 +160,11 @@ def parse_config(doc: dict[str, Any], origin: str) -> Config:
     """The Config in `doc`; `origin` names where it came from in error messages."""
     if doc.get("apiVersion") != CONFIG_API_VERSION:
         api_version = doc.get("apiVersion")
-        raise ConfigError(f"Expected kapp config to have apiVersion '{CONFIG_API_VERSION}', but was '{api_version}'")
+        raise ConfigError(
+            f"Expected kapp config to have apiVersion '{CONFIG_API_VERSION}', but was '{api_version}' ({origin})"
+        )
     if doc.get("kind") != CONFIG_KIND:
-        raise ConfigError(f"Expected kapp config to have kind '{CONFIG_KIND}', but was '{doc.get('kind')}'")
+        raise ConfigError(f"Expected kapp config to have kind '{CONFIG_KIND}', but was '{doc.get('kind')}' ({origin})")
     decoder = Decoder(origin)
     fields = decoder.fields(doc, "", _CONFIG_FIELDS)
 
@@ -173,7 +175,7 @@ def parse_config(doc: dict[str, Any], origin: str) -> Config:
     version = decoder.string(fields.get("minimumRequiredVersion"), "minimumRequiredVersion")
     _check_minimum_version(version, origin)
     preflight_rules = rules("preflightRules", _preflight_rule)
-    _check_unique_preflight_names(preflight_rules)
+    _check_unique_preflight_names(preflight_rules, origin)
     rebase_items = decoder.items(fields.get("rebaseRules"), "rebaseRules")
     return Config(
         minimum_required_version=version,
@@ -376,15 +378,22 @@ def _preflight_rule(value: Any, decoder: Decoder, where: str) -> PreflightRule:
     return PreflightRule(name=check, config=config)
 
 
-def _check_unique_preflight_names(rules: tuple[PreflightRule, ...]) -> None:
+def _check_unique_preflight_names(rules: tuple[PreflightRule, ...], origin: str = "") -> None:
     seen: set[PreflightCheck] = set()
     for rule in rules:
         if rule.name in seen:
-            raise ConfigError(f"Preflight check '{rule.name}' is configured more than once in preflightRules")
+            where = f" ({origin})" if origin else ""
+            raise ConfigError(f"Preflight check '{rule.name}' is configured more than once in preflightRules{where}")
         seen.add(rule.name)
 
 
 _VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:-[0-9A-Za-z.~-]+)?(?:\+[0-9A-Za-z.~-]+)?")
+
+
+def _release_segments(version: str) -> list[tuple[int, str]]:
+    """Dotted numbers as keys that compare like the numbers, however many digits they have (Python refuses to
+    convert more than 4,300)."""
+    return [(len(part.lstrip("0")), part.lstrip("0")) for part in version.split(".")]
 
 
 def _check_minimum_version(version: str, origin: str) -> None:
@@ -400,10 +409,9 @@ def _check_minimum_version(version: str, origin: str) -> None:
             f"Validating config {origin}: Parsing minimum version constraint: Malformed constraint: >={version}"
         )
     # Release segments only: a pre-release of the compat version is met by the release itself.
-    required = [int(part) for part in match.group(1).split(".")]
-    compat = [int(part) for part in KAPP_COMPAT_VERSION.split(".")]
+    required, compat = _release_segments(match.group(1)), _release_segments(KAPP_COMPAT_VERSION)
     width = max(len(required), len(compat))
-    if required + [0] * (width - len(required)) > compat + [0] * (width - len(compat)):
+    if required + [(0, "")] * (width - len(required)) > compat + [(0, "")] * (width - len(compat)):
         raise ConfigError(
             f"Validating config {origin}: kapp version '{KAPP_COMPAT_VERSION}' "
             f"does not meet the minimum required version '{version}'"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-import yaml
-
+from kapply import yamlio
 from kapply.config.config import Config, parse_config
+from kapply.errors import ConfigError
 
 
 @cache
@@ -18,4 +18,4 @@ def default_config_yaml() -> str:
 
 @cache
 def default_config() -> Config:
-    return parse_config(yaml.safe_load(default_config_yaml()), "default config")
+    return parse_config(yamlio.load_mapping(default_config_yaml(), "default config", ConfigError), "default config")

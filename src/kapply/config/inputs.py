@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import yaml
-
-from kapply import objects
+from kapply import objects, yamlio
 from kapply.config.config import Config, merge, parse_config
 from kapply.config.default import default_config
 from kapply.errors import ConfigError
@@ -30,15 +28,12 @@ def split_configs(docs: Sequence[Document]) -> tuple[list[Document], list[Config
             and objects.kind(doc.obj) == "ConfigMap"
             and objects.CONFIG_LABEL in objects.labels(doc.obj)
         ):
-            text = (doc.obj.get("data") or {}).get("config.yml", "")
             origin = f"{doc.origin} data 'config.yml'"
-            try:
-                parsed = yaml.safe_load(text) or {}
-            except yaml.YAMLError as e:
-                raise ConfigError(f"Parsing {origin}: {e}") from e
-            if not isinstance(parsed, dict):
-                raise ConfigError(f"Parsing {origin}: expected a Config (a YAML mapping)")
-            configs.append(parse_config(parsed, origin))
+            data = doc.obj.get("data")
+            text = data.get("config.yml", "") if isinstance(data, dict) else ""
+            if not isinstance(text, str):
+                raise ConfigError(f"Parsing {origin}: expected a string, but was {type(text).__name__}")
+            configs.append(parse_config(yamlio.load_mapping(text, origin, ConfigError), origin))
         resources.append(doc)
     return resources, configs
 

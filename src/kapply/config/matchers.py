@@ -82,7 +82,7 @@ class ApiGroupKindMatcher:
     kind: str
 
     def matches(self, res: dict[str, Any]) -> bool:
-        return group_of(res) == self.api_group and res.get("kind", "") == self.kind
+        return group_of(res) == self.api_group and objects.kind(res) == self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +101,11 @@ class KindNamespaceNameMatcher:
     name: str
 
     def matches(self, res: dict[str, Any]) -> bool:
-        metadata = objects.metadata(res)
+        name = objects.metadata(res).get("name")
         return (
-            res.get("kind", "") == self.kind
-            and (metadata.get("namespace") or "") == self.namespace
-            and metadata.get("name", "") == self.name
+            objects.kind(res) == self.kind
+            and objects.namespace(res) == self.namespace
+            and (name if isinstance(name, str) else "") == self.name
         )
 
 

@@ -75,8 +75,10 @@ def parse_path(value: Any, decoder: Decoder, where: str, *, allow_regex: bool = 
             pattern = decoder.string(part_value, f"{part_where}.regex")
             try:
                 parts.append(KeyRegex(re.compile(pattern)))
-            except re.error as e:
+            except (re.error, OverflowError) as e:  # OverflowError: a repeat count beyond what `re` takes
                 decoder.fail(part_where, f"invalid regex '{pattern}': {e}")
+            except RecursionError:  # the regex parser recurses once per level of groups
+                decoder.fail(part_where, f"invalid regex '{pattern}': groups nest too deeply")
     return tuple(parts)
 
 

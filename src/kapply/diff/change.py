@@ -14,9 +14,11 @@ from enum import StrEnum
 
 import orjson
 
-from kapply import objects
+from kapply import objects, yamlio
 from kapply.config.config import Config
 from kapply.config.rules import rebase, remove_fields
+from kapply.diff.drift import DriftPolicy, drifted_paths, preserve
+from kapply.diff.fields import FieldPath
 from kapply.diff.historyless import historyless
 from kapply.diff.ops_diff import fingerprint
 from kapply.objects import Obj, ResourceKey, describe, key_of
@@ -78,6 +80,8 @@ class Change:
     right: Obj | None  # the diff's new side
     basis: Basis = Basis.NONE
     origin: str = ""  # where the new resource came from, for messages
+    policy: DriftPolicy = DriftPolicy.ENFORCE  # what the change does with outside changes (kapply.diff.drift)
+    drifted: tuple[FieldPath, ...] = ()  # fields the cluster changed since the last-applied copy was recorded
 
     @property
     def resource(self) -> Obj:
@@ -96,13 +100,10 @@ class Change:
 
 
 def diff_side(obj: Obj, config: Config) -> Obj:
-    """A side of a diff: no history annotations, no excluded fields (status), and no managedFields, which the
-    server rewrites on every write and which no manifest sets."""
-    obj = remove_fields(historyless(obj), config.diff_against_existing_field_exclusion_rules)
-    meta = obj.get("metadata")
-    if meta and "managedFields" in meta:
-        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-    return obj
+    """A side of a diff, as kapp shows it: no history annotations and no excluded fields (status). Metadata the
+    server keeps (managedFields, uid, ...) stays: the rebase copies it onto the new side too, so it never differs,
+    but it is part of the text whose line numbers kapp prints."""
+    return remove_fields(historyless(obj), config.diff_against_existing_field_exclusion_rules)
 
 
 def _without_annotation_keys(obj: Obj, keys: tuple[str, ...]) -> Obj:
@@ -130,19 +131,37 @@ def _last_applied_check(live: Obj, applied: Obj, config: Config) -> str:
     return fingerprint(existing, rebase(new, existing, config.rebase_rules))
 
 
-def last_applied(live: Obj, config: Config) -> Obj | None:
-    """The copy kapp/kapply recorded when it last wrote the object, if nothing changed it since."""
-    annotations = objects.annotations(live)
-    raw, md5 = annotations.get(objects.ORIGINAL), annotations.get(objects.ORIGINAL_DIFF_MD5)
-    if not raw or not md5:
+def recorded_copy(live: Obj) -> Obj | None:
+    """The copy kapp/kapply recorded when it last wrote the object (`kapp.k14s.io/original`), whether or not anything
+    changed the object since; None when there is none or it cannot be read."""
+    raw = objects.annotations(live).get(objects.ORIGINAL)
+    if not raw or not isinstance(raw, str):
         return None
     try:
         applied = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(applied, dict) or _last_applied_check(live, applied, config) != md5:
+    if not isinstance(applied, dict) or yamlio.too_deep(applied):
         return None
     return applied
+
+
+def last_applied(live: Obj, config: Config) -> Obj | None:
+    """The copy kapp/kapply recorded when it last wrote the object, if nothing changed it since."""
+    md5 = objects.annotations(live).get(objects.ORIGINAL_DIFF_MD5)
+    applied = recorded_copy(live) if md5 else None
+    if applied is None or _last_applied_check(live, applied, config) != md5:
+        return None
+    return applied
+
+
+def _kept_outside_changes(applied: Obj, recorded: Obj, live: Obj) -> Obj:
+    """What `preserve` and `warn` send: the live object with what changed from `recorded` to `applied` (the last
+    applied copy to the desired state) applied, so that fields others changed keep their live value. What the server
+    keeps (status, managedFields) is left out, as from a resource the user wrote."""
+    meta = {k: v for k, v in objects.metadata(live).items() if k != "managedFields"}
+    base = {k: v for k, v in live.items() if k != "status"} | {"metadata": meta}
+    return historyless(preserve(applied, historyless(recorded), historyless(base)))
 
 
 def records_original(res: Obj) -> bool:
@@ -160,9 +179,20 @@ def last_applied_annotations(saved: Obj, applied: Obj, config: Config) -> dict[s
 
 
 def calculate(
-    new: Obj | None, existing: Obj | None, config: Config, *, origin: str = "", against_last_applied: bool = True
+    new: Obj | None,
+    existing: Obj | None,
+    config: Config,
+    *,
+    origin: str = "",
+    against_last_applied: bool = True,
+    policy: DriftPolicy = DriftPolicy.ENFORCE,
 ) -> Change:
-    """The change that takes `existing` (live, or None) to `new` (prepared, or None)."""
+    """The change that takes `existing` (live, or None) to `new` (prepared, or None).
+
+    When something other than kapp/kapply changed the object since its last-applied copy was recorded, the fields it
+    changed are the change's `drifted` ones. Under `enforce` they are sent back like every other desired field; under
+    `preserve` and `warn` only what changed in the desired state since that copy is sent, so they keep their live
+    value (the copy recorded afterwards is still the desired state, so the next deploy sees nothing to do)."""
     key = key_of(new if new is not None else existing)  # type: ignore[arg-type]
     if new is not None and objects.has_annotation(new, objects.NOOP):
         return Change(Op.NOOP, key, new, existing, None, None, None, origin=origin)
@@ -175,8 +205,15 @@ def calculate(
         return Change(Op.DELETE, key, None, existing, None, diff_side(existing, config), None)
 
     applied = historyless(new)
-    to_apply = rebase(applied, existing, config.rebase_rules)
-    recorded = last_applied(existing, config) if against_last_applied else None
+    valid = last_applied(existing, config)
+    recorded = valid if against_last_applied else None
+    drifted: tuple[FieldPath, ...] = ()
+    sent = applied
+    if valid is None and (copy := recorded_copy(existing)) is not None:
+        drifted = tuple(drifted_paths(applied, historyless(copy), historyless(existing)))
+        if policy is not DriftPolicy.ENFORCE:  # fields others added are kept too, though not reported
+            sent = _kept_outside_changes(applied, copy, existing)
+    to_apply = rebase(sent, existing, config.rebase_rules)
     if recorded is not None:
         left = diff_side(rebase(recorded, existing, config.rebase_rules), config)
         basis = Basis.LAST_APPLIED
@@ -185,4 +222,4 @@ def calculate(
         basis = Basis.LIVE
     right = diff_side(to_apply, config)
     op = Op.UPDATE if left != right and not objects.has_annotation(new, objects.EXISTS) else Op.KEEP
-    return Change(op, key, applied, existing, to_apply, left, right, basis, origin)
+    return Change(op, key, applied, existing, to_apply, left, right, basis, origin, policy, drifted)

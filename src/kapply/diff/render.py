@@ -33,17 +33,14 @@ OBJECT_COPIES = ("kubectl.kubernetes.io/last-applied-configuration", objects.ORI
 
 def masked(obj: Obj, config: Config, counter: MaskCounter) -> Obj:
     """obj with the values under diffMaskRules masked (`<-- value not shown (#N)`), and, when any rule covers it (a
-    Secret, say), also every copy of it the object carries (kubectl's last-applied annotation, kapp's original) and its
-    managedFields: a value masked in `data` must not show up in full a few lines above."""
+    Secret, say), also every copy of it the object carries (kubectl's last-applied annotation, kapp's original): a
+    value masked in `data` must not show up in full a few lines above. (managedFields name fields, never values.)"""
     if not any(matches_any(rule.resource_matchers, obj) for rule in config.diff_mask_rules):
         return obj
     obj = mask(obj, config.diff_mask_rules, counter)
-    meta = objects.metadata(obj)
     copies = {k: v for k, v in objects.annotations(obj).items() if k in OBJECT_COPIES}
     if copies:
         obj = objects.with_annotations(obj, counter.mask_map(copies))
-    if "managedFields" in meta:
-        obj = {**obj, "metadata": {k: v for k, v in objects.metadata(obj).items() if k != "managedFields"}}
     return obj
 
 
@@ -55,17 +52,33 @@ def _yaml_lines(obj: Obj | None, config: Config, counter: MaskCounter | None) ->
     return to_yaml(obj).split("\n")
 
 
-def line_diff(change: Change, config: Config, counter: MaskCounter | None, fmt: DiffFormat = DiffFormat()) -> str:
-    """`@@ op desc @@` and the line diff of one change; values under diffMaskRules masked unless counter is None."""
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One change as text: kapp's `@@ op resource @@` header line and the diff's lines."""
+
+    header: str
+    body: str
+
+    def __str__(self) -> str:
+        return self.header + self.body
+
+
+def hunk(change: Change, config: Config, counter: MaskCounter | None, fmt: DiffFormat = DiffFormat()) -> Hunk:
+    """The line diff of one change; values under diffMaskRules masked unless counter is None."""
     records = diff_lines(_yaml_lines(change.left, config, counter), _yaml_lines(change.right, config, counter))
     body = render(records, context=fmt.context, line_numbers=fmt.line_numbers)
-    return f"@@ {change.op.apply_op} {change.describe()} @@\n{body}"
+    return Hunk(f"@@ {change.op.apply_op} {change.describe()} @@\n", body)
+
+
+def hunks(changes: Iterable[Change], config: Config, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
+    """The diffs of the changes that apply something, numbering masked values across all of them."""
+    counter = MaskCounter() if fmt.mask else None
+    return [hunk(c, config, counter, fmt) for c in changes if c.op.apply_op is not ApplyOp.NOOP]
 
 
 def line_diffs(changes: Iterable[Change], config: Config, fmt: DiffFormat = DiffFormat()) -> str:
-    """The line diffs of the changes that apply something, numbering masked values across all of them."""
-    counter = MaskCounter() if fmt.mask else None
-    return "".join(line_diff(c, config, counter, fmt) for c in changes if c.op.apply_op is not ApplyOp.NOOP)
+    """All the hunks as one text (kapp's `--diff-changes` output; what app-change history stores)."""
+    return "".join(str(h) for h in hunks(changes, config, fmt))
 
 
 def summary_lines(apply_ops: Sequence[str], wait_ops: Sequence[str]) -> tuple[str, str]:

@@ -16,19 +16,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import yaml
-
-from kapply import objects
+from kapply import objects, yamlio
 from kapply.config.config import Config
 from kapply.config.matchers import matches_any
 from kapply.config.paths import replace_maps_at
 from kapply.diff.change import Change, Op, calculate
+from kapply.diff.yaml_text import to_yaml
 from kapply.errors import ManifestError
 from kapply.objects import Document, Obj, ResourceKey, describe, key_of
 from kapply.resources.labeled import is_transient
 
 DEFAULT_NUM_VERSIONS = 5
 _VERSION_SUFFIX = re.compile(r"^(.*)-ver-(\d+)$")
+_REF_KEYS = ("apiVersion", "kind", "name")
 
 
 @dataclass(frozen=True)
@@ -86,17 +86,14 @@ def _rewrite_explicit_refs(res: Obj, target: Obj, base: str, name: str) -> Obj:
     for key, value in annotations.items():
         if key != objects.VERSIONED_EXPLICIT_REF and not key.startswith(objects.VERSIONED_EXPLICIT_REF + "."):
             continue
-        try:
-            ref = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise ManifestError(f"Parsing annotation '{key}' on resource '{describe(res)}': {e}") from e
-        if not isinstance(ref, dict) or not all(ref.get(k) for k in ("apiVersion", "kind", "name")):
+        ref = yamlio.load(value, f"annotation '{key}' on resource '{describe(res)}'", ManifestError)
+        if not isinstance(ref, dict) or not all(ref.get(k) and isinstance(ref[k], str) for k in _REF_KEYS):
             raise ManifestError(
                 f"Expected annotation '{key}' on resource '{describe(res)}' to have apiVersion, kind and name"
             )
         current, _ = base_name_and_version(ref["name"])
         if current == base and _refers_to({**ref, "name": current}, target, "name", base):
-            changed[key] = yaml.safe_dump({**ref, "name": name}, sort_keys=False)
+            changed[key] = to_yaml({**ref, "name": name})  # as kapp writes it (go-yaml v2)
     if not changed:
         return res
     return {**res, "metadata": {**res["metadata"], "annotations": {**annotations, **changed}}}

@@ -170,7 +170,8 @@ def _go_int_value(digits: str) -> int:
     if len(digits) > 1 and digits[0] == "0":
         base = _GO_INT_BASES.get(digits[1])
         return int(digits[2:], base) if base else int(digits[1:], 8)
-    return int(digits)
+    # No decimal of more than 20 digits fits 64 bits, and Python refuses to convert more than 4,300.
+    return int(digits) if len(digits) <= 20 else _UINT64_MAX + 1
 
 
 def _is_dot_float(text: str) -> bool:

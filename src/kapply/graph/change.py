@@ -25,5 +25,10 @@ class Node:
 
 
 def annotation_values(resource: dict[str, Any], key: str) -> list[str]:
-    """Values of the annotation `key` and of every `key.<suffix>`, in the resource's order."""
-    return [value for name, value in objects.annotations(resource).items() if name == key or name.startswith(key + ".")]
+    """Values of the annotation `key` and of every `key.<suffix>`, in the resource's order (string values only: the
+    API server refuses any other)."""
+    return [
+        value
+        for name, value in objects.annotations(resource).items()
+        if (name == key or name.startswith(key + ".")) and isinstance(value, str)
+    ]

@@ -129,9 +129,11 @@ def _placeholder_values(resource: dict[str, Any]) -> dict[str, str]:
     metadata = objects.metadata(resource)
     crd_kind = crd_group = ""
     if group_of(resource) == "apiextensions.k8s.io" and resource.get("kind") == "CustomResourceDefinition":
-        spec = resource.get("spec") or {}
+        spec = resource.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
+        names = spec.get("names")
         crd_group = _string(spec.get("group"))
-        crd_kind = _string((spec.get("names") or {}).get("kind"))
+        crd_kind = _string(names.get("kind") if isinstance(names, dict) else None)
     return {
         "{api-group}": group_of(resource),
         "{kind}": _string(resource.get("kind")),

@@ -81,7 +81,6 @@ def _view_of(matcher: Matcher) -> int:
 
 def _summaries(resource: dict[str, Any]) -> tuple[Any, ...]:
     """The resource as seen by each view but the whole one."""
-    metadata = objects.metadata(resource)
-    namespace = metadata.get("namespace") or ""
-    shared = (resource.get("apiVersion"), resource.get("kind"), tuple(metadata.get("annotations") or ()))
+    namespace = objects.namespace(resource)
+    shared = (objects.api_version(resource), objects.kind(resource), tuple(objects.annotations(resource)))
     return (None, (*shared, namespace), (*shared, bool(namespace)))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -128,6 +130,13 @@ def retry_delay(
     return backoff if method in IDEMPOTENT and status in (429, 500, 502, 503, 504) else None
 
 
+def jittered(delay: float) -> float:
+    """The delay stretched by a random part of itself (at most MAX_DELAY). API Priority and Fairness answers every
+    request of a burst it rejects with the same Retry-After: retried after exactly that time, they would all come back
+    at once and be rejected together again (and the server, seeing rejections go on, asks for ever longer waits)."""
+    return min(MAX_DELAY, delay * (1 + random.random()))
+
+
 def _failure(error: Exception) -> str:
     """A transport error in words: some (timeouts) have an empty message."""
     text = str(error).strip()
@@ -135,14 +144,14 @@ def _failure(error: Exception) -> str:
     return f"{name}: {text}" if text else f"{name} (no answer from the server)"
 
 
-def _error(response: httpx2.Response) -> ClusterError:
+def _error(response: httpx2.Response, context: str = "") -> ClusterError:
     try:
         status = orjson.loads(response.content)
         message, reason = status.get("message", ""), status.get("reason", "")
     except (orjson.JSONDecodeError, AttributeError):
         message, reason = response.text.strip() or response.reason_phrase, ""
     return ClusterError(
-        f"API server says: {message} (reason: {reason or response.reason_phrase})",
+        f"{context}API server says: {message} (reason: {reason or response.reason_phrase})",
         status=response.status_code,
         reason=reason,
     )
@@ -176,7 +185,9 @@ class Cluster:
         params = ConnectionParams(timeout=httpx2.Timeout(timeout), http2=True).httpx_params(config)
         if config.user and config.user.exec:
             params["auth"] = ExecCredentialAuth(config.user.exec, config.cluster.server)
+        self.config = config
         self.server: str = config.cluster.server
+        self._timeout = timeout
         self.namespace: str | None = config.namespace
         self._http = httpx2.AsyncClient(**params)
         self._params = params
@@ -210,6 +221,7 @@ class Cluster:
         if body is not None:
             content = orjson.dumps(body)
             headers["Content-Type"] = content_type
+        request = f"Request {method} {path} to {self.server}"
         attempt = 0
         while True:
             attempt += 1
@@ -219,15 +231,16 @@ class Cluster:
                 delay = retry_delay(method, attempt, error=e)
                 if delay is None:
                     tried = f" (after {attempt} attempts)" if attempt > 1 else ""
-                    raise ClusterError(f"Request {method} {path} to {self.server} failed{tried}: {_failure(e)}") from e
+                    raise ClusterError(f"{request} failed{tried}: {_failure(e)}") from e
             else:
                 if response.status_code < 400:
                     return orjson.loads(response.content) if response.content else None
                 delay = retry_delay(
                     method, attempt, status=response.status_code, retry_after=response.headers.get("Retry-After")
                 )
-                if delay is None:
-                    raise _error(response)
+                if delay is None:  # an answer retried until now (a 429 storm, say) names the request too
+                    raise _error(response, f"{request} failed (after {attempt} attempts): " if attempt > 1 else "")
+            delay = jittered(delay)
             _log.info("retrying %s %s in %.2fs (attempt %d of %d)", method, path, delay, attempt + 1, MAX_ATTEMPTS)
             await asyncio.sleep(delay)
 
@@ -368,6 +381,45 @@ class Cluster:
         except ClusterError as e:
             if e.status != 404:
                 raise
+
+    async def watch(
+        self,
+        rtype: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[tuple[str, Obj]]:
+        """The events of a type (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`) from `resource_version` on, until the
+        server ends the watch (after about `timeout_seconds`). An `ERROR` event (410 Gone: the version is too old)
+        raises ClusterError with its code: the caller lists again and watches from the list's version."""
+        params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        timeout = httpx2.Timeout(self._timeout, read=timeout_seconds + 30)
+        path = rtype.path(namespace)
+        try:
+            async with self._http.stream(
+                "GET", path, params=params, headers={"Accept": "application/json"}, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise _error(response)
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    event = orjson.loads(line)
+                    kind, obj = event.get("type", ""), event.get("object") or {}
+                    if kind == "ERROR":
+                        raise ClusterError(f"Watching {path}: {obj.get('message', '')}", status=obj.get("code", 0))
+                    if kind != "BOOKMARK":
+                        obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+                    yield kind, obj
+        except httpx2.HTTPError as e:
+            raise ClusterError(f"Watching {path} on {self.server} failed: {_failure(e)}") from e
 
     @staticmethod
     def _write_params(dry_run: bool) -> dict[str, str]:

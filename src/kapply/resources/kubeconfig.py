@@ -8,6 +8,7 @@ Precedence: `--kubeconfig-yaml`/`$KAPP_KUBECONFIG_YAML`, then `--kubeconfig`/`$K
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from lightkube.config.kubeconfig import SERVICE_ACCOUNT, SingleConfig
 from lightkube.config.models import UserExec
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
+from kapply import yamlio
 from kapply.errors import KapplyError
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -54,7 +56,7 @@ def load(flags: KubeconfigFlags) -> SingleConfig:
             host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
             port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
             yaml_text = yaml_text.replace("${KAPP_KUBERNETES_SERVICE_HOST_PORT}", f"{host}:{port}")
-            config = KubeConfig.from_dict(yaml.safe_load(yaml_text))
+            config = KubeConfig.from_dict(yamlio.load_mapping(yaml_text, "kubeconfig (--kubeconfig-yaml)", KapplyError))
         else:
             config = _from_files(_kubeconfig_paths(flags.path))
         selected = config.get(context)
@@ -62,6 +64,29 @@ def load(flags: KubeconfigFlags) -> SingleConfig:
         raise KapplyError(f"Loading kubeconfig: {e}") from e
     assert selected is not None  # without a default, lightkube raises rather than return None
     return selected
+
+
+def with_token(config: SingleConfig, token: str, namespace: str) -> str:
+    """A kubeconfig (YAML) for the same cluster, authenticated with `token` (a service account's), in `namespace`:
+    what kapp-controller builds to deploy an App with the App's service account instead of its own rights."""
+    cluster: dict[str, Any] = {"server": config.cluster.server}
+    if config.cluster.certificate_auth_data:
+        cluster["certificate-authority-data"] = config.cluster.certificate_auth_data
+    elif config.cluster.certificate_auth:
+        ca = Path(config.abs_file(config.cluster.certificate_auth)).read_bytes()
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    if config.cluster.insecure:
+        cluster["insecure-skip-tls-verify"] = True
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "cluster", "cluster": cluster}],
+            "users": [{"name": "user", "user": {"token": token}}],
+            "contexts": [{"name": "app", "context": {"cluster": "cluster", "user": "user", "namespace": namespace}}],
+            "current-context": "app",
+        }
+    )
 
 
 def default_namespace(explicit: str | None, kubeconfig_namespace: str | None) -> str:
@@ -90,11 +115,16 @@ def _from_files(paths: list[Path]) -> KubeConfig:
     for path in paths:
         if not path.exists():
             continue
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yamlio.load_mapping(path.read_bytes(), f"kubeconfig file '{path}'", KapplyError)
         if not merged.get("current-context"):  # the first file that sets it wins, as in client-go
             merged["current-context"] = doc.get("current-context")
         for section in ("clusters", "contexts", "users"):
-            for entry in doc.get(section) or []:
+            entries = doc.get(section) or []
+            if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries
+            ):
+                raise KapplyError(f"kubeconfig file '{path}': '{section}' must be a list of entries with a name")
+            for entry in entries:
                 if (section, entry["name"]) not in seen:
                     seen.add((section, entry["name"]))
                     merged[section].append(entry)

@@ -50,9 +50,19 @@ async def list_labeled(
     """Every object with the label selector among the types: one cluster-wide LIST per type, concurrently.
 
     A user whose rights end at some namespaces may not list cluster-wide: as kapp, kapply then lists a namespaced
-    type in each of the `fallback_namespaces` (the namespaces the app uses), and skips a cluster-scoped type it may
-    not list (a namespace-only user cannot have created one)."""
+    type in each of the `fallback_namespaces` (the namespaces the app uses), and skips what it may not list: a
+    cluster-scoped type (a namespace-only user cannot have created one), and a type it may not list even in a
+    namespace (the `admin` role may not list PodTemplates, say), as kapp does. What the user may not list, kapply
+    does not see: it neither prunes nor deletes it."""
     namespaces = sorted(set(fallback_namespaces) - {"", "(cluster)"})
+
+    async def in_namespace(rtype: ResourceType, namespace: str) -> list[Obj]:
+        try:
+            return await cluster.list(rtype, label_selector=selector, namespace=namespace)
+        except ClusterError as e:
+            if e.status != 403:
+                raise
+            return []
 
     async def one(rtype: ResourceType) -> list[Obj]:
         try:
@@ -60,11 +70,9 @@ async def list_labeled(
         except ClusterError as e:
             if e.status != 403:
                 raise
-            if not rtype.namespaced:
-                return []
-        per_namespace = await asyncio.gather(
-            *(cluster.list(rtype, label_selector=selector, namespace=ns) for ns in namespaces)
-        )
+        if not rtype.namespaced:
+            return []
+        per_namespace = await asyncio.gather(*(in_namespace(rtype, ns) for ns in namespaces))
         return [obj for objs in per_namespace for obj in objs]
 
     results = await asyncio.gather(*(one(t) for t in rtypes))

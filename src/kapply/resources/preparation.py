@@ -41,6 +41,13 @@ def _validate(docs: Sequence[Document]) -> None:
                 errors.append(
                     f"- Expected '{field_name}' on resource '{describe(doc.obj)}' to be non-empty ({doc.origin})"
                 )
+        for field_name in ("labels", "annotations"):
+            value = meta.get(field_name)
+            if value is not None and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+                errors.append(
+                    f"- Expected 'metadata.{field_name}' on resource '{describe(doc.obj)}' to be a map of strings "
+                    f"({doc.origin})"
+                )
         if objects.IS_APP_LABEL in objects.labels(doc.obj):
             errors.append(
                 f"- Resource '{describe(doc.obj)}' has a disallowed label '{objects.IS_APP_LABEL}' ({doc.origin})"
@@ -72,10 +79,13 @@ def _crd_scopes(docs: Sequence[Document]) -> dict[tuple[str, str], bool]:
     scopes = {}
     for doc in docs:
         if objects.kind(doc.obj) == "CustomResourceDefinition" and objects.group_of(doc.obj) == "apiextensions.k8s.io":
-            spec = doc.obj.get("spec") or {}
-            kind = (spec.get("names") or {}).get("kind")
-            if spec.get("group") and kind:
-                scopes[(spec["group"], kind)] = spec.get("scope", "Namespaced") == "Namespaced"
+            spec = doc.obj.get("spec")
+            if not isinstance(spec, dict):
+                continue  # the API server reports what is wrong with the CRD
+            group, names = spec.get("group"), spec.get("names")
+            kind = names.get("kind") if isinstance(names, dict) else None
+            if isinstance(group, str) and group and isinstance(kind, str) and kind:
+                scopes[(group, kind)] = spec.get("scope", "Namespaced") == "Namespaced"
     return scopes
 
 

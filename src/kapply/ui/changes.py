@@ -6,12 +6,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from kapply import objects
-from kapply.apply.planning import ClusterChange, summary
+from kapply.apply.planning import ClusterChange, WaitOp, summary
 from kapply.apply.strategies import create_strategy, delete_strategy, label, update_strategy
 from kapply.apply.waiters import wait_state
-from kapply.diff.change import Change, Op
+from kapply.config.config import Config
+from kapply.deploy import OutsideField
+from kapply.diff.change import ApplyOp, Change, Op
+from kapply.diff.drift import DriftPolicy
+from kapply.diff.ghost import describe_field
+from kapply.diff.render import Hunk
 from kapply.objects import Obj
-from kapply.ui.table import Table
+from kapply.ui.output import Output
+from kapply.ui.table import Column, Table
 
 
 def age(obj: Obj | None, now: datetime | None = None) -> str:
@@ -48,32 +54,60 @@ def changes_table(changes: Sequence[ClusterChange], default_update_strategy: str
     rows = []
     for cc in sorted(changes, key=lambda cc: (cc.change.key.namespace, cc.change.key.name, cc.change.key.kind)):
         c = cc.change
+        apply_op = "" if cc.apply_op is ApplyOp.NOOP else cc.apply_op.value
+        wait_to = "" if cc.wait is WaitOp.NOOP else cc.wait.value
         rows.append(
             (
                 c.key.namespace or "(cluster)",
                 c.key.name,
                 c.key.kind,
                 age(c.existing),
-                cc.apply_op,
+                apply_op,
                 op_strategy(c, default_update_strategy),
-                cc.wait.value,
+                wait_to,
                 *reconcile_state(c),
             )
         )
-    return Table(
-        "Changes",
-        ("Namespace", "Name", "Kind", "Age", "Op", "Op st.", "Wait to", "Rs", "Ri"),
-        tuple(rows),
-        notes=summary(changes),
-        json_keys=(
-            "namespace",
-            "name",
-            "kind",
-            "age",
-            "op",
-            "op_strategy",
-            "wait_to",
-            "reconcile_state",
-            "reconcile_info",
-        ),
-    )
+    return Table("Changes", CHANGES_COLUMNS, tuple(rows), notes=summary(changes))
+
+
+CHANGES_COLUMNS = (
+    Column("Namespace"),
+    Column("Name"),
+    Column("Kind"),
+    Column("Age"),
+    Column("Op"),
+    Column("Op st.", "op_strategy"),
+    Column("Wait to"),
+    Column("Rs", "reconcile_state"),
+    Column("Ri", "reconcile_info"),
+)
+
+
+def show_hunks(out: Output, hunks: Sequence[Hunk]) -> None:
+    """Each diff as kapp prints it: the `@@` line, then the lines of the diff."""
+    for hunk in hunks:
+        out.begin_line(hunk.header)
+        out.block(hunk.body)
+
+
+_POLICY_OUTCOME = {
+    DriftPolicy.ENFORCE: "set back to the desired value",
+    DriftPolicy.PRESERVE: "kept (drift policy preserve)",
+    DriftPolicy.WARN: "left as is (drift policy warn)",
+}
+
+
+def show_outside_changes(out: Output, found: Sequence[OutsideField], config: Config, policy: DriftPolicy) -> None:
+    """kapply's note after the Changes table: the fields of the plan that someone else last wrote on the cluster,
+    and who wrote them (nothing when there are none)."""
+    if not found:
+        return
+    lines: list[str] = []
+    for item in found:
+        header = f"  {item.change.describe()}"
+        if header not in lines:
+            lines.append(header)
+        lines.append(f"    {describe_field(item.change.resource, item.field, config, item.written_by)}")
+    out.begin_line(f"Fields changed on the cluster by others: {_POLICY_OUTCOME[policy]}\n")
+    out.block("\n".join(lines) + "\n")

@@ -1,10 +1,11 @@
-"""Progress lines and the final words, as kapp prints them."""
+"""Progress as kapp prints it: timestamped lines (`3:04:05PM: ---- applying 2 changes [0/2 done] ----`)."""
 
 from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import TextIO
+
+from kapply.ui.output import Output
 
 
 def timestamp() -> str:
@@ -13,20 +14,18 @@ def timestamp() -> str:
     return f"{now.hour % 12 or 12}:{now:%M:%S}{'AM' if now.hour < 12 else 'PM'}"
 
 
-class Progress:
-    """Timestamped progress lines (`3:04:05PM: ---- applying 2 changes [0/2 done] ----`)."""
+class ProgressLines:
+    """The apply stage's Progress, written to an Output as kapp's BeginLinef lines."""
 
-    def __init__(self, out: TextIO | None = None, *, enabled: bool = True) -> None:
-        self.out = out or sys.stdout
-        self.enabled = enabled
+    def __init__(self, out: Output) -> None:
+        self.out = out
 
     def line(self, message: str) -> None:
-        if self.enabled:
-            print(f"{timestamp()}: {message}", file=self.out, flush=True)
+        self.out.begin_line(f"{timestamp()}: {message}\n")
+
+    def section(self, message: str) -> None:
+        self.line(f"---- {message} ----")
 
     def warn(self, message: str) -> None:
         """`Warning: ...` on stderr, without a timestamp, as kapp prints API warnings; shown in every mode."""
         print(f"Warning: {message}", file=sys.stderr, flush=True)
-
-    def section(self, message: str) -> None:
-        self.line(f"---- {message} ----")

@@ -1,76 +1,108 @@
-"""Where command output goes, in kapp's three modes.
+"""Where command output goes, in kapp's three modes (go-cli-ui's ConfUI, NonTTYUI, JSONUI and PaddingUI).
 
-- TTY (the default for deploy and delete, or when stdout is a terminal): titles,
-  blank lines between sections, progress lines and `Succeeded`.
-- non-TTY: tables tab-separated with no title or notes; lines and progress dropped.
-- JSON (`--json`): everything buffered and printed at exit as
-  `{"Tables": [...], "Blocks": [...], "Lines": [...]}` with a 4-space indent.
+- TTY (`--tty`, the default for deploy and delete, or stdout a terminal): lines, progress, diffs, tables with
+  titles and notes, and `Succeeded`; a blank line before each call except between two "raw" ones (progress lines
+  and blocks), so consecutive diffs and progress lines stay together.
+- non-TTY: lines and progress dropped; tables without title, header or notes, tab-separated; blocks kept.
+- JSON (`--json`): everything buffered and printed at exit as `{"Tables": ..., "Blocks": ..., "Lines": ...}`
+  with a 4-space indent, empty lists as `null`, row keys sorted, and no newline after the closing brace; an error
+  is the last line.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from kapply.ui.messages import Progress
 from kapply.ui.table import Table, render
 
 
 class Output:
-    def __init__(self, *, tty: bool, as_json: bool = False, out: TextIO | None = None) -> None:
+    def __init__(
+        self, *, tty: bool, as_json: bool = False, columns: Sequence[str] = (), out: TextIO | None = None
+    ) -> None:
         self.tty = tty and not as_json
         self.as_json = as_json
+        self.columns = tuple(columns)
         self.out = out or sys.stdout
         self._tables: list[dict[str, Any]] = []
         self._blocks: list[str] = []
         self._lines: list[str] = []
-        self._printed = False
+        self._last: str | None = None  # "raw" or "auto": the kind of the previous call, None before the first
 
-    def _print(self, text: str, *, spaced: bool) -> None:
-        if spaced and self._printed:
+    def _write(self, text: str, kind: str) -> None:
+        if self._last is not None and not (kind == "raw" and self._last == "raw"):
             self.out.write("\n")
         self.out.write(text)
         self.out.flush()
-        self._printed = True
+        self._last = kind
 
     def line(self, text: str) -> None:
-        """A message line (PrintLinef): shown in TTY mode only."""
+        """A message (PrintLinef): TTY and JSON only."""
         if self.as_json:
             self._lines.append(text)
         elif self.tty:
-            self._print(text + "\n", spaced=True)
+            self._write(text + "\n", "auto")
+
+    def begin_line(self, text: str) -> None:
+        """A line that is part of a stream (BeginLinef: progress, a diff's `@@` header): TTY and JSON only."""
+        if self.as_json:
+            self._lines.append(text)
+        elif self.tty:
+            self._write(text, "raw")
 
     def block(self, text: str) -> None:
-        """Raw text, such as diffs: always shown."""
+        """Raw text, such as a diff's lines (PrintBlock): in every mode."""
         if self.as_json:
             self._blocks.append(text)
         elif text:
-            self._print(text, spaced=True)
+            self._write(text, "raw")
 
     def table(self, table: Table) -> None:
+        if self.columns:
+            table = table.only(self.columns)
         if self.as_json:
-            keys = table.keys()
             self._tables.append(
                 {
                     "Content": table.content,
-                    "Header": dict(zip(keys, table.header, strict=True)),
-                    "Rows": [dict(zip(keys, row, strict=True)) for row in table.rows],
-                    "Notes": list(table.notes),
+                    "Header": dict(sorted(zip(table.keys, (c.title for c in table.columns), strict=True))),
+                    "Rows": [dict(sorted(zip(table.keys, row, strict=True))) for row in table.rows],
+                    "Notes": list(table.notes) or None,
                 }
             )
         else:
-            self._print(render(table, tty=self.tty), spaced=True)
+            self._write(render(table, tty=self.tty), "auto")
 
-    def progress(self) -> Progress:
-        if self.tty and self._printed:
+    def prompt(self, text: str) -> None:
+        """The confirmation question; always shown (it waits for an answer)."""
+        if self._last is not None:
             self.out.write("\n")
-        return Progress(self.out, enabled=self.tty)
+        self.out.write(text)
+        self.out.flush()
+        self._last = "auto"
 
     def finish(self, *, succeeded: bool = True) -> None:
-        """Print the buffered JSON, or `Succeeded` in TTY mode (unless the command ends with an exit status)."""
+        """`Succeeded` (TTY and JSON), then the buffered JSON document."""
+        if succeeded:
+            self.line("Succeeded")
         if self.as_json:
-            doc = {"Tables": self._tables, "Blocks": self._blocks, "Lines": self._lines}
-            self.out.write(json.dumps(doc, indent=4) + "\n")
-        elif self.tty and succeeded:
-            self._print("Succeeded\n", spaced=True)
+            self._flush_json()
+
+    def fail(self, message: str) -> None:
+        """An error: the last of the JSON document's lines, or on stderr."""
+        if self.as_json:
+            self._lines.append(message)
+            self._flush_json()
+            return
+        if self._last is not None:  # PaddingUI: the blank line before it goes to stdout
+            self.out.write("\n")
+            self.out.flush()
+        print(message, file=sys.stderr, flush=True)
+
+    def _flush_json(self) -> None:
+        doc = {"Tables": self._tables or None, "Blocks": self._blocks or None, "Lines": self._lines or None}
+        self.out.write(json.dumps(doc, indent=4, ensure_ascii=False))
+        self.out.flush()
+        self._tables, self._blocks, self._lines = [], [], []

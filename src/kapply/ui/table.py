@@ -1,51 +1,111 @@
-"""kapp's text tables: a title, a header, rows padded to column width with a two-space
-border after every cell, `-` for empty cells and `^` for a first cell repeated from the
-row above; then notes, one per line."""
+"""kapp's tables (go-cli-ui), byte for byte.
+
+TTY: a title and a blank line, a header row, then rows; every cell but the last is padded to its column's width,
+and every cell (the last too) is followed by a two-space border; an empty cell shows `-`, and a first cell equal to
+the one above shows `^`. Then a blank line and the notes, and a blank line and `N <content>` when there is content.
+Without a TTY: no title, header, notes or footer; cells padded as above but each followed by a tab, and no `^`.
+JSON keys are the header names (`last_change_successful`), which may differ from the titles (`Lcs`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from kapply.errors import KapplyError
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    title: str  # what the TTY header shows (`Lcs`)
+    key: str = ""  # the JSON key and the name `--column` takes; by default the title in lowercase words joined by _
+
+    @property
+    def name(self) -> str:
+        return self.key or column_key(self.title)
+
+
+def column_key(title: str) -> str:
+    """kapp's key of a header: its lowercase alphanumeric words joined by `_` (`Op st.` -> `op_st`)."""
+    return "_".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
     title: str
-    header: tuple[str, ...]
+    columns: tuple[Column, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
     content: str = ""  # `N <content>` footer, e.g. "apps"
-    json_keys: tuple[str, ...] = field(default=())
+    transpose: bool = False  # one block per row, a line per column (kapp's `inspect --status`)
 
+    @property
     def keys(self) -> tuple[str, ...]:
-        """JSON keys: the lowercase alphanumeric words of each header, joined by `_` (kapp's --json)."""
-        if self.json_keys:
-            return self.json_keys
-        out = []
-        for title in self.header:
-            words = "".join(c if c.isalnum() else " " for c in title.lower()).split()
-            out.append("_".join(words))
-        return tuple(out)
+        return tuple(c.name for c in self.columns)
+
+    def only(self, names: Sequence[str]) -> Table:
+        """The table with only the columns `--column` names (by key, or by title made into a key), in table order."""
+        wanted = {column_key(n) for n in names}
+        missing = sorted(wanted - set(self.keys))
+        if missing:
+            raise KapplyError(f"Failed to find header: {missing[0]} (columns: {', '.join(self.keys)})")
+        keep = [i for i, key in enumerate(self.keys) if key in wanted]
+        return Table(
+            self.title,
+            tuple(self.columns[i] for i in keep),
+            tuple(tuple(row[i] for i in keep) for row in self.rows),
+            self.notes,
+            self.content,
+            self.transpose,
+        )
+
+
+def _lines(cells: Sequence[Sequence[str]], border: str) -> list[str]:
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))] if cells else []
+    last = len(widths) - 1
+    return ["".join((c if i == last else c.ljust(widths[i])) + border for i, c in enumerate(row)) for row in cells]
+
+
+def _transposed(table: Table, tty: bool) -> str:
+    """Each row as a block of `Title  value` lines; a value of several lines continues under the first."""
+    width = max(len(c.title) for c in table.columns)
+    blocks = []
+    for row in table.rows:
+        lines = []
+        for column, value in zip(table.columns, row, strict=True):
+            for i, part in enumerate((value or "-").split("\n")):
+                if tty:
+                    lines.append(f"{(column.title if i == 0 else '').ljust(width)}  {part}  ")
+                else:
+                    lines.append(f"{part}\t")
+        blocks.append("\n".join(lines) + "\n")
+    text = "\n".join(blocks)
+    if not tty:
+        return text
+    out = f"{table.title}\n\n" if table.title else ""
+    out += text
+    if table.content:
+        out += f"\n{len(table.rows)} {table.content}\n"
+    return out
 
 
 def render(table: Table, *, tty: bool = True) -> str:
-    """The table as kapp prints it; without a TTY, tab-separated rows with no title, notes or `^`."""
+    """The table as kapp prints it (see the module docs)."""
+    if table.transpose:
+        return _transposed(table, tty)
     if not tty:
-        lines = ["\t".join(table.header)] + ["\t".join(row) for row in table.rows]
-        return "\n".join(lines) + "\n"
-    cells: list[Sequence[str]] = [table.header]
+        rows = [[c or "-" for c in row] for row in table.rows]
+        return "".join(line + "\n" for line in _lines(rows, "\t"))
+    cells: list[list[str]] = [[c.title for c in table.columns]]
     previous_first = None
     for row in table.rows:
         first = row[0] if row else ""
         cells.append(["^" if i == 0 and first and first == previous_first else (c or "-") for i, c in enumerate(row)])
         previous_first = first
-    widths = [max(len(r[i]) for r in cells) for i in range(len(table.header))]
-    lines = [f"{table.title}", ""] if table.title else []
-    for cell_row in cells:
-        lines.append("".join(c.ljust(w) + "  " for c, w in zip(cell_row, widths, strict=True)))
+    lines = [table.title, ""] if table.title else []
+    lines += _lines(cells, "  ")
     if table.notes:
-        lines.append("")
-        lines += table.notes
+        lines += ["", *table.notes]
     if table.content:
         lines += ["", f"{len(table.rows)} {table.content}"]
     return "\n".join(lines) + "\n"

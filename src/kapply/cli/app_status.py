@@ -1,0 +1,31 @@
+"""`kapply app status`: an App resource's status, with its ghost diffs, their suggested rebase rules, and drift."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kapply.cli.command import Args
+from kapply.cli.common import client, require_app_name, run
+from kapply.errors import KapplyError
+
+if TYPE_CHECKING:
+    from kapply.ui.output import Output
+
+
+def status(args: Args, out: Output) -> None:
+    run(_status(args, out))
+
+
+async def _status(args: Args, out: Output) -> None:
+    from kapply.controller.reconciler import APPS
+    from kapply.ui.app_status import show_app_status
+
+    app = require_app_name(args)
+    async with client(args, app.namespace) as api:
+        out.line(await api.target())
+        namespace = api.namespace(app.app_namespace or None)
+        found = await api.cluster.get(APPS, namespace, app.name)
+        if found is None:
+            raise KapplyError(f"App resource '{app.name}' (namespace: {namespace}) does not exist")
+        show_app_status(out, found)
+        out.finish()

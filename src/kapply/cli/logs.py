@@ -1,0 +1,255 @@
+"""`kapply logs`: the logs of an app's Pods, as kapp prints them; with `-f`, new lines and new Pods until Ctrl-C.
+
+As kapp: the Pods are those with the app's label (in any namespace), `-m` and `-c` patterns (`%` or `*` at either
+end is a wildcard) choose Pods and containers, init containers come first, a container's log is read only while it
+runs (otherwise `# waiting for ... logs` is printed and, without `-f`, it is skipped), and each container is tailed
+concurrently, so lines of different containers interleave as they come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kapply.cli.command import Args
+from kapply.cli.common import existing_app, run
+from kapply.errors import ClusterError, KapplyError
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from kapply.objects import Obj
+    from kapply.resources.cluster import Cluster, ResourceType
+    from kapply.ui.logs import LogView
+    from kapply.ui.output import Output
+
+RETRY = 0.5  # seconds between checks whether a container runs (kapp's)
+RESTART = 1.0  # seconds before a followed container whose stream ended is tailed again (kapp's)
+
+
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    follow: bool
+    lines: int | None  # the last N lines of each log; None: all of it
+    pod: str  # pattern of Pod names; "" for all
+    containers: tuple[str, ...]  # patterns of container names; () for all
+
+
+def logs(args: Args, out: Output) -> None:
+    if not args["follow"] and args["lines"] <= 0:
+        raise KapplyError("Expected --lines to be greater than zero since --follow is not specified")
+    options = TailOptions(
+        follow=args["follow"],
+        lines=args["lines"] if args["lines"] >= 0 else None,
+        pod=args["pod-name"],
+        containers=tuple(args["container-name"]),
+    )
+    try:
+        run(_logs(args, out, options))
+    except KeyboardInterrupt:
+        # Ctrl-C is how a follow ends: as kapp, end by the signal (a shell sees 130) with nothing more to say
+        sys.stdout.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+async def _logs(args: Args, out: Output, options: TailOptions) -> None:
+    from kapply.ui.logs import LogView
+
+    view = LogView(out, container_tag=args["container-tag"])
+    async with existing_app(args, out) as (api, found):
+        pods = (await api.cluster.discovery()).preferred("", "Pod")
+        if pods is None:
+            raise KapplyError("The cluster serves no Pods")
+        async with _log_client(api.cluster) as http:
+            tails = []
+            async for pod in _pods(api.cluster, pods, found.meta.label_selector, found.namespace, options):
+                tails += [
+                    asyncio.create_task(_tail(api.cluster, http, pods, pod, container, options, view))
+                    for container in _containers(pod, options.containers)
+                ]
+            await asyncio.gather(*tails)
+        out.finish()
+
+
+@asynccontextmanager
+async def _log_client(cluster: Cluster) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP/1.1 client with the cluster client's connection settings, for log streams: a connection per stream.
+
+    On the cluster client's one HTTP/2 connection, long-lived streams (a Pod watch and several followed logs) were
+    seen to stall: some never received the data the server sent. Cluster has no public call for a streamed text
+    answer yet (`Cluster.stream_lines` would be its place); this borrows its connection settings meanwhile."""
+    import httpx2
+
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=0)
+    async with httpx2.AsyncClient(**{**cluster._params, "http2": False, "limits": limits}) as http:
+        yield http
+
+
+async def _pods(
+    cluster: Cluster, pods: ResourceType, selector: str, app_namespace: str, options: TailOptions
+) -> AsyncIterator[Obj]:
+    """The app's Pods that match `-m`, each once: those there now and, when following, those created later (a
+    watch from nothing lists the existing ones first). Where Pods may not be listed cluster-wide, those in the
+    app's namespace."""
+    from kapply import objects
+    from kapply.resources.filters import pattern_matches
+
+    seen: set[str] = set()
+
+    def new(pod: Obj) -> bool:
+        if objects.uid(pod) in seen or (options.pod and not pattern_matches(options.pod, objects.name(pod))):
+            return False
+        seen.add(objects.uid(pod))
+        return True
+
+    namespace: str | None = None
+    while True:
+        try:
+            if not options.follow:
+                for pod in await cluster.list(pods, label_selector=selector, namespace=namespace):
+                    if new(pod):
+                        yield pod
+                return
+            async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
+                if kind == "ADDED" and new(pod):
+                    yield pod
+        except ClusterError as e:
+            if e.status == 403 and namespace is None:
+                namespace = app_namespace
+            elif e.status != 410:  # 410: the watch expired; a new one starts (the server ended it otherwise)
+                raise
+
+
+def _containers(pod: Obj, patterns: tuple[str, ...]) -> list[str]:
+    """The containers to tail, init containers first: those `-c` names, but not one still waiting to start in a Pod
+    that has ended (it never will)."""
+    from kapply.resources.filters import pattern_matches
+
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    ended = status.get("phase") in ("Succeeded", "Failed")
+    statuses = {
+        s.get("name"): s
+        for s in (*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or []))
+    }
+    names = []
+    for container in (*(spec.get("initContainers") or []), *(spec.get("containers") or [])):
+        name = container.get("name", "")
+        if ended and "waiting" in (statuses.get(name, {}).get("state") or {}):
+            continue
+        if not patterns or any(pattern_matches(p, name) for p in patterns):
+            names.append(name)
+    return names
+
+
+def _running(pod: Obj | None, container: str) -> bool:
+    status = (pod or {}).get("status") or {}
+    statuses = (*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or []))
+    return any(s.get("name") == container and "running" in (s.get("state") or {}) for s in statuses)
+
+
+async def _tail(
+    cluster: Cluster,
+    http: httpx2.AsyncClient,
+    pods: ResourceType,
+    pod: Obj,
+    container: str,
+    options: TailOptions,
+    view: LogView,
+) -> None:
+    """Print one container's log; when following, again each time it runs again. A stream that breaks off ends the
+    container's tailing silently, as in kapp."""
+    from kapply import objects
+
+    tag = f"{objects.name(pod)} > {container}"
+    while True:
+        try:
+            async with _stream_when_running(cluster, http, pods, pod, container, options, view, tag) as lines:
+                if lines is None:
+                    return
+                view.starting(tag)
+                async for text in lines:
+                    view.line(tag, text)
+        except ClusterError:
+            return
+        if not options.follow:
+            view.ending(tag)
+            return
+        view.stopped(tag)
+        await asyncio.sleep(RESTART)
+
+
+@asynccontextmanager
+async def _stream_when_running(
+    cluster: Cluster,
+    http: httpx2.AsyncClient,
+    pods: ResourceType,
+    pod: Obj,
+    container: str,
+    options: TailOptions,
+    view: LogView,
+    tag: str,
+) -> AsyncIterator[AsyncIterator[str] | None]:
+    """The container's log lines once it runs and its log can be read; None when it does not and not following
+    (after saying so, as kapp does once in either case)."""
+    from kapply import objects
+
+    waited = False
+    async with AsyncExitStack() as stack:
+        while True:
+            if _running(await cluster.get(pods, objects.namespace(pod), objects.name(pod)), container):
+                try:
+                    lines = await stack.enter_async_context(_log_lines(http, pods, pod, container, options))
+                    break
+                except ClusterError:
+                    pass
+            if not waited:
+                view.waiting(tag)
+                if not options.follow:
+                    yield None
+                    return
+                waited = True
+            await asyncio.sleep(RETRY)
+        yield lines
+
+
+@asynccontextmanager
+async def _log_lines(
+    http: httpx2.AsyncClient, pods: ResourceType, pod: Obj, container: str, options: TailOptions
+) -> AsyncIterator[AsyncIterator[str]]:
+    """The lines of a container's log (each with its newline; a last line without one is dropped, as kapp does),
+    streamed while following."""
+    import httpx2
+
+    from kapply import objects
+
+    params = {"container": container, "follow": "true" if options.follow else "false"}
+    if options.lines is not None:
+        params["tailLines"] = str(options.lines)
+    path = pods.path(objects.namespace(pod), objects.name(pod)) + "/log"
+    where = f"Getting logs of container '{container}' of pod '{objects.name(pod)}'"
+    try:
+        async with http.stream("GET", path, params=params, timeout=httpx2.Timeout(60, read=None)) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise ClusterError(f"{where}: {response.text.strip()}", status=response.status_code)
+
+            async def lines() -> AsyncIterator[str]:
+                pending = b""
+                try:
+                    async for chunk in response.aiter_bytes():
+                        *complete, pending = (pending + chunk).split(b"\n")
+                        for line in complete:
+                            yield line.decode(errors="replace") + "\n"
+                except httpx2.HTTPError as e:
+                    raise ClusterError(f"{where}: {e}") from e
+
+            yield lines()
+    except httpx2.HTTPError as e:
+        raise ClusterError(f"{where}: {e}") from e

@@ -1,0 +1,513 @@
+"""kapp's commands and flags, as kapply offers them: the same names, aliases, flags, types and defaults (checked
+against the real kapp's help by tests/compat/test_flags.py). A flag kapply does not implement yet is accepted by the
+parser and refused, with a clear message, when it is set (`supported=False`); docs/compatibility.md lists them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from kapply.cli import groups as g
+from kapply.cli.command import Command, FlagSection
+from kapply.cli.flags import Flag, Kind
+
+PROGRAM = "kapply"
+APP_SECTION, SUPPORT_SECTION, MISC_SECTION = "App Commands", "App Support Commands", "Misc Commands"
+LIST_ALIASES = ("l", "ls")
+
+DEPLOY_EXAMPLES = """
+  # Deploy app 'app1' based on config files in config/
+  kapply deploy -a app1 -f config/
+
+  # Deploy app 'app1' while showing full text diff
+  kapply deploy -a app1 -f config/ --diff-changes
+
+  # Deploy app 'app1' based on remote file
+  kapply deploy -a app1 \\
+    -f https://github.com/...download/v0.6.0/crds.yaml \\
+    -f https://github.com/...download/v0.6.0/release.yaml
+"""
+
+LOGS_EXAMPLES = """
+  # Follow all pod logs in app 'app1'
+  kapply logs -a app1 -f
+
+  # Show logs from pods that start with 'web'
+  kapply logs -a app1 -f -m web%
+"""
+
+APP_GROUP_EXAMPLES = """$ ls my-repo
+.    ..    app1/    app2/    app3/
+
+$ kapply app-group deploy -g my-env --directory my-repo
+"""
+
+COMPLETION_EXAMPLES = """  # bash >= 4.0
+  source <(kapply completion bash)
+
+  # zsh
+  kapply completion zsh > "${fpath[1]}/_kapply"
+"""
+
+FILE2 = Flag("file2", Kind.STRINGS, [], "Set second file (format: /tmp/foo, https://..., -) (can repeat)")
+
+# Flags kapply accepts but does not implement yet; setting one is an error naming it. A name means the flag on every
+# command; a (command path, name) pair, the flag on that command only.
+NOT_YET: frozenset[str | tuple[str, str]] = frozenset(
+    {
+        # cannot work without Go, or an alpha UI (see docs/compatibility.md)
+        "profile",
+        "profile-output",
+        "diff-ui-alpha",
+        "ui-alpha",
+        # to come
+        "diff-anchored",
+        "anchored",
+        "diff-changes-yaml",
+        "changes-yaml",
+        "diff-filter",
+        "apply-ignored",
+        "wait-ignored",
+        "exit-early-on-apply-error",
+        "exit-early-on-wait-error",
+        *((command, f.name) for command in ("deploy", "delete", "app-group deploy") for f in g.RESOURCE_FILTER),
+        *(f.name for f in g.RESOURCE_VALIDATION),
+        "logs-all",
+        "app-metadata-file-output",
+        "dangerous-disable-gk-scoping",
+        "dangerous-ignore-failing-api-services",
+        "dangerous-scope-to-fallback-allowed-namespaces",
+        "patch",
+        "preflight",
+        "prev-app",
+        "delete-apply-ignored",
+        "delete-wait-ignored",
+        "delete-exit-early-on-apply-error",
+        "delete-exit-early-on-wait-error",
+    }
+)
+
+
+def _marked(flags: Iterable[Flag], command: str) -> tuple[Flag, ...]:
+    return tuple(replace(f, supported=False) if f.name in NOT_YET or (command, f.name) in NOT_YET else f for f in flags)
+
+
+def _sections(*pairs: tuple[str, tuple[Flag, ...]], command: str = "") -> tuple[FlagSection, ...]:
+    """The flag sections of `command` (its path, as NOT_YET names it: `app-group deploy`)."""
+    return g.sections(*((title, _marked(flags, command)) for title, flags in pairs))
+
+
+# kapp's `app-group deploy` takes deploy's other flags but these
+APP_GROUP_DEPLOY_EXCLUDED = (
+    "prev-app",
+    "sort",
+    "app-namespace",
+    "dangerous-ignore-failing-api-services",
+    "dangerous-scope-to-fallback-allowed-namespaces",
+)
+
+DEPLOY_OTHER = (
+    g.APP[2],
+    Flag("app-changes-max-to-keep", Kind.INT, 200, "Maximum number of app changes to keep"),
+    Flag("app-metadata-file-output", Kind.STRING, "", "Set filename to write app metadata"),
+    Flag("dangerous-disable-gk-scoping", Kind.BOOL, False, "Disable scoping of resource searching to used GroupKinds"),
+    *g.DANGEROUS_SCOPE,
+    Flag("default-label-scoping-rules", Kind.BOOL, True, "Use default label scoping rules"),
+    Flag(
+        "existing-non-labeled-resources-check",
+        Kind.BOOL,
+        True,
+        "Find and consider existing non-labeled resources in diff",
+    ),
+    Flag(
+        "existing-non-labeled-resources-check-concurrency",
+        Kind.INT,
+        100,
+        "Concurrency to check for existing non-labeled resources",
+    ),
+    Flag("labels", Kind.STRINGS, [], "Set app label (format: key=val, key=) (can repeat)"),
+    Flag("patch", Kind.BOOL, False, "Add or update existing resources only, never delete any", short="p"),
+    Flag(
+        "preflight",
+        Kind.STRING,
+        "",
+        "preflight checks to run. Available preflight checks are [PermissionValidation,CRDUpgradeSafety]",
+    ),
+    g.PREV_APP,
+    g.SORT,
+    Flag(
+        "diff-server-side",
+        Kind.BOOL,
+        True,
+        "Confirm updates found against the live object with a server-side dry run (kapply)",
+    ),
+    Flag(
+        "diff-field-owners",
+        Kind.BOOL,
+        True,
+        "Show which field manager wrote the fields others changed on the cluster (kapply)",
+    ),
+    Flag(
+        "drift-policy",
+        Kind.STRING,
+        "enforce",
+        "What to do with fields others changed on the cluster: enforce, preserve or warn (kapply)",
+    ),
+)
+
+
+def _app_command(name: str, short: str, handler: str, *extra: Flag, **kwargs: object) -> Command:
+    """A command that works on one app: -a, -n, --app-namespace, its own flags and --tty."""
+    return Command(name, short, handler, flag_sections=_sections(("Flags", (*g.APP, *extra, g.tty()))), **kwargs)  # type: ignore[arg-type]
+
+
+def _prefixed(flags: Iterable[Flag], prefix: str) -> tuple[Flag, ...]:
+    return tuple(replace(f, name=prefix + f.name, short="") for f in flags)
+
+
+def tree() -> Command:
+    deploy = Command(
+        "deploy",
+        "Deploy app",
+        "kapply.cli.deploy:deploy",
+        aliases=("d", "dep"),
+        section=APP_SECTION,
+        examples=DEPLOY_EXAMPLES,
+        flag_sections=_sections(
+            ("Common Flags", (g.APP[0], g.FILES, g.APP[1])),
+            ("Diff Flags", g.diff()),
+            ("Apply Flags", g.apply()),
+            ("Wait Flags", g.wait()),
+            ("Resource Filter Flags", g.RESOURCE_FILTER),
+            ("Resource Validation Flags", g.RESOURCE_VALIDATION),
+            ("Resource Mangling Flags", g.RESOURCE_MANGLING),
+            ("Logs Flags", g.LOGS),
+            ("Available/Other Flags", (*DEPLOY_OTHER, g.tty(True))),
+            command="deploy",
+        ),
+    )
+    delete = Command(
+        "delete",
+        "Delete app",
+        "kapply.cli.delete:delete",
+        section=APP_SECTION,
+        flag_sections=_sections(
+            (
+                "Flags",
+                (
+                    *g.APP,
+                    *g.diff(),
+                    *g.apply(delete=True),
+                    *g.wait(delete=True),
+                    *g.RESOURCE_FILTER,
+                    *g.DANGEROUS_SCOPE,
+                    g.PREV_APP,
+                    g.tty(True),
+                ),
+            ),
+            command="delete",
+        ),
+    )
+    inspect = _app_command(
+        "inspect",
+        "Inspect app",
+        "kapply.cli.inspect:inspect",
+        *g.RESOURCE_FILTER,
+        *g.DANGEROUS_SCOPE,
+        Flag("managed-fields", Kind.BOOL, False, "Keep the metadata.managedFields when printing objects"),
+        Flag("raw", Kind.BOOL, False, "Output raw YAML resource content"),
+        Flag("status", Kind.BOOL, False, "Output status content"),
+        Flag("tree", Kind.BOOL, False, "Tree view", short="t"),
+        aliases=("i", "is", "insp"),
+        section=APP_SECTION,
+    )
+    list_apps = Command(
+        "list",
+        "List all apps in a namespace",
+        "kapply.cli.list_apps:list_apps",
+        aliases=LIST_ALIASES,
+        section=APP_SECTION,
+        flag_sections=_sections(
+            (
+                "Flags",
+                (
+                    Flag("all-namespaces", Kind.BOOL, False, "List apps in all namespaces", short="A"),
+                    g.RESOURCE_FILTER[1],
+                    g.RESOURCE_FILTER[6],
+                    g.NAMESPACE,
+                    g.tty(),
+                ),
+            ),
+        ),
+    )
+    logs = _app_command(
+        "logs",
+        "Print app's Pod logs",
+        "kapply.cli.logs:logs",
+        Flag(
+            "container-name",
+            Kind.STRINGS,
+            [],
+            "Set container name to filter logs (% acts as wildcard, e.g. 'app%') (can repeat)",
+            short="c",
+        ),
+        Flag("container-tag", Kind.BOOL, True, "Include container tag"),
+        Flag("follow", Kind.BOOL, False, "As new pods are added, new pod logs will be printed", short="f"),
+        Flag("lines", Kind.INT, 10, "Limit to number of lines (use -1 to remove limit)"),
+        Flag("pod-name", Kind.STRING, "", "Set pod name to filter logs (% acts as wildcard, e.g. 'app%')", short="m"),
+        aliases=("l",),
+        section=APP_SECTION,
+        examples=LOGS_EXAMPLES,
+    )
+    app_change = Command(
+        "app-change",
+        "App change (garbage-collect, list)",
+        aliases=("ac", "app-changes", "appchange", "appchanges"),
+        section=SUPPORT_SECTION,
+        children=(
+            _app_command(
+                "garbage-collect",
+                "Garbage collect app changes",
+                "kapply.cli.app_change:gc",
+                Flag("max", Kind.INT, 200, "Maximum number of app changes to keep"),
+                aliases=("gc",),
+            ),
+            _app_command(
+                "list",
+                "List app changes",
+                "kapply.cli.app_change:list_changes",
+                Flag(
+                    "after",
+                    Kind.STRING,
+                    "",
+                    "List app changes after given time (formats: 2022-01-10T12:15:25Z, 2022-01-10)",
+                ),
+                Flag(
+                    "before",
+                    Kind.STRING,
+                    "",
+                    "List app changes before given time (formats: 2022-01-10T12:15:25Z, 2022-01-10)",
+                ),
+                Flag("diff", Kind.BOOL, False, "Show the diff each change applied (kapply)"),
+                aliases=LIST_ALIASES,
+            ),
+        ),
+    )
+    group_flags = (
+        Flag("directory", Kind.STRING, "", "Set directory (format: /tmp/foo)", short="d"),
+        Flag("group", Kind.STRING, "", "Set app group name", short="g"),
+        g.NAMESPACE,
+        g.APP[2],
+    )
+    app_group = Command(
+        "app-group",
+        "app-group will deploy/delete an application for each subdirectory within a directory (delete, deploy)",
+        examples=APP_GROUP_EXAMPLES,
+        aliases=("ag", "appgroup"),
+        section=SUPPORT_SECTION,
+        children=(
+            Command(
+                "delete",
+                "Delete app group",
+                "kapply.cli.app_group:delete",
+                flag_sections=_sections(
+                    (
+                        "Flags",
+                        (
+                            group_flags[1],
+                            *group_flags[2:],
+                            *g.diff(),
+                            *g.apply(delete=True),
+                            *g.wait(delete=True),
+                            g.tty(True),
+                        ),
+                    ),
+                ),
+            ),
+            Command(
+                "deploy",
+                "Deploy app group",
+                "kapply.cli.app_group:deploy",
+                aliases=("d", "dep"),
+                flag_sections=_sections(
+                    (
+                        "Flags",
+                        (
+                            *group_flags,
+                            *g.diff(),
+                            *g.apply(),
+                            *g.wait(),
+                            *g.RESOURCE_FILTER,
+                            *g.RESOURCE_VALIDATION,
+                            *g.RESOURCE_MANGLING,
+                            *g.LOGS,
+                            *(f for f in DEPLOY_OTHER if f.name not in APP_GROUP_DEPLOY_EXCLUDED),
+                            *_prefixed((*g.apply(delete=True), *g.wait(delete=True)), "delete-"),
+                            g.tty(True),
+                        ),
+                    ),
+                    command="app-group deploy",
+                ),
+            ),
+        ),
+    )
+    config_map = Command(
+        "config-map",
+        "Config map (list)",
+        aliases=("cm", "cfg", "config-maps", "configmap", "configmaps"),
+        section=SUPPORT_SECTION,
+        children=(
+            _app_command(
+                "list",
+                "List config maps",
+                "kapply.cli.config_map:list_config_maps",
+                Flag("values", Kind.BOOL, False, "Show config map values"),
+                aliases=LIST_ALIASES,
+            ),
+        ),
+    )
+    service_account = Command(
+        "service-account",
+        "Service account (list)",
+        aliases=("sa", "service-accounts", "serviceccounts", "serviceaccount"),
+        section=SUPPORT_SECTION,
+        children=(
+            _app_command(
+                "list",
+                "List service accounts",
+                "kapply.cli.service_account:list_service_accounts",
+                aliases=LIST_ALIASES,
+            ),
+        ),
+    )
+    tools = Command(
+        "tools",
+        "Tools (diff, inspect, list-labels)",
+        aliases=("t",),
+        section=MISC_SECTION,
+        children=(
+            Command(
+                "diff",
+                "Diff files against files2",
+                "kapply.cli.tools:diff",
+                flag_sections=_sections(("Flags", (*g.diff(prefix=""), g.FILES, FILE2, g.SORT, g.tty()))),
+            ),
+            Command(
+                "inspect",
+                "Inspect resources",
+                "kapply.cli.tools_inspect:inspect",
+                aliases=("i",),
+                flag_sections=_sections(
+                    (
+                        "Flags",
+                        (
+                            g.FILES,
+                            *g.RESOURCE_FILTER,
+                            Flag("raw", Kind.BOOL, False, "Output raw YAML resource content"),
+                            g.SORT,
+                            g.tty(),
+                        ),
+                    ),
+                ),
+            ),
+            Command(
+                "list-labels",
+                "List labels",
+                "kapply.cli.list_labels:list_labels",
+                aliases=("ls-labels",),
+                flag_sections=_sections(
+                    (
+                        "Flags",
+                        (
+                            Flag("accessor", Kind.STRING, "labels", "Extracted field (labels, annotations, ownerrefs)"),
+                            g.FILES,
+                            g.SORT,
+                            g.tty(),
+                            Flag("values", Kind.BOOL, False, "Show values"),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    )
+    plain_tty = _sections(("Flags", (g.tty(),)))
+    root = Command(
+        PROGRAM,
+        "kapply helps to manage applications on your Kubernetes cluster",
+        handler="kapply.cli.main:version",  # for --version
+        flag_sections=_sections(("Flags", (Flag("version", Kind.BOOL, False, "version for kapply", short="v"),))),
+        children=(
+            delete,
+            deploy,
+            inspect,
+            list_apps,
+            logs,
+            app_change,
+            app_group,
+            config_map,
+            _app_command("label", "Print specified app label", "kapply.cli.label:label", section=SUPPORT_SECTION),
+            _app_command(
+                "rename",
+                "Rename app",
+                "kapply.cli.rename:rename",
+                Flag("new-name", Kind.STRING, "", "Set new name (format: new-name)"),
+                Flag("new-namespace", Kind.STRING, "", "Set new namespace (format: new-namespace)"),
+                section=SUPPORT_SECTION,
+            ),
+            service_account,
+            Command(
+                "deploy-config",
+                "Show default deploy config",
+                "kapply.cli.tools:deploy_config",
+                section=MISC_SECTION,
+                flag_sections=plain_tty,
+            ),
+            tools,
+            Command(
+                "completion",
+                "Output shell completion code for the specified shell (bash, zsh or fish)",
+                "kapply.cli.completion:completion",
+                examples=COMPLETION_EXAMPLES,
+                accepts_args=1,
+                flag_sections=plain_tty,
+            ),
+            Command(
+                "app",
+                "App resources reconciled by `kapply controller` (kapply)",
+                section=MISC_SECTION,
+                children=(
+                    _app_command(
+                        "status",
+                        "Show an App resource's status: ghost diffs, their suggested rebase rules, and drift",
+                        "kapply.cli.app_status:status",
+                    ),
+                ),
+            ),
+            Command(
+                "controller",
+                "Run the App controller: reconcile kapply.dev Apps on their sync period and on drift (kapply)",
+                "kapply.cli.controller:controller",
+                section=MISC_SECTION,
+                flag_sections=_sections(
+                    (
+                        "Flags",
+                        (
+                            Flag("in-cluster", Kind.BOOL, False, "Use the pod's service account (in cluster)"),
+                            Flag("namespace", Kind.STRING, "", "Reconcile Apps of this namespace only", short="n"),
+                            Flag("concurrency", Kind.INT, 4, "Number of Apps reconciled at once"),
+                            Flag("default-sync-period", Kind.DURATION, 30.0, "Sync period of Apps that set none"),
+                            Flag("min-sync-period", Kind.DURATION, 30.0, "Shortest sync period an App may set"),
+                            Flag("leader-elect", Kind.BOOL, True, "Reconcile only while holding the leader Lease"),
+                            Flag("lease-namespace", Kind.STRING, "default", "Namespace of the leader Lease"),
+                            Flag("lease-name", Kind.STRING, "kapply-controller", "Name of the leader Lease"),
+                            g.tty(),
+                        ),
+                    ),
+                ),
+            ),
+            Command("version", "Print client version", "kapply.cli.main:version", flag_sections=plain_tty),
+        ),
+    )
+    # cobra's root description ends with the sorted command names
+    names = ", ".join(sorted(c.name for c in root.children if not c.hidden))
+    return replace(root, short=f"{root.short} ({names})")

@@ -1,0 +1,61 @@
+"""Deploying with the App's service account: a token from the TokenRequest API, cached and renewed at half its life
+(as kapp-controller's token manager), so that a periodic sync of an unchanged App writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from kapply.api import AsyncClient
+from kapply.errors import ClusterError, KapplyError
+from kapply.resources.cluster import ResourceType
+
+SERVICE_ACCOUNTS = ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, frozenset({"get"}))
+LIFETIME = 7200  # seconds asked for, as kapp-controller
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    value: str
+    renew_at: float  # monotonic
+
+
+class Tokens:
+    def __init__(self, controller: AsyncClient) -> None:
+        self.controller = controller
+        self._tokens: dict[tuple[str, str, str], _Token] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    async def token(self, namespace: str, account: str) -> str:
+        """A token of the service account; KapplyError (kapp-controller's `Preparing kapp: ...`) when there is none.
+        Two Apps of one account syncing at once share one token request."""
+        async with self._locks.setdefault((namespace, account), asyncio.Lock()):
+            return await self._token(namespace, account)
+
+    async def _token(self, namespace: str, account: str) -> str:
+        try:
+            sa = await self.controller.cluster.get(SERVICE_ACCOUNTS, namespace, account)
+        except ClusterError as e:
+            raise KapplyError(f"Preparing kapp: Getting service account: {e}") from e
+        if sa is None:
+            raise KapplyError(f'Preparing kapp: Getting service account: serviceaccounts "{account}" not found')
+        key = (namespace, account, sa["metadata"].get("uid", ""))
+        cached = self._tokens.get(key)
+        if cached is not None and time.monotonic() < cached.renew_at:
+            return cached.value
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": LIFETIME},
+        }
+        path = f"{SERVICE_ACCOUNTS.path(namespace, account)}/token"
+        try:
+            answer = await self.controller.cluster.request("POST", path, body=request)
+        except ClusterError as e:
+            if cached is not None:  # keep a token that still works when renewing it fails
+                return cached.value
+            raise KapplyError(f"Preparing kapp: Requesting a token for service account '{account}': {e}") from e
+        token: str = answer["status"]["token"]
+        self._tokens[key] = _Token(token, time.monotonic() + LIFETIME / 2)
+        return token

@@ -1,0 +1,155 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it: the leader renews the
+lease every `renew` seconds; another process takes it over once it has not seen it renewed for `duration` seconds.
+Writes carry the resourceVersion read, so two processes can never both take it. Only the leader reconciles; a leader
+that fails to renew in time stops reconciling before another can take over.
+
+Expiry is judged by this process's own clock, from when it first saw the current lease record, as client-go does,
+never by the times written in the record: those come from another machine's clock, and a clock running ahead there
+or behind here would let two processes lead at once. A process that starts and finds a lease therefore waits a full
+duration before taking it, even from a holder long gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+from kapply.errors import ClusterError
+from kapply.objects import Obj
+from kapply.resources.cluster import Cluster, ResourceType
+
+LEASES = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, frozenset({"get", "create", "update"}))
+DURATION = 15.0
+RENEW = 5.0
+_log = logging.getLogger("kapply.controller")
+
+
+def identity() -> str:
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+
+
+def _micro(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Election:
+    def __init__(
+        self, cluster: Cluster, namespace: str, name: str, me: str, duration: float = DURATION, renew: float = RENEW
+    ) -> None:
+        if not 0 < renew < duration:
+            raise ValueError(f"the renew period ({renew}s) must be shorter than the lease duration ({duration}s)")
+        self.cluster = cluster
+        self.namespace = namespace
+        self.name = name
+        self.me = me
+        self.duration = duration
+        self.renew = renew
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) of the lease record last read
+        self._observed_at = 0.0  # monotonic time at which that record was first read
+
+    def expired(self, lease: Obj) -> bool:
+        """Whether the lease's holder has not renewed it for its duration, by this process's clock (see the module
+        docs); a lease without a holder is free."""
+        spec = lease.get("spec") or {}
+        record = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
+        now = time.monotonic()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        if not record[0]:
+            return True
+        return now - self._observed_at > float(spec.get("leaseDurationSeconds") or self.duration)
+
+    def _spec(self, now: datetime, transitions: int, acquired: str | None = None) -> Obj:
+        return {
+            "holderIdentity": self.me,
+            "leaseDurationSeconds": math.ceil(self.duration),  # others wait at least as long as this process
+            "acquireTime": acquired or _micro(now),
+            "renewTime": _micro(now),
+            "leaseTransitions": transitions,
+        }
+
+    async def try_acquire(self) -> bool:
+        """Take or renew the lease; False when another holder's lease is still valid (or someone won the race)."""
+        now = datetime.now(UTC)
+        lease = await self.cluster.get(LEASES, self.namespace, self.name)
+        try:
+            if lease is None:
+                body = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "spec": self._spec(now, 0),
+                }
+                await self.cluster.create(LEASES, body)
+                return True
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity")
+            if holder != self.me and not self.expired(lease):
+                return False
+            transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.me else 1)
+            acquired = spec.get("acquireTime") if holder == self.me else None
+            lease["spec"] = self._spec(now, transitions, acquired)
+            await self.cluster.update(LEASES, lease)
+            return True
+        except ClusterError as e:
+            if e.status == 409:
+                return False
+            raise
+
+    async def lead(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Forever: wait to be leader, run `work` while leading, stop it when the lease is lost."""
+        loop = asyncio.get_running_loop()
+        while True:
+            sent = loop.time()
+            while not await self._safely(self.try_acquire):
+                await asyncio.sleep(self.renew)
+                sent = loop.time()
+            _log.info("leading as %s", self.me)
+            task = asyncio.create_task(work())
+            try:
+                await self._keep(task, sent)
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            failure = task.exception() if task.done() and not task.cancelled() else None
+            if failure is not None:
+                raise failure
+
+    async def _keep(self, task: asyncio.Task[None], renewed: float) -> None:
+        """Renew the lease every `renew` seconds while `task` runs. Returns when the task ends, or when the lease has
+        not been renewed for `duration - renew` seconds, counted from when the last successful renewal was sent
+        (another process can take the lease `duration` seconds after that at the earliest); a renewal that hangs is
+        given up at that deadline, as client-go's renew deadline does."""
+        loop = asyncio.get_running_loop()
+        while True:
+            deadline = renewed + self.duration - self.renew
+            await asyncio.wait({task}, timeout=max(0.0, min(self.renew, deadline - loop.time())))
+            if task.done():
+                return
+            sent = loop.time()
+            if sent < deadline:
+                with contextlib.suppress(TimeoutError):
+                    if await asyncio.wait_for(self._safely(self.try_acquire), deadline - sent):
+                        renewed = sent
+                        continue
+            if loop.time() >= deadline:
+                _log.warning("lost the lease %s/%s", self.namespace, self.name)
+                return
+
+    @staticmethod
+    async def _safely(step: Callable[[], Awaitable[bool]]) -> bool:
+        try:
+            return await step()
+        except ClusterError as e:
+            _log.warning("leader election: %s", e)
+            return False

@@ -1,0 +1,183 @@
+"""An App's status, shaped as kapp-controller's (conditions, friendlyDescription, usefulErrorMessage, consecutive
+counters, fetch/template/deploy/inspect stages, observedGeneration) plus kapply's `drift` and `ghostDiffs`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from copy import deepcopy
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from kapply.config.config import Config
+from kapply.deploy import OutsideField
+from kapply.diff.drift import DriftPolicy
+from kapply.diff.fields import FieldPath
+from kapply.diff.ghost import config_yaml, shown_value, suggest_rebase_rules
+from kapply.objects import Obj
+
+
+class Condition(StrEnum):
+    RECONCILING = "Reconciling"
+    RECONCILE_SUCCEEDED = "ReconcileSucceeded"
+    RECONCILE_FAILED = "ReconcileFailed"
+    DELETING = "Deleting"
+    DELETE_FAILED = "DeleteFailed"
+
+
+_DESCRIPTIONS = {
+    Condition.RECONCILING: "Reconciling",
+    Condition.RECONCILE_SUCCEEDED: "Reconcile succeeded",
+    Condition.RECONCILE_FAILED: "Reconcile failed",
+    Condition.DELETING: "Deleting",
+    Condition.DELETE_FAILED: "Delete failed",
+}
+MAX_OUTPUT = 10_000  # characters of a tool's output kept in status (kapp-controller keeps its tail too)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def trimmed(text: str) -> str:
+    """Output as kapp-controller stores it: spaces before line ends removed, trimmed, the tail of a long one."""
+    text = re.sub(r"[ \t]+\n", "\n", text).strip()
+    return text if len(text) <= MAX_OUTPUT else "...\n" + text[-MAX_OUTPUT:]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage's result (fetch, template, deploy, delete, inspect)."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    error: str = ""
+    started_at: str = ""
+
+    def to_status(self, *, with_stdout: bool = True, finished: bool | None = None) -> Obj:
+        out: Obj = {"exitCode": self.exit_code, "updatedAt": now()}
+        if self.started_at:
+            out["startedAt"] = self.started_at
+        if with_stdout and self.stdout:
+            out["stdout"] = trimmed(self.stdout)
+        if self.stderr:
+            out["stderr"] = trimmed(self.stderr)
+        if self.error:
+            out["error"] = self.error
+        if finished is not None:
+            out["finished"] = finished
+        return out
+
+
+def with_condition(status: Obj, condition: Condition, message: str = "") -> Obj:
+    """The status with its one condition replaced, and the matching friendlyDescription (kapp-controller keeps exactly
+    one condition)."""
+    out = deepcopy(status)
+    entry: dict[str, Any] = {"type": condition.value, "status": "True"}
+    if message:
+        entry["message"] = message
+    out["conditions"] = [entry]
+    description = _DESCRIPTIONS[condition]
+    out["friendlyDescription"] = f"{description}: {message}" if message else description
+    return out
+
+
+def succeeded(status: Obj) -> Obj:
+    out = with_condition(status, Condition.RECONCILE_SUCCEEDED)
+    out["consecutiveReconcileSuccesses"] = int(status.get("consecutiveReconcileSuccesses") or 0) + 1
+    out["consecutiveReconcileFailures"] = 0
+    out.pop("usefulErrorMessage", None)
+    return out
+
+
+def failed(status: Obj, condition: Condition, message: str, useful: str) -> Obj:
+    out = with_condition(status, condition, message)
+    out["consecutiveReconcileFailures"] = int(status.get("consecutiveReconcileFailures") or 0) + 1
+    out["consecutiveReconcileSuccesses"] = 0
+    out["usefulErrorMessage"] = useful or message
+    return out
+
+
+def paused(status: Obj, generation: int) -> Obj:
+    out = deepcopy(status)
+    out["observedGeneration"] = generation
+    out["friendlyDescription"] = "Canceled/paused"
+    return out
+
+
+def same_but_times(a: Obj, b: Obj) -> bool:
+    """Whether two statuses differ only in their `updatedAt` times: such a change is not written, so that an
+    unchanged App's periodic sync writes nothing."""
+    return bool(_without_times(a) == _without_times(b))
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k not in ("updatedAt", "startedAt")}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def _field(item: OutsideField, config: Config) -> Obj:
+    resource = item.change.resource
+    return {
+        "resource": item.change.describe(),
+        "path": str(item.field.path),
+        "desired": shown_value(resource, item.field.desired, config),
+        "live": shown_value(resource, item.field.live, config),
+        "writtenBy": item.written_by,
+    }
+
+
+def ghost_diffs(found: Sequence[OutsideField], recurrences: Mapping[tuple[str, str], int], config: Config) -> Obj:
+    """`status.ghostDiffs`: each field an update of an unchanged desired state set back, who keeps changing it and
+    for how many consecutive syncs, and the kapp Config whose rebase rules end them (empty when there are none)."""
+    if not found:
+        return {}
+    diffs = [
+        {**_field(item, config), "recurrences": recurrences.get((item.change.describe(), str(item.field.path)), 1)}
+        for item in found
+    ]
+    by_resource: dict[str, tuple[Obj, list[FieldPath]]] = {}
+    for item in found:
+        by_resource.setdefault(item.change.describe(), (item.change.resource, []))[1].append(item.field.path)
+    return {"diffs": diffs, "suggestedConfig": config_yaml(suggest_rebase_rules(list(by_resource.values())))}
+
+
+def drift(kept: Sequence[OutsideField], policy: DriftPolicy, config: Config) -> Obj:
+    """`status.drift`: the fields others changed that the drift policy (`preserve`, `warn`) leaves as they are."""
+    if not kept:
+        return {}
+    return {"policy": policy.value, "fields": [_field(item, config) for item in kept]}
+
+
+def with_reports(status: Obj, reports: Mapping[str, Obj]) -> Obj:
+    """The status with kapply's reports set, each left out when empty."""
+    out = {k: v for k, v in status.items() if k not in reports}
+    out.update((k, v) for k, v in reports.items() if v)
+    return out
+
+
+def _listed(items: Sequence[OutsideField], limit: int = 5) -> str:
+    shown = [f"{i.change.describe()} {i.field.path} (written by {i.written_by})" for i in items[:limit]]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return "; ".join(shown) + more
+
+
+def ghost_message(found: Sequence[OutsideField], recurrences: Mapping[tuple[str, str], int]) -> str:
+    most = max(recurrences.values(), default=1)
+    return (
+        f"Set back {len(found)} field(s) changed on the cluster although the desired state did not change "
+        f"(for {most} consecutive sync(s)): {_listed(found)}. The rebase rules in status.ghostDiffs.suggestedConfig "
+        "keep the cluster's value"
+    )
+
+
+def drift_message(kept: Sequence[OutsideField], policy: DriftPolicy) -> str:
+    return (
+        f"{len(kept)} field(s) changed on the cluster, left as they are (drift policy {policy.value}): {_listed(kept)}"
+    )

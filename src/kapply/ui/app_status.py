@@ -1,0 +1,59 @@
+"""`kapply app status`: an App's reconcile state with kapply's reports, its ghost diffs and drift, as tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kapply.objects import Obj
+from kapply.ui.output import Output
+from kapply.ui.table import Column, Table
+
+_FIELD_COLUMNS = (Column("Resource"), Column("Field"), Column("Desired"), Column("Live"), Column("Written by"))
+
+
+def _rows(fields: list[dict[str, Any]], *extra: str) -> tuple[tuple[str, ...], ...]:
+    keys = ("resource", "path", "desired", "live", "writtenBy", *extra)
+    return tuple(tuple(str(f.get(k, "")) for k in keys) for f in fields)
+
+
+def show_app_status(out: Output, app: Obj) -> None:
+    meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}
+    policy = spec.get("driftPolicy") or "enforce"
+    out.line(
+        f"App '{meta.get('name')}' (namespace: {meta.get('namespace')}): "
+        f"{status.get('friendlyDescription') or 'not reconciled yet'} (drift policy: {policy})"
+    )
+    if status.get("usefulErrorMessage"):
+        out.line(str(status["usefulErrorMessage"]))
+    ghosts = status.get("ghostDiffs") or {}
+    diffs = ghosts.get("diffs") or []
+    out.table(
+        Table(
+            "Ghost diffs",
+            (*_FIELD_COLUMNS, Column("Syncs")),
+            _rows(diffs, "recurrences"),
+            notes=(
+                "Fields set back although the desired state did not change: something on the cluster keeps "
+                "changing them",
+            )
+            if diffs
+            else (),
+            content="ghost diffs",
+        )
+    )
+    if ghosts.get("suggestedConfig"):
+        out.begin_line("Rebase rules that end them (add this kapp Config to the App's manifests):\n")
+        out.block(str(ghosts["suggestedConfig"]))
+    drift = status.get("drift") or {}
+    fields = drift.get("fields") or []
+    out.table(
+        Table(
+            "Drift",
+            _FIELD_COLUMNS,
+            _rows(fields),
+            notes=(f"Fields changed on the cluster, left as they are (drift policy {drift.get('policy')})",)
+            if fields
+            else (),
+            content="drifted fields",
+        )
+    )

@@ -1,0 +1,492 @@
+"""Drift and ghost diffs with the real controller process (issue 12): seed 000's replicas that another actor keeps
+scaling down, ended by the suggested rebase rule; seed 004's drift policies; a mutating admission webhook served by
+the test; and an unchanged App that writes nothing, dry runs included, across ten syncs.
+
+The controller runs as its own ServiceAccount, so that API Priority and Fairness can count its requests (and those
+of the Apps' service accounts) apart from everyone else's: one FlowSchema per test sends them to the `exempt`
+priority level, where the API server counts them by flow schema in `apiserver_flowcontrol_dispatched_requests_total`.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_global_resource
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from lightkube.types import PatchType
+
+from tests.e2e.controller_harness import REPO, App, condition, controller, deployer, inline_app, status
+from tests.e2e.faults import http_client
+from tests.e2e.harness import Cluster, eventually, external_tool
+
+pytestmark = pytest.mark.e2e
+
+IDENTITY_NAMESPACE = "kapply-drift-tests"
+FlowSchema = create_global_resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas")
+MutatingWebhookConfiguration = create_global_resource(
+    "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations"
+)
+RAW_OPTIONS = ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]
+
+
+def deployment(replicas: int) -> str:
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec: {{containers: [{{name: web, image: registry.k8s.io/pause:3.10}}]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def controller_kubeconfig(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A kubeconfig for the ServiceAccount the controller runs as (cluster-admin, like the admin user)."""
+    _create(kube, Namespace.from_dict({"metadata": {"name": IDENTITY_NAMESPACE}}))
+    _create(kube, ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": IDENTITY_NAMESPACE}}))
+    binding = ClusterRoleBinding.from_dict(
+        {
+            "metadata": {"name": f"{IDENTITY_NAMESPACE}-controller"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": IDENTITY_NAMESPACE}],
+        }
+    )
+    _create(kube, binding)
+    token = kube.create(
+        ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=7200)),
+        "controller",
+        namespace=IDENTITY_NAMESPACE,
+    ).status.token
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    path = tmp_path_factory.mktemp("identity") / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": admin["clusters"][:1],
+                "users": [{"name": "controller", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    yield path
+    kube.delete(ClusterRoleBinding, binding.metadata.name)
+    kube.delete(Namespace, IDENTITY_NAMESPACE)
+
+
+def _create(kube: Client, obj: Any) -> None:
+    try:
+        kube.create(obj)
+    except ApiError as e:
+        if e.status.code != 409:
+            raise
+
+
+@pytest.fixture(scope="module")
+def running(
+    cluster: Cluster, kube: Client, controller_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen]:
+    _create(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
+    crd = subprocess.run(
+        [sys.executable, "-m", "kapply", "deploy", "-a", "kapply-crds", "-n", "kapply-system", "-y"]
+        + ["--wait-check-interval=0.5s", "-f", str(REPO / "config" / "controller" / "crd.yml")],
+        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert crd.returncode == 0, crd.stdout + crd.stderr
+    ytt = external_tool("ytt", "KAPPLY_YTT")
+    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    with controller(controller_kubeconfig, log, "--leader-elect=false", env={"KAPPLY_YTT": str(ytt)}) as process:
+        process.log = log  # type: ignore[attr-defined]
+        yield process
+
+
+@pytest.fixture(autouse=True)
+def apps_deleted_first(running: subprocess.Popen, kube: Client, namespace: str) -> Iterator[None]:
+    """Afterwards the test's Apps are deleted while the controller runs, and the controller's log lines about the
+    namespace are printed (shown when the test fails)."""
+    yield
+    for app in kube.list(App, namespace=namespace):
+        kube.delete(App, app.metadata.name, namespace=namespace)
+    eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
+    print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))
+
+
+def create_app(kube: Client, namespace: str, name: str, files: dict[str, str], **spec: Any) -> None:
+    for doc in yaml.safe_load_all(deployer(namespace)):
+        _create(kube, from_dict(doc))
+    body = inline_app(name, namespace, files, **{"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], **spec})
+    kube.create(App(**body))
+    eventually(lambda: condition(kube, namespace, name) == "ReconcileSucceeded", timeout=60, what="the first deploy")
+
+
+def set_files(kube: Client, namespace: str, name: str, files: dict[str, str]) -> int:
+    """Replace the App's inline files; returns the new generation."""
+    app = kube.patch(
+        App,
+        name,
+        {"spec": {"fetch": [{"inline": {"paths": files}}]}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+    )
+    return int(app.metadata.generation)
+
+
+def deployed(kube: Client, namespace: str, name: str, generation: int) -> bool:
+    reported = status(kube, namespace, name)
+    return reported.get("observedGeneration") == generation and condition(kube, namespace, name) == (
+        "ReconcileSucceeded"
+    )
+
+
+def replicas(kube: Client, namespace: str) -> int:
+    return int(kube.get(Deployment, "web", namespace=namespace).spec.replicas)
+
+
+def scale(kube: Client, namespace: str, count: int) -> None:
+    """What `kubectl scale` does: a write of the scale subresource by the field manager `kubectl`."""
+    kube.patch(
+        Deployment.Scale,
+        "web",
+        {"spec": {"replicas": count}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+        field_manager="kubectl",
+    )
+
+
+@contextmanager
+def keeps_scaling(kube: Client, namespace: str, count: int) -> Iterator[None]:
+    """Another actor (an HPA, say) that sets the replicas back to `count` whenever they differ."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            if replicas(kube, namespace) != count:
+                scale(kube, namespace, count)
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def app_changes(kube: Client, namespace: str) -> set[str]:
+    return {
+        cm.metadata.name
+        for cm in kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})
+        if cm.metadata.name.startswith("web.app-change-") or cm.metadata.name.startswith("cms.app-change-")
+    }
+
+
+def events(kube: Client, namespace: str, reason: str) -> list[Event]:
+    return [e for e in kube.list(Event, namespace=namespace) if e.reason == reason]
+
+
+def ghost(kube: Client, namespace: str, name: str, path_part: str) -> list[dict[str, Any]]:
+    diffs = (status(kube, namespace, name).get("ghostDiffs") or {}).get("diffs") or []
+    return [d for d in diffs if path_part in d["path"]]
+
+
+def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_ends_it(
+    running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
+) -> None:
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)})
+    with keeps_scaling(kube, namespace, 1):
+        found = eventually(
+            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 2],
+            timeout=60,
+            what="the ghost diff on spec.replicas, recurring",
+        )
+        diff = found[0]  # type: ignore[index]
+        assert diff["resource"] == f"deployment/web (apps/v1) namespace: {namespace}"
+        assert (diff["desired"], diff["live"]) == ("2", "1")
+        assert diff["writtenBy"].startswith("kubectl (Update, scale)"), diff
+        assert events(kube, namespace, "GhostDiff"), "a Warning event for the ghost diff"
+        shown = subprocess.run(
+            [sys.executable, "-m", "kapply", "app", "status", "-a", "web", "-n", namespace, "--tty"],
+            env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        row = next(line for line in shown.stdout.splitlines() if "spec.replicas" in line)
+        assert row.split()[:7] == ["deployment/web", "(apps/v1)", "namespace:", namespace, "spec.replicas", "2", "1"]
+        assert "kubectl (Update, scale)" in row
+        assert "rebaseRules:" in shown.stdout and "- replicas" in shown.stdout, shown.stdout
+        before = app_changes(kube, namespace)
+        eventually(lambda: len(app_changes(kube, namespace) - before) >= 2, timeout=30, what="an app-change per sync")
+
+        config = (status(kube, namespace, "web").get("ghostDiffs") or {})["suggestedConfig"]
+        rule = yaml.safe_load(config)["rebaseRules"][0]
+        assert rule["path"] == ["spec", "replicas"] and rule["sources"] == ["existing", "new"], config
+        generation = set_files(kube, namespace, "web", {"web.yml": deployment(2), "rebase.yml": config})
+        eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
+        time.sleep(2)  # a sync under way when the rule arrived may still record its change
+        settled = app_changes(kube, namespace)
+        time.sleep(10)  # five sync periods, the other actor still at work
+        assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
+    assert "ghostDiffs" not in status(kube, namespace, "web")
+    assert replicas(kube, namespace) == 1  # the cluster's value is kept
+
+
+def test_seed_004_preserve_keeps_an_outside_change_until_the_desired_value_changes(
+    running: subprocess.Popen, kube: Client, namespace: str
+) -> None:
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)}, driftPolicy="preserve")
+    scale(kube, namespace, 1)
+    drift = eventually(
+        lambda: (status(kube, namespace, "web").get("drift") or {}).get("fields"), timeout=30, what="drift reported"
+    )
+    assert drift == [  # type: ignore[comparison-overlap]
+        {
+            "resource": f"deployment/web (apps/v1) namespace: {namespace}",
+            "path": "spec.replicas",
+            "desired": "2",
+            "live": "1",
+            "writtenBy": "kubectl (Update, scale)",
+        }
+    ]
+    time.sleep(6)  # three sync periods
+    assert replicas(kube, namespace) == 1
+    generation = set_files(kube, namespace, "web", {"web.yml": deployment(3)})
+    eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the new desired state")
+    assert replicas(kube, namespace) == 3
+    eventually(lambda: "drift" not in status(kube, namespace, "web"), timeout=10, what="the drift report cleared")
+
+
+def test_seed_004_enforce_reverts_an_outside_change_at_once(
+    running: subprocess.Popen, kube: Client, namespace: str
+) -> None:
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)}, syncPeriod="10m")
+    scale(kube, namespace, 1)
+    eventually(lambda: replicas(kube, namespace) == 2, timeout=5, interval=0.2, what="the replicas set back")
+
+
+def test_seed_004_warn_reports_an_outside_change_and_leaves_it(
+    running: subprocess.Popen, kube: Client, namespace: str
+) -> None:
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)}, driftPolicy="warn")
+    scale(kube, namespace, 1)
+    eventually(lambda: events(kube, namespace, "Drift"), timeout=30, what="a Drift event")
+    event = events(kube, namespace, "Drift")[0]
+    assert event.type == "Warning" and "spec.replicas" in event.message and "kubectl" in event.message
+    drift = (status(kube, namespace, "web").get("drift") or {})["fields"]
+    assert [(f["path"], f["live"]) for f in drift] == [("spec.replicas", "1")]
+    time.sleep(6)  # three sync periods
+    assert replicas(kube, namespace) == 1
+    assert len(events(kube, namespace, "Drift")) == 1, "the same drift is told once"
+
+
+class _Injector(http.server.BaseHTTPRequestHandler):
+    """A mutating admission webhook that stamps each admitted ConfigMap with a label whose value changes on every
+    request (a counter): the kind of webhook that makes a ghost diff of every deploy."""
+
+    count = 0
+
+    def do_POST(self) -> None:  # noqa: N802
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        request = review["request"]
+        _Injector.count += 1
+        labels = (request["object"].get("metadata") or {}).get("labels")
+        value = str(_Injector.count)
+        patch = (
+            [{"op": "add", "path": "/metadata/labels/injected-at", "value": value}]
+            if labels
+            else [{"op": "add", "path": "/metadata/labels", "value": {"injected-at": value}}]
+        )
+        body = json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {
+                    "uid": request["uid"],
+                    "allowed": True,
+                    "patchType": "JSONPatch",
+                    "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+                },
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@contextmanager
+def injector_webhook(kube: Client, namespace: str, workdir: Path) -> Iterator[str]:
+    """The webhook served on 127.0.0.1 with a self-signed certificate, registered for the namespace's ConfigMaps
+    labeled `inject: "yes"`; yields the MutatingWebhookConfiguration's name."""
+    cert, key = workdir / "cert.pem", workdir / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Injector)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    name = f"{namespace}-injector"
+    hook = {
+        "name": "inject.kapply.test",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 5,
+        "clientConfig": {
+            "url": f"https://127.0.0.1:{server.server_address[1]}/mutate",
+            "caBundle": base64.b64encode(cert.read_bytes()).decode(),
+        },
+        "rules": [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["configmaps"],
+                "operations": ["CREATE", "UPDATE"],
+                "scope": "Namespaced",
+            }
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "objectSelector": {"matchLabels": {"inject": "yes"}},
+    }
+    kube.create(MutatingWebhookConfiguration.from_dict({"metadata": {"name": name}, "webhooks": [hook]}))
+    try:
+        yield name
+    finally:
+        kube.delete(MutatingWebhookConfiguration, name)
+        server.shutdown()
+
+
+CONFIGMAPS = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: one, labels: {inject: "yes"}}
+data: {text: one}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: two, labels: {inject: "yes"}}
+data: {text: two}
+"""
+
+
+def test_a_webhook_that_stamps_configmaps_is_named_and_its_suggested_rule_ends_the_ghost_diffs(
+    running: subprocess.Popen, kube: Client, namespace: str, tmp_path: Path
+) -> None:
+    with injector_webhook(kube, namespace, tmp_path) as webhook:
+        create_app(kube, namespace, "cms", {"cms.yml": CONFIGMAPS})
+        found = eventually(
+            lambda: [d for d in ghost(kube, namespace, "cms", "injected-at") if d["recurrences"] >= 2],
+            timeout=60,
+            what="ghost diffs on the injected label",
+        )
+        assert {d["resource"] for d in found} == {  # type: ignore[attr-defined]
+            f"configmap/one (v1) namespace: {namespace}",
+            f"configmap/two (v1) namespace: {namespace}",
+        }
+        for diff in found:  # type: ignore[attr-defined]
+            assert diff["desired"] == "(none)"
+            assert f"mutating admission webhook ({webhook}/inject.kapply.test)" in diff["writtenBy"], diff
+        config = (status(kube, namespace, "cms").get("ghostDiffs") or {})["suggestedConfig"]
+        rule = yaml.safe_load(config)["rebaseRules"][0]
+        assert rule["resourceMatchers"] == [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "ConfigMap"}}]
+        generation = set_files(kube, namespace, "cms", {"cms.yml": CONFIGMAPS, "rebase.yml": config})
+        eventually(lambda: deployed(kube, namespace, "cms", generation), timeout=30, what="the rule deployed")
+        time.sleep(2)
+        settled = app_changes(kube, namespace)
+        time.sleep(8)  # four sync periods
+        assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
+        assert "ghostDiffs" not in status(kube, namespace, "cms")
+
+
+@contextmanager
+def counted(kube: Client, name: str, subjects: list[dict[str, Any]], verbs: list[str]) -> Iterator[None]:
+    """A FlowSchema counting the requests of `subjects` with `verbs` (see the module's docstring)."""
+    rule = {
+        "subjects": subjects,
+        "resourceRules": [
+            {"verbs": verbs, "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": True}
+        ],
+    }
+    schema = {
+        "metadata": {"name": name},
+        "spec": {"priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 2, "rules": [rule]},
+    }
+    kube.create(FlowSchema.from_dict(schema))
+    try:
+        yield
+    finally:
+        kube.delete(FlowSchema, name)
+
+
+def dispatched(cluster: Cluster, flow_schema: str) -> int:
+    with http_client(cluster.kubeconfig) as http:
+        text = http.get("/metrics").raise_for_status().text
+    prefix = "apiserver_flowcontrol_dispatched_requests_total{"
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(prefix) and f'flow_schema="{flow_schema}"' in line
+        )
+    )
+
+
+def test_an_unchanged_app_writes_nothing_across_ten_syncs(
+    running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
+) -> None:
+    subjects = [
+        {"kind": "ServiceAccount", "serviceAccount": {"name": "controller", "namespace": IDENTITY_NAMESPACE}},
+        {"kind": "ServiceAccount", "serviceAccount": {"name": "deployer", "namespace": namespace}},
+    ]
+    writes, reads = f"{namespace}-writes", f"{namespace}-reads"
+    with (
+        counted(kube, writes, subjects, ["create", "update", "patch", "delete", "deletecollection"]),
+        counted(kube, reads, subjects, ["get", "list"]),
+    ):
+        files = {"app.yml": deployment(2) + "---\n" + CONFIGMAPS.replace('labels: {inject: "yes"}', "labels: {}")}
+        create_app(kube, namespace, "web", files, syncPeriod="1s")
+        time.sleep(3)  # the deploy's last writes, and the first no-change syncs
+        before = dispatched(cluster, writes), dispatched(cluster, reads)
+        time.sleep(12)  # at least ten sync periods of 1 s
+        after = dispatched(cluster, writes), dispatched(cluster, reads)
+    assert after[1] - before[1] >= 10, f"the App was synced (reads: {after[1] - before[1]})"
+    assert after[0] - before[0] == 0, f"{after[0] - before[0]} writes (dry runs included) by an unchanged App"

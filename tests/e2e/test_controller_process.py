@@ -1,0 +1,393 @@
+"""The App controller as it is installed and run: the manifests of config/controller/ (CRD, RBAC, Deployment) applied
+with kapply, the controller in cluster (service-account token files and KUBERNETES_SERVICE_* pointed at the local
+API server) with exactly the rights of rbac.yml, and two controllers electing a leader on a Lease, the leader killed
+in the middle of a deploy."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import ConfigMap, Event, ServiceAccountToken
+from lightkube.types import PatchType
+
+from kapply.controller.leader import DURATION, RENEW  # the Lease's timing: the tests' bounds
+from tests.e2e.controller_harness import (
+    CONFIG,
+    CONTROLLER_NAMESPACE,
+    App,
+    Controllers,
+    app_changes,
+    condition,
+    config_map,
+    config_map_data,
+    create_all,
+    deployer,
+    inline_app,
+    installed_controller,
+    kapply,
+    status,
+    strict_validation_errors,
+    tool_env,
+)
+from tests.e2e.harness import Cluster, eventually, external_tool, parse_json_output
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: Cluster, kube: Client) -> Iterator[None]:
+    with installed_controller(cluster.kubeconfig, kube):
+        yield
+
+
+# --- the install manifests ------------------------------------------------------------------------------------------
+
+
+def test_the_install_manifests_are_accepted_and_the_deployment_rolls_out_on_simulated_nodes(
+    installed: None, cluster: Cluster, kube: Client, namespace: str
+):
+    crd = kube.get(CustomResourceDefinition, "apps.kapply.dev")
+    assert {c.type: c.status for c in crd.status.conditions}["Established"] == "True"
+    inspected = kapply(cluster.kubeconfig, "inspect", "-a", "kapply-controller", "-n", CONTROLLER_NAMESPACE, "--json")
+    kinds = sorted(parse_json_output(inspected.stdout).tables[0].column("kind"))
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+    ]
+    # A field the API server does not know is dropped with a warning by a plain write: strict validation finds it.
+    for manifest in ("crd.yml", "rbac.yml", "deployment.yml"):
+        assert strict_validation_errors(cluster.kubeconfig, CONFIG / manifest) == []
+    # deployment.yml's image cannot be built here, but kwok's node "runs" any pod: the rollout completes. It goes in
+    # as an app of its own, deleted at once.
+    try:
+        kapply(
+            cluster.kubeconfig,
+            "deploy",
+            "-a",
+            "controller-deployment",
+            "-n",
+            namespace,
+            "-y",
+            "--wait-check-interval=0.5s",
+            "-f",
+            str(CONFIG / "deployment.yml"),
+        )
+        deployment = kube.get(Deployment, "kapply-controller", namespace=CONTROLLER_NAMESPACE)
+        assert deployment.status.availableReplicas == 2
+        assert deployment.spec.template.spec.serviceAccountName == "kapply-controller"
+        assert deployment.spec.template.spec.containers[0].args[:2] == ["controller", "--in-cluster"]
+    finally:
+        kapply(cluster.kubeconfig, "delete", "-a", "controller-deployment", "-n", namespace, "-y")
+
+
+# --- in cluster -----------------------------------------------------------------------------------------------------
+
+
+def mounted_service_account(kube: Client, kubeconfig: Path, directory: Path) -> dict[str, str]:
+    """What a pod of the kapply-controller ServiceAccount has: its token (a TokenRequest one, as the kubelet mounts),
+    the cluster's CA and its namespace, in `directory`; and the environment that points at the API server."""
+    request = ServiceAccountToken(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=3600))
+    token = kube.create(request, "kapply-controller", namespace=CONTROLLER_NAMESPACE).status.token
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    directory.mkdir()
+    (directory / "token").write_text(token)
+    (directory / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    (directory / "namespace").write_text(CONTROLLER_NAMESPACE)
+    server = urlsplit(cluster["server"])
+    return {
+        "KUBERNETES_SERVICE_HOST": str(server.hostname),
+        "KUBERNETES_SERVICE_PORT": str(server.port),
+        "KAPPLY_SERVICE_ACCOUNT_DIR": str(directory),
+        "KUBECONFIG": str(directory / "no-kubeconfig-in-a-pod"),  # not there: the in-cluster identity is all it has
+    }
+
+
+def test_in_cluster_with_the_rbac_manifest_the_controller_reconciles_reports_watches_and_deletes(
+    installed: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+):
+    create_all(
+        kube,
+        deployer(namespace)
+        + "---\n"
+        + yaml.safe_dump_all(
+            [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "files", "namespace": namespace},
+                    "data": {"from-config-map.yml": config_map("from-config-map", a="b")},
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "values", "namespace": namespace},
+                    "stringData": {"values.yml": "greeting: from-secret\n"},
+                },
+            ]
+        ),
+    )
+    template = (
+        '#@ load("@ytt:data", "data")\n'
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata:\n  text: #@ data.values.greeting\n"
+    )
+    app = inline_app(
+        "hello",
+        namespace,
+        {"greeting.yml": template, "values.yml": "#@data/values\n---\ngreeting: default\n"},
+        syncPeriod="10m",  # drift is acted on at once, not at the next sync
+        template=[{"ytt": {"valuesFrom": [{"secretRef": {"name": "values"}}]}}],
+    )
+    app["spec"]["fetch"][0]["inline"]["pathsFrom"] = [{"configMapRef": {"name": "files"}}]
+    kube.create(App(**app))
+    env = mounted_service_account(kube, cluster.kubeconfig, tmp_path / "serviceaccount")
+    lease = "kapply-controller"  # the one name rbac.yml's Role lets the controller use
+    controllers = Controllers(cluster.kubeconfig, kube, namespace, tmp_path)
+    try:
+        process = controllers.start(
+            "--in-cluster",
+            "--leader-elect=true",
+            f"--lease-namespace={CONTROLLER_NAMESPACE}",
+            env={**tool_env("ytt"), **env},
+        )
+        eventually(lambda: condition(kube, namespace, "hello") == "ReconcileSucceeded", timeout=30, what="success")
+        assert config_map_data(kube, namespace, "greeting") == {"text": "from-secret"}  # a Secret read (valuesFrom)
+        assert config_map_data(kube, namespace, "from-config-map") == {"a": "b"}  # a ConfigMap read (pathsFrom)
+        holder = kube.get(Lease, lease, namespace=CONTROLLER_NAMESPACE).spec.holderIdentity
+        assert holder.split("_")[-2] == str(process.pid)  # the Lease taken
+        events = [e for e in kube.list(Event, namespace=namespace) if e.involvedObject.name == "hello"]
+        assert any(e.reason == "Deployed" for e in events), [e.reason for e in events]
+
+        # Drift is seen through the controller's own watch of ConfigMaps (cluster-wide list and watch).
+        kube.patch(ConfigMap, "greeting", {"data": {"text": "edited"}}, namespace=namespace, field_manager="kubectl")
+        eventually(
+            lambda: config_map_data(kube, namespace, "greeting") == {"text": "from-secret"},
+            timeout=10,
+            what="drift reverted",
+        )
+        # Deleted with its resources: the finalizer removed through an update of the App.
+        kube.delete(App, "hello", namespace=namespace)
+        eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=30, what="the App deleted")
+        assert config_map_data(kube, namespace, "greeting") is None
+        log = controllers.logs_by_name["controller"].read_text()
+        assert "forbidden" not in log.lower() and " 403" not in log, log
+        assert process.poll() is None
+    finally:
+        controllers.close()  # before the Lease goes, or the controller would take it anew
+        try:
+            kube.delete(Lease, lease, namespace=CONTROLLER_NAMESPACE)
+        except ApiError as e:
+            if e.status.code != 404:
+                raise
+
+
+# --- leader election ------------------------------------------------------------------------------------------------
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def counting_ytt(directory: Path, name: str) -> tuple[Path, Path]:
+    """A ytt that appends a line to a file each time it runs, then runs the real one: every reconcile templates, so
+    the file counts the reconciles of the controller that runs it. Returns (the wrapper, the count file)."""
+    runs = directory / f"{name}.runs"
+    wrapper = directory / f"ytt-{name}"
+    wrapper.write_text(f'#!/bin/sh\necho run >> "{runs}"\nexec "{external_tool("ytt", "KAPPLY_YTT")}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, runs
+
+
+def runs(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+SLOW = yaml.safe_dump(
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "slow"},
+        "spec": {
+            "replicas": 1,
+            "minReadySeconds": 60,  # available only a minute after its pod is ready: the deploy waits that long
+            "selector": {"matchLabels": {"app": "slow"}},
+            "template": {
+                "metadata": {"labels": {"app": "slow"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.invalid/kapply-test:slow"}]},
+            },
+        },
+    }
+)
+
+
+def deploying(kube: Client, namespace: str, app: str) -> bool:
+    """Whether a deploy of the App holds its kapp app record and has created its Deployment (and now waits on it)."""
+    try:
+        record = kube.get(ConfigMap, f"{app}.app", namespace=namespace)
+        kube.get(Deployment, app, namespace=namespace)
+    except ApiError as e:
+        if e.status.code == 404:
+            return False
+        raise
+    return "kapply.dev/deploy-lock" in (record.metadata.annotations or {})
+
+
+def test_two_controllers_elect_one_leader_and_the_other_takes_over_when_it_is_killed_mid_deploy(
+    installed: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+):
+    create_all(kube, deployer(namespace))
+    controllers = Controllers(cluster.kubeconfig, kube, namespace, tmp_path)
+    election = ("--leader-elect=true", f"--lease-namespace={namespace}", "--lease-name=leader")
+    processes, counts = {}, {}
+    for name in ("a", "b"):
+        wrapper, counts[name] = counting_ytt(tmp_path, name)
+        processes[name] = controllers.start(*election, name=name, env={"KAPPLY_YTT": str(wrapper)})
+    by_pid = {str(p.pid): name for name, p in processes.items()}
+    try:
+        kube.create(App(**inline_app("steady", namespace, {"cm.yml": config_map("steady", v="1")}, syncPeriod="1s")))
+        eventually(lambda: condition(kube, namespace, "steady") == "ReconcileSucceeded", timeout=30, what="success")
+        holder = kube.get(Lease, "leader", namespace=namespace).spec.holderIdentity
+        leader = by_pid[holder.split("_")[-2]]
+        follower = "b" if leader == "a" else "a"
+        # Several syncs (one a second) by the leader; none by the other.
+        eventually(lambda: runs(counts[leader]) >= 3, timeout=15, what="three reconciles by the leader")
+        logs = controllers.logs_by_name
+        assert "leading as" in logs[leader].read_text() and "leading as" not in logs[follower].read_text()
+
+        # The leader deploys an App whose Deployment it waits a minute for; it is killed in the middle of that.
+        slow = inline_app("slow", namespace, {"deployment.yml": SLOW}, syncPeriod="1s")
+        slow["spec"]["deploy"] = [{"kapp": {"rawOptions": ["--wait-check-interval=0.5s"]}}]
+        kube.create(App(**slow))
+        eventually(lambda: deploying(kube, namespace, "slow"), timeout=30, what="the leader waiting on the Deployment")
+        assert runs(counts[follower]) == 0, "the follower reconciled while the leader held the Lease"
+        assert namespace not in logs[follower].read_text()  # nor did anything else about the namespace's Apps
+        os.kill(processes[leader].pid, signal.SIGKILL)
+        killed_at = datetime.now(UTC)
+        processes[leader].wait()
+        last = kube.get(Lease, "leader", namespace=namespace).spec  # the dead leader's last renewal
+        assert last.holderIdentity == holder
+
+        eventually(
+            lambda: (
+                by_pid.get(kube.get(Lease, "leader", namespace=namespace).spec.holderIdentity.split("_")[-2])
+                == follower
+            ),
+            timeout=DURATION + 2 * RENEW + 5,
+            interval=0.2,
+            what="the other controller to take the Lease",
+        )
+        taken = kube.get(Lease, "leader", namespace=namespace).spec
+        waited = (taken.acquireTime - last.renewTime).total_seconds()
+        print(f"leader {leader} killed at {killed_at}; {follower} took the Lease {waited:.1f}s after its last renewal")
+        # Not before a lease duration (the dead leader might have been alive, and deploying); the follower saw the last
+        # renewal at most one retry period after it was made, and took the Lease at most one retry period after that
+        # had lasted a lease duration.
+        assert last.leaseDurationSeconds <= waited <= last.leaseDurationSeconds + 2 * RENEW + 1, waited
+        assert taken.leaseTransitions == (last.leaseTransitions or 0) + 1
+
+        # The new leader reconciles: a change to an App is deployed by it.
+        kube.patch(
+            App,
+            "steady",
+            {"spec": {"fetch": [{"inline": {"paths": {"cm.yml": config_map("steady", v="2")}}}]}},
+            namespace=namespace,
+            patch_type=PatchType.MERGE,
+        )
+        eventually(
+            lambda: config_map_data(kube, namespace, "steady") == {"v": "2"}, timeout=20, what="the change deployed"
+        )
+        assert runs(counts[follower]) > 0
+
+        # No two changes of an App overlapped: the steady App's second change started after its first finished, and
+        # after the kill; the slow App has one change, the one the killed leader started and never finished.
+        changes = app_changes(cluster.kubeconfig, namespace, "steady.app")
+        assert len(changes) == 2 and all(c["finished_at"] for c in changes), changes
+        assert _time(changes[0]["finished_at"]) <= _time(changes[1]["started_at"]), changes
+        assert _time(changes[1]["started_at"]) >= killed_at.replace(microsecond=0), changes
+        slow_changes = app_changes(cluster.kubeconfig, namespace, "slow.app")
+        assert [c["finished_at"] for c in slow_changes] == [""], slow_changes  # the killed one, no other
+
+        # The dead leader's hold on the slow App's record stands until it lapses: the new leader does not deploy a
+        # change of the App meanwhile, and says who holds it.
+        files = {"deployment.yml": SLOW, "cm.yml": config_map("late", v="1")}
+        patch = {"spec": {"fetch": [{"inline": {"paths": files}}]}}
+        kube.patch(App, "slow", patch, namespace=namespace, patch_type=PatchType.MERGE)
+        eventually(
+            lambda: f"/{processes[leader].pid}/" in status(kube, namespace, "slow").get("usefulErrorMessage", ""),
+            timeout=20,
+            what="the new leader to be refused by the dead leader's hold",
+        )
+        assert config_map_data(kube, namespace, "late") is None
+        assert [c["finished_at"] for c in app_changes(cluster.kubeconfig, namespace, "slow.app")] == [""]
+    finally:
+        # Deleting the slow App would wait for the dead leader's hold to lapse (a minute): it is let go without
+        # deleting its Deployment (the namespace takes that).
+        if any(app.metadata.name == "slow" for app in kube.list(App, namespace=namespace)):
+            kube.patch(App, "slow", {"spec": {"noopDelete": True}}, namespace=namespace, patch_type=PatchType.MERGE)
+        controllers.close()
+
+
+def _micro(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_a_lease_renewed_by_a_holder_whose_clock_lags_is_not_taken_until_the_renewals_stop(
+    installed: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+):
+    """Another machine holds the Lease and renews it, but its clock is an hour behind, so the times it writes look long
+    expired. Taking the Lease by those times would make two leaders; the controller must judge by its own clock, from
+    when it saw the Lease last change, and take it only a lease duration after the renewals stop."""
+    create_all(kube, deployer(namespace))
+    behind = datetime.now(UTC) - timedelta(hours=1)
+    spec = {"holderIdentity": "elsewhere_1_abcdef", "leaseDurationSeconds": int(DURATION), "leaseTransitions": 0}
+    lease = {"metadata": {"name": "leader", "namespace": namespace}, "spec": spec}
+    lease["spec"] |= {"acquireTime": _micro(behind), "renewTime": _micro(behind)}
+    kube.create(Lease.from_dict(lease))
+    controllers = Controllers(cluster.kubeconfig, kube, namespace, tmp_path)
+    election = ("--leader-elect=true", f"--lease-namespace={namespace}", "--lease-name=leader")
+    try:
+        process = controllers.start(*election, env=tool_env("ytt"))
+        kube.create(App(**inline_app("hello", namespace, {"cm.yml": config_map("hello", a="b")})))
+        started = time.monotonic()
+        while time.monotonic() - started < DURATION + RENEW + 1:  # renewed for more than a duration
+            last_renewal = time.monotonic()
+            renewed = _micro(behind + timedelta(seconds=last_renewal - started))
+            kube.patch(Lease, "leader", {"spec": {"renewTime": renewed}}, namespace=namespace)
+            assert kube.get(Lease, "leader", namespace=namespace).spec.holderIdentity == "elsewhere_1_abcdef"
+            assert condition(kube, namespace, "hello") == "", "reconciled while another process held the Lease"
+            time.sleep(2)
+        eventually(
+            lambda: (
+                kube.get(Lease, "leader", namespace=namespace).spec.holderIdentity.split("_")[-2] == str(process.pid)
+            ),
+            timeout=DURATION + 2 * RENEW + 5,
+            interval=0.2,
+            what="the controller to take the Lease",
+        )
+        took = time.monotonic() - last_renewal
+        # The last renewal is seen at most one retry period after it was made, and the Lease taken a lease duration
+        # after it was seen, at most one retry period late.
+        assert DURATION <= took <= DURATION + 2 * RENEW + 1, took
+        eventually(lambda: condition(kube, namespace, "hello") == "ReconcileSucceeded", timeout=20, what="success")
+    finally:
+        controllers.close()

@@ -1,0 +1,46 @@
+"""A delete that did not happen is reported: kapply deletes with the UID of the object it planned to delete as a
+precondition, and an object that replaced it under the same name survives and fails the run (issue 11, "reports
+success for a delete that did not happen")."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
+
+from tests.e2e.faults import KapplyProcess
+from tests.e2e.harness import Cluster, KapplyRunner
+
+pytestmark = pytest.mark.e2e
+
+APP = "replaced"
+
+
+def test_an_object_replaced_after_the_plan_survives_the_delete_and_fails_it(
+    cluster: Cluster, kapply: KapplyRunner, kube: Client, namespace: str
+):
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: doomed\ndata:\n  v: ours\n"
+    kapply.deploy(namespace, manifest, app=APP)
+    with KapplyProcess(
+        cluster.kubeconfig, "delete", "-a", APP, "-n", namespace, "--wait-check-interval=0.5s"
+    ) as delete:
+        delete.wait_for_output(r"Continue\? \[yN\]: $")
+        assert re.search(r"^\S+\s+doomed\s+ConfigMap\s+\S+\s+delete\b", delete.stdout, re.M), delete.stdout
+        planned_uid = kube.get(ConfigMap, "doomed", namespace=namespace).metadata.uid
+        kube.delete(ConfigMap, "doomed", namespace=namespace)
+        replacement = kube.create(
+            ConfigMap.from_dict({"metadata": {"name": "doomed"}, "data": {"v": "someone else's"}}), namespace=namespace
+        )
+        delete.answer("y\n")
+        assert delete.finish() == 1, delete.stdout + delete.stderr
+    assert "Traceback" not in delete.stderr and "ok: delete" not in delete.stdout, delete.stdout + delete.stderr
+    assert "delete configmap/doomed (v1) namespace: " + namespace in delete.stderr, delete.stderr
+    assert f"the UID in the precondition ({planned_uid}) does not match" in delete.stderr, delete.stderr
+    survivor = kube.get(ConfigMap, "doomed", namespace=namespace)
+    assert survivor.metadata.uid == replacement.metadata.uid and survivor.data == {"v": "someone else's"}
+    record = kube.get(ConfigMap, APP, namespace=namespace)
+    last_change = json.loads(record.data["spec"])["lastChange"]
+    assert last_change["description"] == "delete" and last_change["successful"] is False, last_change
