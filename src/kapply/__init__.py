@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kapply.app.record import App
     from kapply.apply.options import ApplyOptions, WaitOptions
     from kapply.apply.planning import ClusterChange, WaitOp
+    from kapply.apply.preflight import PreflightError
     from kapply.apply.progress import LoggedProgress, Progress
     from kapply.delete import DeleteOptions, DeletePlan
     from kapply.deploy import DeployOptions, DiffOptions
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         OwnershipError,
     )
     from kapply.objects import ResourceKey
+    from kapply.resources.allow import AllowRules
 
 _EXPORTS = {
     "AsyncClient": ("kapply.api", "AsyncClient"),
@@ -70,10 +72,13 @@ _EXPORTS = {
     "ManifestError": ("kapply.errors", "ManifestError"),
     "OwnershipError": ("kapply.errors", "OwnershipError"),
     "ResourceKey": ("kapply.objects", "ResourceKey"),
+    "AllowRules": ("kapply.resources.allow", "AllowRules"),
+    "PreflightError": ("kapply.apply.preflight", "PreflightError"),
 }
 
 __all__ = [
     "__version__",
+    "AllowRules",
     "App",
     "AppChange",
     "AppNotFoundError",
@@ -101,6 +106,7 @@ __all__ = [
     "ManifestError",
     "Op",
     "OwnershipError",
+    "PreflightError",
     "Progress",
     "ResourceKey",
     "WaitOp",

@@ -28,15 +28,19 @@ from kapply.app import history, record
 from kapply.app.history import AppChange
 from kapply.app.record import App
 from kapply.apply.planning import ClusterChange
+from kapply.apply.preflight import parse as parse_preflight
 from kapply.apply.progress import Progress
 from kapply.delete import DeleteOptions, DeletePlan
 from kapply.deploy import DeployOptions, OutsideField, Plan, Result, Source
 from kapply.diff.change import Change
 from kapply.diff.drift import DriftPolicy
+from kapply.diff.filter import parse_change_filter
 from kapply.diff.ghost import FieldDrift
 from kapply.errors import KapplyError
 from kapply.objects import Obj
+from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster
+from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import KubeconfigFlags, default_namespace, load, with_token
 
 Resources = Sequence[Mapping[str, Any]]
@@ -74,7 +78,7 @@ def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
         into_namespace=get("into-ns", ""),
         namespace_map=_pairs(get("map-ns", []), "--map-ns"),
         app_labels=_pairs(get("labels", []), "--labels"),
-        diff=DiffOptions(get("diff-against-last-applied", True), get("diff-server-side", True)),
+        diff=DiffOptions(get("diff-against-last-applied", True), get("diff-server-side", True), get("diff-run", False)),
         override_ownership=get("dangerous-override-ownership-of-existing-resources", False),
         allow_empty=get("dangerous-allow-empty-list-of-resources", False),
         default_label_scoping=get("default-label-scoping-rules", True),
@@ -84,6 +88,8 @@ def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
             concurrency=get("apply-concurrency", 5),
             default_update_strategy=get("apply-default-update-strategy", ""),
             timeout=get("apply-timeout", 900.0),
+            ignored=get("apply-ignored", False),
+            exit_early=get("exit-early-on-apply-error", True),
         ),
         wait=WaitOptions(
             wait=get("wait", True),
@@ -91,7 +97,49 @@ def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
             resource_timeout=get("wait-resource-timeout", 0.0),
             check_interval=get("wait-check-interval", 3.0),
             concurrency=get("wait-concurrency", 5),
+            ignored=get("wait-ignored", False),
+            exit_early=get("exit-early-on-wait-error", True),
+            ignore_failing_api_services=get("dangerous-ignore-failing-api-services", False),
         ),
+        patch=get("patch", False),
+        logs=get("logs", True),
+        resource_filter=resource_filter(flags),
+        change_filter=parse_change_filter(get("diff-filter", "")),
+        prev_app=get("prev-app", ""),
+        app_metadata_file=get("app-metadata-file-output", ""),
+        allow=allow_rules(flags),
+        ignore_failing_api_services=get("dangerous-ignore-failing-api-services", False),
+        scope_to_fallback_namespaces=get("dangerous-scope-to-fallback-allowed-namespaces", False),
+        disable_gk_scoping=get("dangerous-disable-gk-scoping", False),
+        preflight=parse_preflight(get("preflight", "")),
+    )
+
+
+def allow_rules(flags: Mapping[str, Any]) -> AllowRules | None:
+    """kapp's client-side allowing from `--allow-check`, `--allow-ns`, `--allow-all-ns` and `--allow-cluster`; None
+    (no check) without `--allow-check`."""
+    if not flags.get("allow-check", False):
+        return None
+    return AllowRules(
+        tuple(flags.get("allow-ns", ())), flags.get("allow-all-ns", False), flags.get("allow-cluster", False)
+    )
+
+
+def resource_filter(flags: Mapping[str, Any]) -> ResourceFilter | None:
+    """The resource filter of kapp's `--filter`, `--filter-kind`, ... flags, by flag name; None when none is set.
+    Raises FilterError for a value kapp refuses."""
+    from kapply.resources.filters import from_flags
+
+    return from_flags(
+        filter_json=flags.get("filter", ""),
+        age=flags.get("filter-age", ""),
+        kinds=flags.get("filter-kind", ()),
+        namespaces=flags.get("filter-ns", ()),
+        names=flags.get("filter-name", ()),
+        kind_names=flags.get("filter-kind-name", ()),
+        kind_namespaces=flags.get("filter-kind-ns", ()),
+        kind_ns_names=flags.get("filter-kind-ns-name", ()),
+        labels=flags.get("filter-labels", ()),
     )
 
 
@@ -175,6 +223,11 @@ class AsyncClient:
             app_namespace=app_namespace,
         )
 
+    async def check_deploy(self, plan: Plan) -> None:
+        """The checks kapp makes between showing a plan and applying it: `--allow-*` (ManifestError) and, when the plan
+        changes something, the `--preflight` checks (PreflightError). Nothing is written."""
+        await deploy_pipeline.check(self.cluster, plan)
+
     async def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
         """Apply a plan, wait until it converges, and record it in the app's history."""
         return await deploy_pipeline.run(self.cluster, plan, progress)
@@ -200,10 +253,11 @@ class AsyncClient:
         options: DeployOptions = DeployOptions(),
         progress: Progress | None = None,
     ) -> Result:
-        """Plan and run a deploy (no confirmation: the caller decided)."""
+        """Plan, check (`check_deploy`) and run a deploy (no confirmation: the caller decided)."""
         plan = await self.plan_deploy(
             app, files=files, resources=resources, namespace=namespace, app_namespace=app_namespace, options=options
         )
+        await self.check_deploy(plan)
         return await self.run_deploy(plan, progress=progress)
 
     async def plan_delete(

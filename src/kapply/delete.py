@@ -1,35 +1,53 @@
 """Deleting an app: every resource it owns, then its change history and its record.
 
-Controller-made (transient) objects are not deleted directly: their owners' deletion
-takes them along. The app record goes last, and only once nothing it owns is left.
+Controller-made (transient) objects are not deleted directly (kapp's "ignored" changes, unless
+--apply-ignored): their owners' deletion takes them along, and they are waited on until gone
+(--wait-ignored, on by default for delete). The app record goes last, and only once nothing it owns
+is left; when resource or change filters leave some of its resources out, the app and its history stay.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kapply import objects
 from kapply.app import history, record
 from kapply.app.lock import hold
 from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, order
 from kapply.apply.progress import LoggedProgress, Progress
+from kapply.apply.view import ChangeSetText, change_set_text
 from kapply.config.config import Config
 from kapply.config.default import default_config
 from kapply.diff.change import calculate
-from kapply.diff.render import DiffFormat, Hunk, hunks, line_diffs
+from kapply.diff.filter import ChangeFilter
+from kapply.diff.render import DiffFormat, Hunk
 from kapply.errors import KapplyError
 from kapply.graph import ChangeGraph
-from kapply.objects import describe
+from kapply.objects import Obj, describe
+from kapply.resources import api_services
 from kapply.resources.cluster import Cluster, Discovery
+from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import is_transient
+
+PARTIAL_DELETE_CHANGES_TO_KEEP = 200  # kapp's app-change GC after a delete that keeps the app
+
+
+def _wait_ignored() -> WaitOptions:
+    return WaitOptions(ignored=True)
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteOptions:
     apply: ApplyOptions = field(default_factory=ApplyOptions)
-    wait: WaitOptions = field(default_factory=WaitOptions)
+    wait: WaitOptions = field(default_factory=_wait_ignored)  # kapp's delete waits on ignored changes by default
+    resource_filter: ResourceFilter | None = None  # kapp's --filter*: delete only these resources
+    change_filter: ChangeFilter | None = None  # kapp's --diff-filter: make only these changes
+    prev_app: str = ""  # kapp's --prev-app: the app's earlier name, deleted when the app has no record by its name
+    ignore_failing_api_services: bool = False  # kapp's --dangerous-ignore-failing-api-services (see api_services)
+    scope_to_fallback_namespaces: bool = False  # kapp's --dangerous-scope-to-fallback-allowed-namespaces
 
 
 @dataclass(frozen=True)
@@ -40,32 +58,61 @@ class DeletePlan:
     discovery: Discovery
     changes: tuple[ClusterChange, ...]
     graph: ChangeGraph
+    complete: bool = True  # False when filters leave resources out: the app and its history are kept
+
+    def text(self, fmt: DiffFormat = DiffFormat(), *, yaml: bool = False, diffs: bool = True) -> ChangeSetText:
+        """kapp's `--diff-changes-yaml` blocks (when `yaml`) and `--diff-changes` diffs (when `diffs`)."""
+        return change_set_text(self.changes, self.config, fmt, yaml=yaml, diffs=diffs)
 
     def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
-        """The plan's diffs, one per change that applies something, Secret values masked."""
-        return hunks((c.change for c in self.changes), self.config, fmt)
+        """The plan's diffs, one per change (a noop's has no lines), Secret values masked."""
+        return list(self.text(fmt).hunks)
 
     def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
-        return line_diffs((c.change for c in self.changes), self.config, fmt)
+        return "".join(str(h) for h in self.hunks(fmt))
 
 
 async def plan(
     cluster: Cluster, app_name: str, options: DeleteOptions = DeleteOptions(), *, namespace_name: str | None = None
 ) -> DeletePlan | None:
-    """What deleting the app does; None when the app does not exist (in `namespace_name`, default as for deploy)."""
-    app = await record.find(cluster, default_namespace(namespace_name, cluster.namespace), app_name)
+    """What deleting the app does; None when the app does not exist (in `namespace_name`, default as for deploy),
+    nor the app `options.prev_app` names."""
+    namespace = default_namespace(namespace_name, cluster.namespace)
+    app = await record.find(cluster, namespace, app_name)
+    if app is None and options.prev_app:
+        app = await record.find(cluster, namespace, options.prev_app)
     if app is None:
         return None
     discovery = await cluster.discovery()
+    used = {api_services.group_version(g, v) for g, v in app.meta.used_gvs}
+    api_services.check_required(discovery, used, ignore=options.ignore_failing_api_services)
     config = default_config()
-    owned = [obj for obj in await record.list_resources(cluster, app) if not is_transient(obj)]
-    changes = [calculate(None, obj, config) for obj in owned]
-    planned = tuple(cluster_changes(changes, config, options.wait.wait))
-    return DeletePlan(app, options, config, discovery, planned, order(planned, config))
+    listed = await record.list_resources(cluster, app, scope_to_fallback=options.scope_to_fallback_namespaces)
+    owned = listed if options.resource_filter is None else options.resource_filter.apply(listed)
+    complete = len(owned) == len(listed)
+    changes = [calculate(None, obj, config, transient=_transient(obj)) for obj in owned]
+    if options.change_filter is not None:
+        kept = options.change_filter.apply(changes)
+        complete = complete and len(kept) == len(changes)
+        changes = kept
+    planned = tuple(
+        cluster_changes(
+            changes, config, options.wait.wait, apply_ignored=options.apply.ignored, wait_ignored=options.wait.ignored
+        )
+    )
+    return DeletePlan(app, options, config, discovery, planned, order(planned, config), complete)
+
+
+def _transient(obj: Obj) -> bool:
+    """Made by a controller, so deleted by deleting its owner (an ignored change), unless annotated
+    `kapp.k14s.io/owned-for-deletion` (a StatefulSet's PersistentVolumeClaims, say), as kapp."""
+    return is_transient(obj) and not objects.has_annotation(obj, objects.OWNED_FOR_DELETION)
 
 
 async def run(cluster: Cluster, plan: DeletePlan, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
     """Delete the app's resources, its history and its record; returns the changes waited on."""
+    if plan.app.labeled:  # no record and no history: only the resources
+        return await _delete_labeled(cluster, plan, progress or LoggedProgress())
     async with hold(cluster, plan.app) as app:
         return await _delete(cluster, plan, app, progress or LoggedProgress())
 
@@ -80,10 +127,29 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
     except KapplyError as failure:
         await history.record_failure(cluster, app, "", failure)
         raise
+    if not plan.complete:  # filters left resources out: the app stays, as kapp, with at most 200 changes
+        app = await history.finish(cluster, app, "", successful=True)
+        await history.gc(cluster, app, PARTIAL_DELETE_CHANGES_TO_KEEP)
+        return waited
     await history.delete_all(cluster, app)
+    await _check_gone(cluster, app)
+    await record.delete(cluster, app)
+    return waited
+
+
+async def _check_gone(cluster: Cluster, app: record.App) -> None:
     await cluster.discovery(refresh=True)
     left = [obj for obj in await record.list_resources(cluster, app) if not is_transient(obj)]
     if left:
         raise KapplyError("Expected all resources to be gone, but found: " + ", ".join(describe(o) for o in left))
-    await record.delete(cluster, app)
+
+
+async def _delete_labeled(cluster: Cluster, plan: DeletePlan, progress: Progress) -> tuple[ClusterChange, ...]:
+    options = plan.options
+    loop = ApplyLoop(
+        cluster, plan.discovery, plan.config, plan.app.label_selector, options.apply, options.wait, progress
+    )
+    waited = await loop.run(plan.changes, plan.graph)
+    if plan.complete:
+        await _check_gone(cluster, plan.app)
     return waited

@@ -17,28 +17,34 @@ from typing import TextIO
 from kapply import objects
 from kapply.app import history, record
 from kapply.app.lock import hold
-from kapply.app.meta import GroupVersionKind, kinds_of
+from kapply.app.meta import AppMeta, GroupVersionKind, kinds_of
+from kapply.app.rename import rename
+from kapply.apply import preflight
 from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, description, order
 from kapply.apply.progress import LoggedProgress, Progress
+from kapply.apply.view import ChangeSetText, change_set_text
 from kapply.config.config import Config
 from kapply.config.inputs import split_configs, with_defaults
 from kapply.diff import ghost, server_check, versioned
-from kapply.diff.change import Change, calculate
+from kapply.diff.change import ApplyOp, Change, Op, calculate
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import ABSENT
+from kapply.diff.filter import ChangeFilter
 from kapply.diff.ghost import FieldDrift
-from kapply.diff.render import DiffFormat, Hunk, hunks, line_diffs
-from kapply.errors import KapplyError, ManifestError
+from kapply.diff.render import DiffFormat, Hunk
+from kapply.errors import AppNotFoundError, KapplyError, ManifestError
 from kapply.graph import ChangeGraph
-from kapply.objects import Document, Obj, group_of, key_of, namespace
-from kapply.resources import admission, manifests
+from kapply.objects import Document, Obj, ResourceKey, group_of, key_of, namespace
+from kapply.resources import admission, allow, api_services, manifests
+from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster, Discovery
+from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
 from kapply.resources.names import check_names
-from kapply.resources.ownership import check_ownership
+from kapply.resources.ownership import check_disallowed_labels, check_ownership, foreign
 from kapply.resources.preparation import Placement, prepare
 
 
@@ -60,6 +66,7 @@ class Source:
 class DiffOptions:
     against_last_applied: bool = True  # kapp's --diff-against-last-applied
     server_side_check: bool = True  # kapply's --diff-server-side: confirm live-object updates with a dry run
+    run: bool = False  # kapp's --diff-run: the plan is only shown (a new app's record need not be creatable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,18 @@ class DeployOptions:
     drift_policy: DriftPolicy = DriftPolicy.ENFORCE  # kapply's: what to do with fields others changed
     apply: ApplyOptions = field(default_factory=ApplyOptions)
     wait: WaitOptions = field(default_factory=WaitOptions)
+    patch: bool = False  # kapp's --patch: add or update only, never delete
+    resource_filter: ResourceFilter | None = None  # kapp's --filter*: only these new and existing resources
+    change_filter: ChangeFilter | None = None  # kapp's --diff-filter: only these changes
+    logs: bool = True  # kapp's --logs; here only: the app's Pods are among its existing resources (see plan)
+    prev_app: str = ""  # kapp's --prev-app: the app's earlier name, whose record the deploy renames
+    app_metadata_file: str = ""  # kapp's --app-metadata-file-output: where to write the app's metadata (JSON)
+    allow: AllowRules | None = None  # kapp's --allow-check (--allow-ns, ...): where resources may go; None: anywhere
+    ignore_failing_api_services: bool = False  # kapp's --dangerous-ignore-failing-api-services (see api_services)
+    scope_to_fallback_namespaces: bool = False  # kapp's --dangerous-scope-to-fallback-allowed-namespaces
+    disable_gk_scoping: bool = False  # kapp's --dangerous-disable-gk-scoping: look for the app's resources in all types
+    # kapp's --preflight: the checks run before anything is applied (apply.preflight); None: the Config's preflightRules
+    preflight: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,18 +112,37 @@ class Plan:
     used: frozenset[GroupVersionKind]  # of new and existing resources
     new_used: frozenset[GroupVersionKind]
     drifted: tuple[Change, ...] = ()  # changes (applied or not) of objects others changed since they were deployed
+    renamed_from: record.App | None = None  # the record of the app's earlier name (--prev-app), renamed by `run`
+    not_allowed: tuple[str, ...] = ()  # what --allow-check refuses (see check_allowed)
 
     @property
     def pending(self) -> bool:
         return bool(self.changes)
 
+    def check_allowed(self) -> None:
+        """Refuse resources outside the namespaces `--allow-*` allows (kapp shows the plan, then refuses)."""
+        if self.not_allowed:
+            raise ManifestError("Validation errors:\n" + "\n".join(f"- {v}" for v in self.not_allowed))
+
+    def write_app_metadata(self) -> None:
+        """Write the app's metadata to `--app-metadata-file-output`, as a deploy that applies nothing leaves it."""
+        write_app_metadata(self.options.app_metadata_file, self.app)
+
+    def text(self, fmt: DiffFormat = DiffFormat(), *, yaml: bool = False, diffs: bool = True) -> ChangeSetText:
+        """kapp's `--diff-changes-yaml` blocks (when `yaml`) and `--diff-changes` diffs (when `diffs`) of the plan,
+        Secret values masked with one numbering."""
+        strategy = self.options.apply.default_update_strategy
+        return change_set_text(self.changes, self.config, fmt, yaml=yaml, diffs=diffs, default_update_strategy=strategy)
+
     def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
-        """The plan's diffs, one per change that applies something, Secret values masked."""
-        return hunks((c.change for c in self.changes), self.config, fmt)
+        """The plan's diffs, one per change (a noop's has no lines), Secret values masked."""
+        return list(self.text(fmt).hunks)
 
     def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
-        """kapp's `--diff-changes` text of the plan (`@@ op resource @@` and the lines), Secret values masked."""
-        return line_diffs((c.change for c in self.changes), self.config, fmt)
+        """The `--diff-changes` text (`@@ op resource @@` and the lines) of the changes that apply something, Secret
+        values masked: what the app-change history keeps."""
+        applying = [c for c in self.changes if c.apply_op is not ApplyOp.NOOP]
+        return "".join(str(h) for h in change_set_text(applying, self.config, fmt).hunks)
 
     def outside_changes(self) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
         """The changes with fields someone other than kapply/kapp wrote on the cluster, and those fields with who
@@ -171,20 +209,35 @@ async def plan(
     default_ns = default_namespace(namespace_name, cluster.namespace)
     docs, user_configs = split_configs(source.documents())
     config = with_defaults(user_configs)
-    app, discovery = await asyncio.gather(
-        record.find_or_new(cluster, app_namespace or default_ns, app_name), cluster.discovery()
+    (app, renamed_from), discovery = await asyncio.gather(
+        record.find_or_rename(cluster, app_namespace or default_ns, app_name, options.prev_app), cluster.discovery()
     )
+    if renamed_from is not None and options.diff.run:  # kapp renames before planning, but not in a diff run: it fails
+        raise AppNotFoundError(
+            f"{record.missing(app.namespace, app.name)}: {await record.elsewhere(cluster, app.name)}"
+        )
+    if not app.stored and not options.diff.run:  # kapp creates the record first: a missing namespace stops it here
+        await record.check_creatable(cluster, app, options.app_labels)
+    required = {objects.api_version(d.obj) for d in docs} | {
+        api_services.group_version(g, v) for g, v in app.meta.used_gvs
+    }
+    api_services.check_required(discovery, required, ignore=options.ignore_failing_api_services)
     placement = Placement(default_ns, options.into_namespace, options.namespace_map)
+    label_key, label_value = record.ownership_label(app)
     prepared = prepare(
         docs,
         discovery,
         config,
         placement,
-        {app.meta.label_key: app.meta.label_value},
+        {label_key: label_value},
         default_label_scoping=options.default_label_scoping,
     )
     check_names(prepared)
-    if not prepared and not options.allow_empty:
+    namespaces = sorted({namespace(p.obj) or "(cluster)" for p in prepared})  # before the filters, as kapp
+    if options.resource_filter is not None:
+        prepared = [p for p in prepared if options.resource_filter.matches(p.obj)]
+    not_allowed = allow.violations(prepared, options.allow, placement) if options.allow is not None else []
+    if not prepared and not options.allow_empty and not options.patch:
         raise ManifestError(
             "Trying to apply empty set of resources will result in deletion of resources on cluster. "
             "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified."
@@ -192,9 +245,19 @@ async def plan(
     labeled: list[Obj] = []
     if app.stored:
         new_gks = {(group_of(p.obj), p.obj["kind"]) for p in prepared}
-        scope = None if app.meta.used_gks is None else set(app.meta.used_gks) | new_gks
+        scope = None if app.meta.used_gks is None or options.disable_gk_scoping else set(app.meta.used_gks) | new_gks
+        if scope is not None and options.logs and (options.apply.ignored or options.wait.ignored):
+            scope.add(("", "Pod"))  # kapp lists Pods to show their logs: their deletes are ignored changes it shows
         fallback = record.fallback_namespaces(app, default_ns, *(namespace(p.obj) for p in prepared))
-        labeled = await list_labeled(cluster, types_in_scope(discovery, scope), app.meta.label_selector, fallback)
+        labeled = await list_labeled(
+            cluster,
+            types_in_scope(discovery, scope),
+            app.label_selector,
+            fallback,
+            scope_to_fallback=options.scope_to_fallback_namespaces,
+        )
+    if options.resource_filter is not None:
+        labeled = options.resource_filter.apply(labeled)
     resolved = versioned.resolve(prepared, labeled, config)
     new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
     origins = {key_of(d.obj): d.origin for d in resolved.desired}
@@ -202,7 +265,12 @@ async def plan(
     existing_by_key = {key_of(obj): obj for obj in labeled}
     unlabeled = await get_each(cluster, discovery, [r for k, r in new_by_key.items() if k not in existing_by_key])
     if not options.override_ownership:
-        check_ownership(unlabeled, new_by_key, app.meta.label_value)
+        others = {owner for _, owner in foreign(unlabeled, new_by_key, label_value, label_key)}
+        owners = await record.owners(cluster, app.namespace or app_namespace or default_ns, label_key, others)
+        check_ownership(unlabeled, new_by_key, label_value, owners, label_key)
+    check_disallowed_labels(unlabeled, new_by_key, ResourceKey(app.namespace, "", "ConfigMap", app.configmap_name))
+    if options.resource_filter is not None:
+        unlabeled = options.resource_filter.apply(unlabeled)
     existing_by_key.update((key_of(obj), obj) for obj in unlabeled)
 
     against_last_applied = options.diff.against_last_applied
@@ -221,42 +289,116 @@ async def plan(
         versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
         for c in changes
     ]
+    ignored_shown = options.apply.ignored or options.wait.ignored  # else ignored changes are neither shown nor run
+    gone = [obj for key, obj in existing_by_key.items() if key not in new_by_key and key not in resolved.keep]
     changes += [
-        calculate(None, obj, config)
-        for key, obj in existing_by_key.items()
-        if key not in new_by_key and key not in resolved.keep and not is_transient(obj)
+        calculate(None, obj, config, transient=transient)
+        for obj, transient in ((obj, is_transient(obj)) for obj in gone)
+        if ignored_shown or not transient
     ]
     if options.diff.server_side_check:
         changes = await server_check.check_all(cluster, discovery, changes, config)
+    if options.change_filter is not None:
+        changes = options.change_filter.apply(changes)
+    if options.patch:  # kapp's --patch: existing resources the new ones do not name are left alone
+        changes = [c for c in changes if c.op is not Op.DELETE]
 
-    namespaces = sorted({namespace(r) or "(cluster)" for r in new_by_key.values()})
     new_used = kinds_of(new_by_key.values())
-    used = new_used | kinds_of(obj for obj in existing_by_key.values() if not is_transient(obj))
-    planned = tuple(cluster_changes(changes, config, options.wait.wait))
+    kept = new_by_key.keys() if options.patch else existing_by_key.keys()  # patch: only the existing ones named
+    used = new_used | kinds_of(o for k, o in existing_by_key.items() if k in kept and not is_transient(o))
+    planned = tuple(
+        cluster_changes(
+            changes,
+            config,
+            options.wait.wait,
+            apply_ignored=options.apply.ignored,
+            wait_ignored=options.wait.ignored,
+        )
+    )
     drifted = tuple(c for c in changes if c.drifted)
     return Plan(
-        app, options, config, discovery, planned, order(planned, config), tuple(namespaces), used, new_used, drifted
+        app,
+        options,
+        config,
+        discovery,
+        planned,
+        order(planned, config),
+        tuple(namespaces),
+        used,
+        new_used,
+        drifted,
+        renamed_from=renamed_from,
+        not_allowed=tuple(not_allowed),
     )
+
+
+async def check(cluster: Cluster, plan: Plan) -> None:
+    """The checks kapp makes after showing the plan and before asking to go on: `--allow-*` (ManifestError), then
+    the preflight checks (PreflightError) when the plan changes something: those `--preflight` names, else those the
+    Config's `preflightRules` name (kapp's rule)."""
+    plan.check_allowed()
+    checks = plan.options.preflight
+    if checks is None:
+        named = {rule.name.value for rule in plan.config.preflight_rules}
+        checks = tuple(name for name in preflight.CHECKS if name in named)
+    if plan.pending and checks:
+        await preflight.run(cluster, plan.discovery, plan.changes, checks)
+
+
+def write_app_metadata(path: str, app: record.App, meta: AppMeta | None = None) -> None:
+    """kapp's `--app-metadata-file-output`: the app's metadata as its record holds it (`meta`, else the app's), the
+    compact JSON of `data.spec`; nothing when `path` is "". A file that cannot be written is skipped, as kapp does."""
+    if not path:
+        return
+    if app.labeled:  # a labeled app has no record: kapp writes empty metadata
+        meta = AppMeta("", "", used_gks=None)
+    try:
+        with open(path, "wb") as file:
+            file.write((meta or app.meta).to_json())
+    except OSError:
+        pass
 
 
 async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) -> Result:
     """Apply the plan and record it as an app-change (with its masked diff), holding the app meanwhile (see
     `kapply.app.lock`: a concurrent deploy, or one that ran since the plan, stops this one before it applies)."""
     options = plan.options
+    plan.check_allowed()
+    if plan.app.labeled:  # no record and no history: only the resources
+        return await _apply_labeled(cluster, plan, progress or LoggedProgress())
+    if plan.renamed_from is not None:  # kapp's --prev-app: the earlier record takes the new name
+        await rename(cluster, plan.renamed_from, plan.app.name, plan.app.namespace)
     if not plan.changes and plan.app.stored:  # nothing to apply: kapp writes nothing but new labels
         if options.app_labels:
             await record.update_record(cluster, plan.app, lambda cm: record.merge_labels(cm, options.app_labels))
+        plan.write_app_metadata()
         return Result(plan.app, (), "", (), 0)
     async with hold(cluster, plan.app, options.app_labels) as app:
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
+            write_app_metadata(options.app_metadata_file, app)
             return Result(app, (), "", (), 0)
         return await _apply(cluster, plan, app, progress or LoggedProgress())
+
+
+async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Result:
+    options = plan.options
+    if not plan.changes:
+        plan.write_app_metadata()
+        return Result(plan.app, (), "", (), 0)
+    loop = ApplyLoop(
+        cluster, plan.discovery, plan.config, plan.app.label_selector, options.apply, options.wait, progress
+    )
+    try:
+        waited = await loop.run(plan.changes, plan.graph)
+    finally:
+        plan.write_app_metadata()
+    return Result(plan.app, plan.changes, "", waited, 0)
 
 
 async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progress) -> Result:
     options = plan.options
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
-    stored_diff = line_diffs((c.change for c in plan.changes), plan.config)
+    stored_diff = plan.line_diffs()
     app, change_name = await history.begin(
         cluster,
         app,
@@ -265,6 +407,7 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
         stored_diff,
         record=options.app_changes_max_to_keep > 0,
     )
+    begun = app.meta  # what kapp's --app-metadata-file-output holds: the change begun, not finished
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait, progress
     )
@@ -272,7 +415,9 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
         waited = await loop.run(plan.changes, plan.graph)
     except KapplyError as failure:
         await history.record_failure(cluster, app, change_name, failure)
+        write_app_metadata(options.app_metadata_file, app, begun)
         raise
+    write_app_metadata(options.app_metadata_file, app, begun.with_used(plan.new_used))
     app = await history.finish(cluster, app, change_name, successful=True)
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.new_used))
     deleted = 0

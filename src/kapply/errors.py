@@ -18,12 +18,13 @@ class ConfigError(KapplyError):
 
 
 class ClusterError(KapplyError):
-    """The API server refused or failed a request (carries its status and reason)."""
+    """The API server refused or failed a request (carries its status and reason, and the server's own message)."""
 
-    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+    def __init__(self, message: str, status: int = 0, reason: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.detail = detail or message
 
 
 class OwnershipError(KapplyError):

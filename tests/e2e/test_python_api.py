@@ -84,8 +84,9 @@ def test_the_namespace_defaults_as_kapps_does(cluster: Cluster, tmp_path: Path, 
     no_namespace = tmp_path / "kubeconfig"
     no_namespace.write_text(yaml.safe_dump(config))
     monkeypatch.delenv("KAPP_NAMESPACE", raising=False)
+    only_plan = kapply.DeployOptions(diff=kapply.DiffOptions(run=True))  # kapp's --diff-run: namespaces may not exist
     with kapply.Client(no_namespace) as k:
         assert k.plan_deploy("x", resources=[CM]).app.namespace == "default"
         monkeypatch.setenv("KAPP_NAMESPACE", "from-env")
-        assert k.plan_deploy("x", resources=[CM]).app.namespace == "from-env"
-        assert k.plan_deploy("x", resources=[CM], namespace="given").app.namespace == "given"
+        assert k.plan_deploy("x", resources=[CM], options=only_plan).app.namespace == "from-env"
+        assert k.plan_deploy("x", resources=[CM], namespace="given", options=only_plan).app.namespace == "given"

@@ -225,3 +225,13 @@ def test_paths_become_what_kapp_paths_can_express():
 def test_nothing_to_explain_when_the_sides_are_equal():
     live = load("deployment_hpa")
     assert explain(desired_from(live), desired_from(live), live) == []
+
+
+def test_a_dry_run_side_reports_the_users_desired_value_not_what_a_webhook_added():
+    live = {"metadata": {"labels": {"injected-at": "10"}}}
+    dry_run = {"metadata": {"labels": {"injected-at": "11"}}}
+    desired = {"metadata": {"labels": {}}}
+    [field] = explain(live, dry_run, live, desired)
+    assert (field.desired, field.live) == (ABSENT, "10")
+    [field] = explain(live, dry_run, live)
+    assert field.desired == "11"

@@ -26,7 +26,8 @@ def test_a_directory_is_walked_in_sorted_order_reading_only_yaml_and_json(tmp_pa
     (tmp_path / "notes.txt").write_text("not a manifest")
     docs = manifests.read([str(tmp_path)])
     assert [d.obj["metadata"]["name"] for d in docs] == ["b", "c", "sub-a"]
-    assert docs[0].origin == f"file '{tmp_path / 'b.yml'}' doc 1"
+    assert docs[0].origin == "file 'b.yml' doc 1"  # named within the directory, as kapp names it
+    assert docs[2].origin == "file 'sub/a.yaml' doc 1"
 
 
 def test_multi_document_files_skip_empty_documents_and_number_the_others(tmp_path: Path):

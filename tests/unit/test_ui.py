@@ -77,3 +77,16 @@ def test_ages_are_kubernetes_short_durations(seconds, expected):
     now = datetime(2026, 1, 2, tzinfo=UTC)
     created = datetime.fromtimestamp(now.timestamp() - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert age({"metadata": {"creationTimestamp": created}}, now) == expected
+
+
+def test_json_escapes_what_go_escapes():
+    import io
+
+    from kapply.ui.output import Output
+
+    buffer = io.StringIO()
+    out = Output(tty=False, as_json=True, out=buffer)
+    out.line("a<b>&c\u2028é")
+    out.finish()
+    assert '"a\\u003cb\\u003e\\u0026c\\u2028é"' in buffer.getvalue()
+    assert json.loads(buffer.getvalue())["Lines"][0] == "a<b>&c\u2028é"

@@ -69,7 +69,8 @@ async def begin(
 
 
 def _with_last_change(app: App, name: str, meta: ChangeMeta) -> AppMeta:
-    return replace(app.meta, last_change_name=name or app.meta.last_change_name, last_change=meta)
+    """The app's lastChange pointing at the change `name`; "" (none recorded) clears lastChangeName, as kapp."""
+    return replace(app.meta, last_change_name=name, last_change=meta)
 
 
 async def finish(cluster: Cluster, app: App, name: str, successful: bool) -> App:
@@ -93,7 +94,9 @@ async def record_failure(cluster: Cluster, app: App, name: str, failure: KapplyE
 
 
 async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:
-    """The app's changes, oldest first."""
+    """The app's changes, oldest first (a labeled app has none)."""
+    if app.labeled:
+        return []
     cms = await cluster.list(CONFIGMAPS, label_selector=_selector(app), namespace=app.namespace)
     cms.sort(key=lambda cm: (cm["metadata"]["creationTimestamp"], cm["metadata"]["name"]))
     out = []

@@ -8,14 +8,16 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from kapply import objects
 from kapply.app.meta import AppMeta
 from kapply.errors import AppNotFoundError, ClusterError, KapplyError
 from kapply.objects import Obj
+from kapply.resources.api_services import check_required, group_version
 from kapply.resources.cluster import Cluster, ResourceType
+from kapply.resources.filters import FilterError, Operator, parse_selector
 from kapply.resources.labeled import list_labeled, types_in_scope
 
 CONFIGMAPS = ResourceType(
@@ -37,8 +39,21 @@ class App:
     meta: AppMeta
     uses_app_label_for_changes: bool = True
     stored: bool = True  # False for a new app until its first deploy applies something
+    selector: str | None = None  # a labeled app's label selector (kapp's `-a label:...`): it has no record
+
+    @property
+    def labeled(self) -> bool:
+        """A labeled app (`-a label:tier=web`): the resources a label selector finds, with no record or history."""
+        return self.selector is not None
+
+    @property
+    def label_selector(self) -> str:
+        """What finds the app's resources: its label (`kapp.k14s.io/app=<value>`), or a labeled app's selector."""
+        return self.meta.label_selector if self.selector is None else self.selector
 
     def describe(self) -> str:
+        if self.labeled:
+            return f"labeled app '{self.name}'"
         return f"App '{self.name}' (namespace: {self.namespace})"
 
 
@@ -55,8 +70,9 @@ def validate_name(name: str) -> None:
         )
 
 
-def _fq_names() -> bool:
-    return os.environ.get("KAPP_FQ_CONFIGMAP_NAMES") == "true"
+def fq_names() -> bool:
+    """kapp's KAPP_FQ_CONFIGMAP_NAMES: new app records are named `<app>.apps.k14s.io` (any case of `true`)."""
+    return os.environ.get("KAPP_FQ_CONFIGMAP_NAMES", "").lower() == "true"
 
 
 def plain_name(name: str) -> str:
@@ -77,7 +93,45 @@ def _from_configmap(name: str, cm: Obj) -> App:
     return App(name, meta["namespace"], meta["name"], app_meta, objects.APP_CHANGES_USE_APP_LABEL in annotations)
 
 
+LABEL_PREFIX = "label:"
+
+
+def labeled(name: str) -> App | None:
+    """The labeled app `-a label:<selector>` names (kapp's LabeledApp), or None for an app name. Its name is the
+    selector as Kubernetes prints it (requirements sorted by key; `?` when empty)."""
+    if not name.startswith(LABEL_PREFIX):
+        return None
+    text = name[len(LABEL_PREFIX) :]
+    try:
+        selector = parse_selector(text)
+    except FilterError as e:
+        detail = str(e).removeprefix(f"Parsing label selector '{text}': ")
+        raise KapplyError(f"Parsing app name (or label selector): {detail}") from None
+    canonical = selector.canonical()
+    key, value = "", ""
+    if len(selector.requirements) == 1 and selector.requirements[0].operator is Operator.EQUALS:
+        key, value = selector.requirements[0].key, selector.requirements[0].values[0]
+    return App(canonical or "?", "", "", AppMeta(key, value, used_gks=None), selector=canonical)
+
+
+def ownership_label(app: App) -> tuple[str, str]:
+    """The label a deploy puts on the app's resources, (key, value); for a labeled app its selector's one `k=v`
+    (kapp's errors otherwise)."""
+    if app.labeled:
+        requirements = parse_selector(app.label_selector).requirements
+        if len(requirements) != 1:
+            raise KapplyError("Expected label selector to have one label KV")
+        if requirements[0].operator is not Operator.EQUALS:
+            raise KapplyError("Expected label selector to check for equality")
+    return app.meta.label_key, app.meta.label_value
+
+
 async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
+    """The app's record (`<name>.apps.k14s.io` first, then `<name>`), None when there is none; a labeled app
+    (`label:<selector>`) always exists."""
+    found = labeled(name)
+    if found is not None:
+        return found
     name = plain_name(name)
     for cm_name in (name + FQ_SUFFIX, name):
         cm = await cluster.get(CONFIGMAPS, namespace, cm_name)
@@ -97,6 +151,14 @@ def missing(namespace: str, name: str) -> str:
     return f"App '{plain_name(name)}' (namespace: {namespace}) does not exist"
 
 
+def partly(namespace: str, name: str) -> str:
+    """kapp's note when delete filters leave some of an app's resources out (the app is kept)."""
+    return (
+        f"App '{plain_name(name)}' (namespace: {namespace}) will not be fully deleted because some resources are "
+        "excluded by filters"
+    )
+
+
 async def elsewhere(cluster: Cluster, name: str) -> str:
     """kapp's hint when an app is not found: ` (hint: found app 'x' in other namespaces: a, b, c, ...)`, or "" (also
     when the user may not list apps in all namespaces)."""
@@ -113,13 +175,40 @@ async def elsewhere(cluster: Cluster, name: str) -> str:
 
 async def find_or_new(cluster: Cluster, namespace: str, name: str) -> App:
     """The app's record, or a new one held in memory (stored=False) until `store` writes it."""
+    app, _ = await find_or_rename(cluster, namespace, name)
+    return app
+
+
+async def find_or_rename(cluster: Cluster, namespace: str, name: str, previous: str = "") -> tuple[App, App | None]:
+    """The app's record; else, when `previous` names an app of the namespace (kapp's `--prev-app`), that app under
+    the new name, and its record (second), which the deploy renames when it runs; else a new app held in memory
+    (stored=False) until the deploy writes it. A labeled app is itself."""
+    found = labeled(name)
+    if found is not None:
+        return found, None
     validate_name(name)
     name = plain_name(name)
     existing = await find(cluster, namespace, name)
     if existing is not None:
-        return existing
-    cm_name = name + FQ_SUFFIX if _fq_names() else name
-    return App(name, namespace, cm_name, AppMeta(objects.APP_LABEL, str(time.time_ns())), stored=False)
+        return existing, None
+    if previous:
+        prior = await find(cluster, namespace, previous)
+        if prior is not None and not prior.labeled:
+            fully_qualified = prior.configmap_name.endswith(FQ_SUFFIX) or fq_names()
+            cm_name = name + FQ_SUFFIX if fully_qualified else name
+            return replace(prior, name=name, configmap_name=cm_name), prior
+    cm_name = name + FQ_SUFFIX if fq_names() else name
+    return App(name, namespace, cm_name, AppMeta(objects.APP_LABEL, str(time.time_ns())), stored=False), None
+
+
+async def check_creatable(cluster: Cluster, app: App, labels: Mapping[str, str]) -> None:
+    """Fail now, as kapp does before it plans, when the record of a new app could not be created (its namespace does
+    not exist, say): a dry run of the create, with the server's own message."""
+    try:
+        await cluster.create(CONFIGMAPS, new_record(app, labels, {}), dry_run=True)
+    except ClusterError as e:
+        if e.status != 409:  # created meanwhile: taking the hold will say so
+            raise KapplyError(e.detail) from e
 
 
 def new_record(app: App, labels: Mapping[str, str], annotations: Mapping[str, str]) -> Obj:
@@ -192,15 +281,49 @@ async def list_apps(cluster: Cluster, namespace: str | None, labels: Mapping[str
     return [_from_configmap(plain_name(cm["metadata"]["name"]), cm) for cm in cms]
 
 
+async def owners(cluster: Cluster, namespace: str, label_key: str, values: Collection[str]) -> dict[str, str]:
+    """The apps of `namespace` whose label is `label_key=<one of values>`, as kapp names them in ownership errors
+    (`app 'web' namespace: prod`), by label value. Records that cannot be listed or read are skipped, as kapp does."""
+    if not values:
+        return {}
+    try:
+        cms = await cluster.list(CONFIGMAPS, label_selector=objects.IS_APP_LABEL, namespace=namespace)
+    except ClusterError:
+        return {}
+    out: dict[str, str] = {}
+    for cm in cms:
+        name = plain_name(cm["metadata"]["name"])
+        try:
+            meta = _from_configmap(name, cm).meta
+        except KapplyError:
+            continue
+        if meta.label_key == label_key and meta.label_value in values:
+            out.setdefault(meta.label_value, f"app '{name}' namespace: {cm['metadata']['namespace']}")
+    return out
+
+
 async def delete(cluster: Cluster, app: App) -> None:
     await cluster.delete(CONFIGMAPS, app.namespace, app.configmap_name)
 
 
-async def list_resources(cluster: Cluster, app: App) -> list[Obj]:
+async def list_resources(cluster: Cluster, app: App, *, scope_to_fallback: bool = False) -> list[Obj]:
     """Everything labeled for the app, of every listable type (not only the kinds the app recorded), controller-made
-    (transient) objects included."""
+    (transient) objects included; with `scope_to_fallback`, namespaced ones only in the app's namespaces (see
+    `list_labeled`)."""
     types = types_in_scope(await cluster.discovery(), None)
-    return await list_labeled(cluster, types, app.meta.label_selector, fallback_namespaces(app))
+    return await list_labeled(
+        cluster, types, app.label_selector, fallback_namespaces(app), scope_to_fallback=scope_to_fallback
+    )
+
+
+async def inspect_resources(
+    cluster: Cluster, app: App, *, ignore_failing_api_services: bool = False, scope_to_fallback: bool = False
+) -> list[Obj]:
+    """What `inspect` shows: `list_resources`, after refusing (as kapp does) when an API the app uses is unavailable,
+    unless `ignore_failing_api_services`."""
+    used = {group_version(g, v) for g, v in app.meta.used_gvs}
+    check_required(await cluster.discovery(), used, ignore=ignore_failing_api_services)
+    return await list_resources(cluster, app, scope_to_fallback=scope_to_fallback)
 
 
 def fallback_namespaces(app: App, *more: str) -> set[str]:

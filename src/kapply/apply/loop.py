@@ -27,8 +27,8 @@ from kapply.apply.planning import ClusterChange, WaitOp
 from kapply.apply.progress import Progress
 from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, which_children
 from kapply.config.config import Config
-from kapply.diff.change import Change
-from kapply.errors import ApplyError
+from kapply.diff.change import ApplyOp, Change
+from kapply.errors import ApplyError, KapplyError
 from kapply.graph import ChangeGraph
 from kapply.resources.cluster import Cluster, Discovery
 
@@ -53,7 +53,11 @@ class ApplyLoop:
         self._shown: dict[int, list[str]] = {}
 
     async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
-        """Apply `planned`, ordered by `graph` (see `planning.order`); returns the changes that were waited on."""
+        """Apply `planned`, ordered by `graph` (see `planning.order`); returns the changes that were waited on.
+
+        A change that fails to apply or to converge stops the run (kapp's default), or with `exit_early` off in the
+        apply or wait options is reported at the end, with every other failure, once nothing more can run; the
+        changes that depend on a failed one are never applied."""
         changes = [c.change for c in planned]
         waits = [c.wait for c in planned]
         total = len(changes)
@@ -61,45 +65,77 @@ class ApplyLoop:
         finished: set[int] = set()
         unblocked: set[int] = set()
         tracking: dict[int, float] = {}  # change -> when it was applied
-        while len(finished) < total:
+        failures: list[str] = []
+        failed_waits = 0  # changes that converged unsuccessfully: counted as done, as kapp
+        while True:
             ready = [i for i in graph.ready(finished | unblocked) if i not in applied]
             if ready:
                 self.progress.section(f"applying {len(ready)} changes [{len(applied)}/{total} done]")
-                await self._apply(changes, ready)
+                failed = await self._apply(planned, ready)
+                failures += failed.values()
                 applied.update(ready)
                 for i in ready:
+                    if i in failed:
+                        continue
                     if waits[i] is WaitOp.NOOP:
                         finished.add(i)
                     else:
                         tracking[i] = time.monotonic()
                 continue
             if not tracking:
-                raise ApplyError(
-                    f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
-                    f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}"
-                )
-            self.progress.section(f"waiting on {len(tracking)} changes [{len(finished)}/{total} done]")
-            done, newly_unblocked = await self._wait_for_any(changes, waits, tracking)
-            for i in done:
+                break
+            self.progress.section(f"waiting on {len(tracking)} changes [{len(finished) + failed_waits}/{total} done]")
+            done, newly_unblocked, wait_failures = await self._wait_for_any(changes, waits, tracking)
+            for i in done | wait_failures.keys():
                 del tracking[i]
             finished.update(done)
             unblocked.update(newly_unblocked)
+            failures += (message for message, _ in wait_failures.values())
+            failed_waits += sum(1 for _, counted in wait_failures.values() if counted)
+        if failures:
+            raise ApplyError(failures[0] if len(failures) == 1 else "".join(f"\n\n  - {m}" for m in failures) + "\n\n")
+        if len(finished) < total:
+            raise ApplyError(
+                f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
+                f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}"
+            )
         self.progress.section(f"applying complete [{total}/{total} done]")
         self.progress.section(f"waiting complete [{total}/{total} done]")
         return tuple(c for c in planned if c.wait is not WaitOp.NOOP)
 
-    async def _apply(self, changes: Sequence[Change], ready: Sequence[int]) -> None:
+    async def _apply(self, planned: Sequence[ClusterChange], ready: Sequence[int]) -> dict[int, str]:
+        """Apply the ready changes concurrently, printing `<op> <resource>` for each as it finishes (failed or not).
+        With `exit_early` (kapp's default) the first failure is raised once the others finished, and nothing after
+        it is printed; otherwise the failures are returned, by change, in the order they happened."""
         semaphore = asyncio.Semaphore(self.applier.options.concurrency)
+        exit_early = self.applier.options.exit_early
+        failures: dict[int, str] = {}
+        first: list[KapplyError] = []
 
         async def one(i: int) -> None:
-            async with semaphore:
-                await self.applier.apply_one(changes[i])
-                self.progress.line(f"{changes[i].op.apply_op} {changes[i].describe()}")
+            cc = planned[i]
+            try:
+                async with semaphore:
+                    if cc.apply_op is not ApplyOp.NOOP:  # an ignored change applies nothing unless asked
+                        await self.applier.apply_one(cc.change)
+            except KapplyError as e:
+                if not first:
+                    self.progress.line(f"{cc.apply_op} {cc.describe()}")
+                    if exit_early:
+                        first.append(e)
+                    else:
+                        failures[i] = str(e)
+                return
+            if not first:
+                self.progress.line(f"{cc.apply_op} {cc.describe()}")
 
         results = await asyncio.gather(*(one(i) for i in ready), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
+        if first:
+            raise first[0]
+        return failures
 
     def _converge(self, change: Change, op: WaitOp, snap: Snapshot) -> Convergence:
         live = snap.get(change.resource)
@@ -112,7 +148,12 @@ class ApplyLoop:
             return Convergence(live, ongoing(message), None)
         if live is None:
             return Convergence(change.resource, ongoing("Waiting for the resource to be visible"), None)
-        return converge(live, self.config.wait_rules, snap.children_of(live))
+        return converge(
+            live,
+            self.config.wait_rules,
+            snap.children_of(live),
+            ignore_failing_api_services=self.options.ignore_failing_api_services,
+        )
 
     def _print(self, i: int, lines: list[str]) -> None:
         if self._shown.get(i) != lines:
@@ -122,7 +163,10 @@ class ApplyLoop:
 
     async def _wait_for_any(
         self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: dict[int, float]
-    ) -> tuple[set[int], set[int]]:
+    ) -> tuple[set[int], set[int], dict[int, tuple[str, bool]]]:
+        """Poll the tracked changes until one converges, unblocks its dependents or fails: the converged ones, the
+        unblocking ones and (with `exit_early` off; else the first is raised) the failed ones, each with its message
+        and whether it counts as done (converged unsuccessfully, as opposed to errored)."""
         started = time.monotonic()
         child_types = {
             t
@@ -141,25 +185,31 @@ class ApplyLoop:
             )
             done: set[int] = set()
             unblocked: set[int] = set()
+            failed: dict[int, tuple[str, bool]] = {}
+
             for i in tracking:
                 result = self._converge(changes[i], waits[i], snap)
                 self._print(i, wait_lines(result, waits[i].value))
                 description = f"{waits[i].value} {changes[i].describe()}"
+                failure: tuple[str, bool] | None = None
                 if result.error:
-                    raise ApplyError(f"waiting on {description}: Errored: {result.error}")
-                if result.state.done:
-                    if not result.state.successful:
-                        raise ApplyError(f"waiting on {description}: Finished unsuccessfully ({result.state.message})")
+                    failure = (f"waiting on {description}: Errored: {result.error}", False)
+                elif result.state.done and not result.state.successful:
+                    message = f"waiting on {description}: Finished unsuccessfully ({result.state.message})"
+                    failure = (message, True)
+                elif result.state.done:
                     done.add(i)
                 elif result.state.unblock:
                     unblocked.add(i)
                 elif self.options.resource_timeout and time.monotonic() - tracking[i] > self.options.resource_timeout:
-                    raise ApplyError(
-                        f"waiting on {description}: Errored: Resource timed out waiting after "
-                        f"{_duration(self.options.resource_timeout)}"
-                    )
-            if done or unblocked:
-                return done, unblocked
+                    timeout = _duration(self.options.resource_timeout)
+                    failure = (f"waiting on {description}: Errored: Resource timed out waiting after {timeout}", False)
+                if failure is not None:
+                    if self.options.exit_early:
+                        raise ApplyError(failure[0])
+                    failed[i] = failure
+            if done or unblocked or failed:
+                return done, unblocked, failed
             if time.monotonic() - started > self.options.timeout:
                 waiting = ", ".join(changes[i].describe() for i in tracking)
                 raise ApplyError(

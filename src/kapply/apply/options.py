@@ -10,6 +10,8 @@ class ApplyOptions:
     concurrency: int = 5
     default_update_strategy: str = ""
     timeout: float = 900  # kapp's --apply-timeout: how long an `exists` resource is waited for
+    ignored: bool = False  # kapp's --apply-ignored: also apply ignored changes (deletes of transient objects)
+    exit_early: bool = True  # kapp's --exit-early-on-apply-error; False: apply the rest, report every error at the end
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,3 +21,6 @@ class WaitOptions:
     resource_timeout: float = 0  # from when the change was applied; 0 is none
     check_interval: float = 3
     concurrency: int = 5  # reads in flight per check
+    ignored: bool = False  # kapp's --wait-ignored: also wait on ignored changes (kapp delete's default: True)
+    exit_early: bool = True  # kapp's --exit-early-on-wait-error; False: wait on the rest, report every error at the end
+    ignore_failing_api_services: bool = False  # kapp's --dangerous-ignore-failing-api-services: unavailable is done

@@ -22,10 +22,13 @@ class WaitOp(StrEnum):
     NOOP = "noop"
 
 
-def wait_op(change: Change, config: Config, wait: bool = True) -> WaitOp:
-    """kapp's wait op: nothing when waiting is off or disabled for the resource, else reconcile what is created or
-    updated (and kept resources that have not converged), and see deleted ones gone."""
-    if not wait or objects.has_annotation(change.resource, objects.DISABLE_WAIT):
+def wait_op(change: Change, config: Config, wait: bool = True, wait_ignored: bool = False) -> WaitOp:
+    """kapp's wait op: nothing when waiting is off, for an ignored change unless `wait_ignored` (kapp's
+    --wait-ignored), or disabled for the resource; else reconcile what is created or updated (and kept resources
+    that have not converged), and see deleted ones gone."""
+    if not wait or (change.ignored and not wait_ignored):
+        return WaitOp.NOOP
+    if objects.has_annotation(change.resource, objects.DISABLE_WAIT):
         return WaitOp.NOOP
     if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
         return WaitOp.RECONCILE
@@ -46,32 +49,46 @@ class ClusterChange:
 
     change: Change
     wait: WaitOp
+    skipped: bool = False  # an ignored change that is not applied (kapp's --apply-ignored not set): op noop
 
     @property
     def apply_op(self) -> ApplyOp:
-        return self.change.op.apply_op
+        return ApplyOp.NOOP if self.skipped else self.change.op.apply_op
 
     def describe(self) -> str:
         return self.change.describe()
 
 
-def cluster_changes(changes: Sequence[Change], config: Config, wait: bool = True) -> list[ClusterChange]:
-    """The changes that apply or wait on something; the others are neither shown nor run."""
-    out = [ClusterChange(c, wait_op(c, config, wait)) for c in changes]
+def cluster_changes(
+    changes: Sequence[Change],
+    config: Config,
+    wait: bool = True,
+    *,
+    apply_ignored: bool = False,
+    wait_ignored: bool = False,
+) -> list[ClusterChange]:
+    """The changes that apply or wait on something; the others are neither shown nor run. Ignored changes (deletes
+    of transient objects) are applied only with `apply_ignored` and waited on only with `wait_ignored` (kapp's
+    --apply-ignored and --wait-ignored)."""
+    out = [
+        ClusterChange(c, wait_op(c, config, wait, wait_ignored), skipped=c.ignored and not apply_ignored)
+        for c in changes
+    ]
     return [c for c in out if c.apply_op is not ApplyOp.NOOP or c.wait is not WaitOp.NOOP]
 
 
-def graph_op(change: Change) -> GraphOp:
-    if change.op is Op.DELETE:
+def graph_op(op: ApplyOp) -> GraphOp:
+    """A change's op in the graph, from what applying it does (an ignored delete that is not applied is a noop)."""
+    if op is ApplyOp.DELETE:
         return GraphOp.DELETE
-    if change.op in (Op.ADD, Op.UPDATE, Op.EXISTS):
+    if op in (ApplyOp.CREATE, ApplyOp.UPDATE, ApplyOp.EXISTS):
         return GraphOp.UPSERT
     return GraphOp.NOOP
 
 
 def order(planned: Sequence[ClusterChange], config: Config) -> ChangeGraph:
     """The dependency graph of the changes; a cycle is an error (raised before anything is applied)."""
-    return build_graph([Node(graph_op(c.change), c.change.resource, c.describe()) for c in planned], config)
+    return build_graph([Node(graph_op(c.apply_op), c.change.resource, c.describe()) for c in planned], config)
 
 
 def summary(planned: Sequence[ClusterChange]) -> tuple[str, str]:

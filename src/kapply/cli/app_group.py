@@ -73,7 +73,11 @@ async def _deploy(args: Args, out: Output) -> None:
         for name in await _group_apps(api, namespace, group):
             if name not in deployed:
                 out.line(f"--- deleting app '{name}' (namespace: {namespace})")
-                await delete_app(api, args, out, name, namespace, prefix="delete-")
+                status = await delete_app(api, args, out, name, namespace, prefix="delete-")
+                if status is not None:
+                    statuses.append(status)
+        if statuses:
+            raise max(statuses, key=lambda s: s.code)
         out.finish()
 
 
@@ -82,7 +86,12 @@ async def _delete(args: Args, out: Output) -> None:
     async with client(args, args["namespace"]) as api:
         out.line(await api.target())
         namespace = api.namespace(args["app-namespace"] or None)
+        statuses: list[ExitStatus] = []
         for name in await _group_apps(api, namespace, group):
             out.line(f"--- deleting app '{name}' (namespace: {namespace})")
-            await delete_app(api, args, out, name, namespace)
+            status = await delete_app(api, args, out, name, namespace)
+            if status is not None:
+                statuses.append(status)
+        if statuses:
+            raise max(statuses, key=lambda s: s.code)
         out.finish()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -62,6 +61,8 @@ async def existing_app(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClie
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio  # not at the top: `kapply version` and `--help` never start a loop (0.03 s of imports)
+
     return asyncio.run(coro)
 
 

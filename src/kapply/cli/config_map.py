@@ -20,6 +20,6 @@ async def _list(args: Args, out: Output) -> None:
     from kapply.ui.config_maps import config_maps_table
 
     async with existing_app(args, out) as (api, found):
-        config_maps = await api.cluster.list(CONFIGMAPS, label_selector=found.meta.label_selector)
+        config_maps = await api.cluster.list(CONFIGMAPS, label_selector=found.label_selector)
         out.table(config_maps_table(config_maps, values=args["values"]))
         out.finish()

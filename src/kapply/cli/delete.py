@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from kapply.cli import groups
 from kapply.cli.command import Args
-from kapply.cli.common import client, confirm, require_app_name, run
+from kapply.cli.common import ExitStatus, client, confirm, exit_status, require_app_name, run
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -21,28 +21,55 @@ async def _delete(args: Args, out: Output) -> None:
     app = require_app_name(args)
     async with client(args, app.namespace) as api:
         out.line(await api.target())
-        await delete_app(api, args, out, app.name, api.namespace(app.app_namespace or None))
+        status = await delete_app(api, args, out, app.name, api.namespace(app.app_namespace or None))
+        if status is not None:
+            raise status
         out.finish()
 
 
-async def delete_app(api: AsyncClient, args: Args, out: Output, name: str, namespace: str, prefix: str = "") -> None:
+async def delete_app(
+    api: AsyncClient, args: Args, out: Output, name: str, namespace: str, prefix: str = ""
+) -> ExitStatus | None:
     """Plan one app's delete, show it, and (unless --diff-run) confirm and run it; `prefix` "delete-" takes
-    `app-group deploy`'s `--delete-apply-*` and `--delete-wait-*` flags."""
-    from kapply.app.record import elsewhere, missing
+    `app-group deploy`'s `--delete-apply-*` and `--delete-wait-*` flags. The exit status asked for (`--diff-exit-status`
+    with --diff-run, `--apply-exit-status`), else None; a missing app has none, as with kapp."""
+    from kapply.api import resource_filter
+    from kapply.app.record import elsewhere, missing, partly
     from kapply.delete import DeleteOptions
-    from kapply.ui.changes import changes_table, show_hunks
+    from kapply.diff.change import ApplyOp
+    from kapply.diff.filter import parse_change_filter
+    from kapply.ui.changes import changes_table, show_changes
     from kapply.ui.messages import ProgressLines
 
     diff = groups.diff_flags(args)
-    options = DeleteOptions(groups.apply_options(args, prefix), groups.wait_options(args, prefix))
+    options = DeleteOptions(
+        groups.apply_options(args, prefix),
+        groups.wait_options(args, prefix),
+        # app-group deploy deletes the apps it no longer has with its diff flags but no resource filter, as kapp
+        resource_filter=None if prefix else resource_filter(args.parsed.flags),
+        change_filter=parse_change_filter(args["diff-filter"]),
+        prev_app=args.parsed.flags.get("prev-app", ""),
+        ignore_failing_api_services=args.parsed.flags.get("dangerous-ignore-failing-api-services", False),
+        scope_to_fallback_namespaces=args.parsed.flags.get("dangerous-scope-to-fallback-allowed-namespaces", False),
+    )
     plan = await api.plan_delete(name, namespace=namespace, options=options)
     if plan is None:
+        if options.prev_app:  # kapp names both apps it looked for, the previous one first
+            out.line(missing(namespace, options.prev_app) + await elsewhere(api.cluster, options.prev_app))
         out.line(missing(namespace, name) + await elsewhere(api.cluster, name))
-        return
-    if diff.changes:
-        show_hunks(out, plan.hunks(diff.format()))
+        return None
+    show_changes(out, plan.text(diff.format(), yaml=diff.changes_yaml, diffs=diff.changes))
     if diff.summary:
         out.table(changes_table(plan.changes))
-    if not diff.run:
-        confirm(args, out)
-        await api.run_delete(plan, progress=ProgressLines(out))
+    if not plan.complete:
+        out.line(partly(namespace, plan.app.name))  # the previous app, when --prev-app found it
+    pending = any(c.apply_op is not ApplyOp.NOOP for c in plan.changes)
+    if diff.run:
+        if diff.exit_status:
+            return exit_status("Exiting after diffing with {maybe_no}pending changes (exit status {code})", pending)
+        return None
+    confirm(args, out)
+    await api.run_delete(plan, progress=ProgressLines(out))
+    if args[f"{prefix}apply-exit-status"]:
+        return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", pending)
+    return None

@@ -13,6 +13,7 @@ from kapply.cli.common import ExitStatus, client, confirm, exit_status, require_
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
+    from kapply.deploy import Plan
     from kapply.ui.output import Output
 
 
@@ -45,29 +46,41 @@ async def deploy_app(
     """Plan one app's deploy, show it, and (unless --diff-run) confirm and run it. The exit status asked for
     (`--diff-exit-status` with --diff-run, `--apply-exit-status`), else None. `app-group deploy` calls it per app."""
     from kapply.api import deploy_options
-    from kapply.ui.changes import changes_table, show_hunks, show_outside_changes
+    from kapply.apply.preflight import parse as parse_preflight
+    from kapply.ui.changes import changes_table, show_changes, show_outside_changes
     from kapply.ui.messages import ProgressLines
 
     diff = groups.diff_flags(args)
-    options = deploy_options(flags)
-    planning = api.plan_deploy(name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin)
-    if show_target:
-        plan, target = await asyncio.gather(planning, api.target())
-        out.line(target)
+    parse_preflight(flags.get("preflight", ""))  # a flag value kapp refuses before it names the cluster
+
+    async def planned() -> Plan:  # the options too: a bad filter fails after the cluster was named, as kapp's
+        options = deploy_options(flags)
+        return await api.plan_deploy(name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin)
+
+    planning = planned()
+    if show_target:  # kapp names the cluster before anything else, a failed plan included
+        target = asyncio.ensure_future(api.target())
+        try:
+            plan = await planning
+        finally:
+            out.line(await target)
     else:
         plan = await planning
-    if diff.changes:
-        show_hunks(out, plan.hunks(diff.format()))
+    options = plan.options
+    show_changes(out, plan.text(diff.format(), yaml=diff.changes_yaml, diffs=diff.changes))
     if diff.summary:
         out.table(changes_table(plan.changes, options.apply.default_update_strategy))
     if args["diff-field-owners"]:
         show_outside_changes(out, await api.outside_changes(plan), plan.config, options.drift_policy)
+    plan.check_allowed()  # kapp shows the plan before refusing what --allow-* does not allow
     if diff.run:
+        plan.write_app_metadata()
         if diff.exit_status:
             return exit_status(
                 "Exiting after diffing with {maybe_no}pending changes (exit status {code})", plan.pending
             )
         return None
+    await api.check_deploy(plan)  # --preflight
     if plan.pending:
         confirm(args, out)
     result = await api.run_deploy(plan, progress=ProgressLines(out))

@@ -208,6 +208,7 @@ class DiffFlags:
     against_last_applied: bool
     run: bool
     exit_status: bool
+    changes_yaml: bool = False
 
     def format(self) -> DiffFormat:
         from kapply.diff.render import DiffFormat
@@ -225,6 +226,7 @@ def diff_flags(args: Args, prefix: str = "diff-") -> DiffFlags:
         against_last_applied=args[f"{prefix}against-last-applied"],
         run=args[f"{prefix}run"],
         exit_status=args[f"{prefix}exit-status"],
+        changes_yaml=args[f"{prefix}changes-yaml"],
     )
 
 
@@ -236,6 +238,8 @@ def apply_options(args: Args, prefix: str = "") -> ApplyOptions:
         concurrency=args[f"{prefix}apply-concurrency"],
         default_update_strategy=args[f"{prefix}apply-default-update-strategy"],
         timeout=args[f"{prefix}apply-timeout"],
+        ignored=args[f"{prefix}apply-ignored"],
+        exit_early=args[f"{prefix}exit-early-on-apply-error"],
     )
 
 
@@ -248,4 +252,7 @@ def wait_options(args: Args, prefix: str = "") -> WaitOptions:
         resource_timeout=args[f"{prefix}wait-resource-timeout"],
         check_interval=args[f"{prefix}wait-check-interval"],
         concurrency=args[f"{prefix}wait-concurrency"],
+        ignored=args[f"{prefix}wait-ignored"],
+        exit_early=args[f"{prefix}exit-early-on-wait-error"],
+        ignore_failing_api_services=args.parsed.flags.get("dangerous-ignore-failing-api-services", False),
     )

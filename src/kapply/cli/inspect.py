@@ -16,12 +16,17 @@ def inspect(args: Args, out: Output) -> None:
 
 
 async def _inspect(args: Args, out: Output) -> None:
-    from kapply.app.record import list_resources
+    from kapply.app.record import inspect_resources
     from kapply.resources.filters import from_args
     from kapply.ui.resources import raw, raw_order, resources_table, status_table
 
     async with existing_app(args, out) as (api, found):
-        resources = await list_resources(api.cluster, found)
+        resources = await inspect_resources(
+            api.cluster,
+            found,
+            ignore_failing_api_services=args["dangerous-ignore-failing-api-services"],
+            scope_to_fallback=args["dangerous-scope-to-fallback-allowed-namespaces"],
+        )
         found_filter = from_args(args)  # after listing, as kapp: a bad value fails after the cluster was read
         if found_filter is not None:
             resources = found_filter.apply(resources)

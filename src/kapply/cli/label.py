@@ -17,5 +17,5 @@ def label(args: Args, out: Output) -> None:
 
 async def _label(args: Args, out: Output) -> None:
     async with existing_app(args, out) as (_, found):
-        out.block(found.meta.label_selector)  # no newline, as kapp: `kubectl get all -l "$(kapply label -a x)"`
+        out.block(found.label_selector)  # no newline, as kapp: `kubectl get all -l "$(kapply label -a x)"`
         out.finish()

@@ -69,7 +69,7 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
             raise KapplyError("The cluster serves no Pods")
         async with _log_client(api.cluster) as http:
             tails = []
-            async for pod in _pods(api.cluster, pods, found.meta.label_selector, found.namespace, options):
+            async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options):
                 tails += [
                     asyncio.create_task(_tail(api.cluster, http, pods, pod, container, options, view))
                     for container in _containers(pod, options.containers)

@@ -12,10 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from kapply import __version__
-from kapply.cli import groups as g
 from kapply.cli.command import handler, resolve
 from kapply.cli.flags import UsageError
-from kapply.cli.tree import PROGRAM, tree
+from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.errors import KapplyError
 
 
@@ -30,7 +29,7 @@ def run(argv: Sequence[str]) -> int:
     out = None
     try:
         root = tree()
-        args = resolve(root, argv, g.GLOBAL, PROGRAM)
+        args = resolve(root, argv, global_flags(), PROGRAM)
         if args is None:
             return 0
         if args.command is root:  # only `--version` runs the root command

@@ -31,6 +31,6 @@ async def _list(args: Args, out: Output) -> None:
 
     async with existing_app(args, out) as (api, found):
         types = types_in_scope(await api.cluster.discovery(), KINDS)
-        resources = await list_labeled(api.cluster, types, found.meta.label_selector, fallback_namespaces(found))
+        resources = await list_labeled(api.cluster, types, found.label_selector, fallback_namespaces(found))
         out.table(service_accounts_table(resources))
         out.finish()

@@ -15,21 +15,24 @@ if TYPE_CHECKING:
 def diff(args: Args, out: Output) -> None:
     """Diff files against files2 (no cluster, no rebase rules)."""
     from kapply.apply.planning import cluster_changes
+    from kapply.apply.view import change_set_text
     from kapply.config.config import Config
     from kapply.config.default import default_config
     from kapply.diff.local import local_changes
-    from kapply.diff.render import hunks
     from kapply.resources import manifests
-    from kapply.ui.changes import changes_table, show_hunks
+    from kapply.ui.changes import changes_table, show_changes
 
     flags = groups.diff_flags(args, prefix="")
     changes = local_changes(manifests.read(args["file"], sys.stdin), manifests.read(args["file2"], sys.stdin))
     found = cluster_changes(changes, Config(), wait=False)
-    if flags.changes:
-        config = Config(diff_mask_rules=default_config().diff_mask_rules)
-        show_hunks(out, hunks((c.change for c in found), config, flags.format()))
+    # kapply masks Secret values by default here, in the YAML too (kapp's tools diff has no mask rules)
+    config = Config(diff_mask_rules=default_config().diff_mask_rules) if flags.mask else Config()
+    text = change_set_text(
+        found, config, flags.format(), yaml=flags.changes_yaml, diffs=flags.changes, known_strategies=False
+    )
+    show_changes(out, text)
     if flags.summary:
-        out.table(changes_table(found))
+        out.table(changes_table(found, offline=True))
     out.finish()
 
 

@@ -13,12 +13,15 @@ if TYPE_CHECKING:
 
 
 def _files(path: str) -> list[tuple[str, str]]:
-    """(what to read, how kapp names it) for each file a `-f` value stands for: stdin, the file, or the manifest
+    """(what to read, how kapp names it) for each file a `-f` value stands for: stdin, a URL, the file, or the manifest
     files of a directory, in kapp's order (sorted paths) and named by their path within it."""
+    from kapply.resources import remote
     from kapply.resources.manifests import MANIFEST_SUFFIXES
 
     if path == "-":
         return [("-", "stdin")]
+    if remote.is_url(path):
+        return [(path, remote.source(path))]
     if not os.path.isdir(path):
         return [(path, f"file '{path}'")]
     found = sorted(

@@ -63,29 +63,14 @@ NOT_YET: frozenset[str | tuple[str, str]] = frozenset(
         # to come
         "diff-anchored",
         "anchored",
-        "diff-changes-yaml",
-        "changes-yaml",
-        "diff-filter",
-        "apply-ignored",
-        "wait-ignored",
-        "exit-early-on-apply-error",
-        "exit-early-on-wait-error",
-        *((command, f.name) for command in ("deploy", "delete", "app-group deploy") for f in g.RESOURCE_FILTER),
-        *(f.name for f in g.RESOURCE_VALIDATION),
         "logs-all",
-        "app-metadata-file-output",
-        "dangerous-disable-gk-scoping",
-        "dangerous-ignore-failing-api-services",
-        "dangerous-scope-to-fallback-allowed-namespaces",
-        "patch",
-        "preflight",
-        "prev-app",
-        "delete-apply-ignored",
-        "delete-wait-ignored",
-        "delete-exit-early-on-apply-error",
-        "delete-exit-early-on-wait-error",
     }
 )
+
+
+def global_flags() -> tuple[Flag, ...]:
+    """kapp's global flags, those kapply does not implement marked (`--profile`)."""
+    return _marked(g.GLOBAL, "")
 
 
 def _marked(flags: Iterable[Flag], command: str) -> tuple[Flag, ...]:

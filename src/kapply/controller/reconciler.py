@@ -64,7 +64,7 @@ def ghost_diffs(plan: Plan) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
     found = []
     for change in (c.change for c in plan.changes if c.change.op is Op.UPDATE):
         if change.left is not None and change.right is not None and change.existing is not None:
-            found.append((change, tuple(explain(change.left, change.right, change.existing))))
+            found.append((change, tuple(explain(change.left, change.right, change.existing, change.new))))
     return found
 
 
@@ -237,8 +237,11 @@ class Reconciler:
             "ghostDiffs": st.ghost_diffs(ghost_fields, memory.ghosts, plan.config),
             "drift": st.drift(kept, spec.drift_policy, plan.config),
         }
-        if not changed and previous.get("friendlyDescription") == "Reconcile succeeded":
-            # Nothing deployed: the status stays as it is (no write at all) unless what it reports changed.
+        unchanged_spec = previous.get("observedGeneration") == status["observedGeneration"]
+        if not changed and unchanged_spec and previous.get("friendlyDescription") == "Reconcile succeeded":
+            # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
+            # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
+            # written as reconciled.
             await self._write_status(app, st.with_reports(previous, reports))
         else:
             status["deploy"] = st.Stage(0, stdout=text.getvalue(), started_at=started).to_status(finished=True)

@@ -82,6 +82,7 @@ class Change:
     origin: str = ""  # where the new resource came from, for messages
     policy: DriftPolicy = DriftPolicy.ENFORCE  # what the change does with outside changes (kapply.diff.drift)
     drifted: tuple[FieldPath, ...] = ()  # fields the cluster changed since the last-applied copy was recorded
+    ignored: bool = False  # kapp's "ignored" change: the delete of a transient (controller-made) object
 
     @property
     def resource(self) -> Obj:
@@ -186,8 +187,10 @@ def calculate(
     origin: str = "",
     against_last_applied: bool = True,
     policy: DriftPolicy = DriftPolicy.ENFORCE,
+    transient: bool = False,
 ) -> Change:
-    """The change that takes `existing` (live, or None) to `new` (prepared, or None).
+    """The change that takes `existing` (live, or None) to `new` (prepared, or None). Deleting a `transient` existing
+    object (one a controller made) is an ignored change (kapp's IsIgnored): applied and waited on only when asked.
 
     When something other than kapp/kapply changed the object since its last-applied copy was recorded, the fields it
     changed are the change's `drifted` ones. Under `enforce` they are sent back like every other desired field; under
@@ -202,7 +205,7 @@ def calculate(
         applied = historyless(new)
         return Change(op, key, applied, None, applied, None, diff_side(new, config), origin=origin)
     if new is None:
-        return Change(Op.DELETE, key, None, existing, None, diff_side(existing, config), None)
+        return Change(Op.DELETE, key, None, existing, None, diff_side(existing, config), None, ignored=transient)
 
     applied = historyless(new)
     valid = last_applied(existing, config)

@@ -49,11 +49,14 @@ class FieldDrift:
     owner: FieldOwnership | None
 
 
-def explain(change_left: Obj, change_right: Obj, live: Obj) -> list[FieldDrift]:
+def explain(change_left: Obj, change_right: Obj, live: Obj, desired: Obj | None = None) -> list[FieldDrift]:
     """The fields that differ between a change's existing side and its new side, with the live value of each and
-    the manager that last wrote it (`live` is the object as read, `metadata.managedFields` included)."""
+    the manager that last wrote it (`live` is the object as read, `metadata.managedFields` included). The desired
+    value is read from `desired` (the user's resource) when given: a new side confirmed by a server-side dry run also
+    carries what admission webhooks add, which the user never asked for."""
+    source = change_right if desired is None else desired
     return [
-        FieldDrift(path, value_at(change_right, path), value_at(live, path), owner_of(live, path))
+        FieldDrift(path, value_at(source, path), value_at(live, path), owner_of(live, path))
         for path in changed_paths(change_left, change_right)
     ]
 
@@ -84,7 +87,7 @@ def outside_changes(change: Change) -> tuple[FieldDrift, ...]:
         return drifted_fields(change)
     if change.op is Op.UPDATE and change.basis is Basis.LIVE and change.existing is not None:
         assert change.left is not None and change.right is not None
-        found = explain(change.left, change.right, change.existing)
+        found = explain(change.left, change.right, change.existing, change.new)
         return tuple(f for f in found if f.owner is None or f.owner.manager not in OWN_MANAGERS)
     return ()
 

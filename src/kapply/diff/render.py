@@ -63,11 +63,26 @@ class Hunk:
         return self.header + self.body
 
 
-def hunk(change: Change, config: Config, counter: MaskCounter | None, fmt: DiffFormat = DiffFormat()) -> Hunk:
-    """The line diff of one change; values under diffMaskRules masked unless counter is None."""
-    records = diff_lines(_yaml_lines(change.left, config, counter), _yaml_lines(change.right, config, counter))
+def hunk(
+    change: Change,
+    config: Config,
+    counter: MaskCounter | None,
+    fmt: DiffFormat = DiffFormat(),
+    op: ApplyOp | None = None,
+) -> Hunk:
+    """The line diff of one change; values under diffMaskRules masked unless counter is None. `op` is the one the
+    header names (default: the change's); an ignored change has no diff (kapp compares the object with itself)."""
+    right = change.left if change.ignored else change.right
+    records = diff_lines(_yaml_lines(change.left, config, counter), _yaml_lines(right, config, counter))
     body = render(records, context=fmt.context, line_numbers=fmt.line_numbers)
-    return Hunk(f"@@ {change.op.apply_op} {change.describe()} @@\n", body)
+    return Hunk(f"@@ {op or change.op.apply_op} {change.describe()} @@\n", body)
+
+
+def applied_yaml(obj: Obj, config: Config, counter: MaskCounter) -> str:
+    """kapp's `--diff-changes-yaml` text of what a create or update sends: without managedFields, values under
+    diffMaskRules masked (whatever `--diff-mask` says, as kapp)."""
+    meta = {k: v for k, v in objects.metadata(obj).items() if k != "managedFields"}
+    return to_yaml(masked({**obj, "metadata": meta} if "metadata" in obj else obj, config, counter))
 
 
 def hunks(changes: Iterable[Change], config: Config, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:

@@ -68,9 +68,11 @@ def _segment(value: str, what: str = "resource name") -> str:
 
 @dataclass(frozen=True)
 class Discovery:
-    """Every served resource type; within a group the preferred version comes first."""
+    """Every served resource type; within a group the preferred version comes first. `failing`: the group versions
+    (`metrics.k8s.io/v1beta1`) whose aggregated API server did not answer (an APIService that is not available)."""
 
     types: tuple[ResourceType, ...]
+    failing: frozenset[str] = frozenset()
     _by_version_kind: dict[tuple[str, str], ResourceType] = field(init=False, repr=False, compare=False)
     _by_group_kind: dict[tuple[str, str], ResourceType] = field(init=False, repr=False, compare=False)
 
@@ -154,7 +156,19 @@ def _error(response: httpx2.Response, context: str = "") -> ClusterError:
         f"{context}API server says: {message} (reason: {reason or response.reason_phrase})",
         status=response.status_code,
         reason=reason,
+        detail=message,
     )
+
+
+def _stale_from_aggregated(doc: Obj) -> set[str]:
+    """The group versions aggregated discovery marks `Stale`: their API server (an APIService's) did not answer."""
+    out = set()
+    for group in doc.get("items", []):
+        name = group.get("metadata", {}).get("name", "")
+        for version in group.get("versions", []):
+            if version.get("freshness") == "Stale":
+                out.add(f"{name}/{version['version']}" if name else version["version"])
+    return out
 
 
 def _types_from_aggregated(doc: Obj) -> list[ResourceType]:
@@ -192,6 +206,7 @@ class Cluster:
         self._http = httpx2.AsyncClient(**params)
         self._params = params
         self._http1: httpx2.AsyncClient | None = None
+        self._watches: httpx2.AsyncClient | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
 
@@ -199,6 +214,8 @@ class Cluster:
         await self._http.aclose()
         if self._http1 is not None:
             await self._http1.aclose()
+        if self._watches is not None:
+            await self._watches.aclose()
 
     async def __aenter__(self) -> Cluster:
         return self
@@ -266,15 +283,18 @@ class Cluster:
                     self.request("GET", "/api", accept=AGGREGATED_DISCOVERY),
                     self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY),
                 )
+                failing: set[str] = set()
                 if core.get("kind") == "APIGroupDiscoveryList" and groups.get("kind") == "APIGroupDiscoveryList":
                     types = _types_from_aggregated(core) + _types_from_aggregated(groups)
+                    failing = _stale_from_aggregated(core) | _stale_from_aggregated(groups)
                 else:
-                    types = await self._legacy_discovery(core, groups)
-                self._discovery = Discovery(tuple(types))
+                    types = await self._legacy_discovery(core, groups, failing)
+                self._discovery = Discovery(tuple(types), frozenset(failing))
             return self._discovery
 
-    async def _legacy_discovery(self, core: Obj, groups: Obj) -> list[ResourceType]:
-        """Per group-version discovery for API servers without aggregated discovery (before 1.26)."""
+    async def _legacy_discovery(self, core: Obj, groups: Obj, failing: set[str]) -> list[ResourceType]:
+        """Per group-version discovery for API servers without aggregated discovery (before 1.26); a group version
+        whose API server is unavailable (503) is added to `failing`."""
         group_versions = [("", v) for v in core.get("versions", [])]
         for g in groups.get("groups", []):
             preferred = g["preferredVersion"]["version"]
@@ -283,7 +303,13 @@ class Cluster:
 
         async def one(group: str, version: str) -> list[ResourceType]:
             path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            doc = await self.request("GET", path)
+            try:
+                doc = await self.request("GET", path)
+            except ClusterError as e:
+                if e.status != 503:
+                    raise
+                failing.add(f"{group}/{version}" if group else version)
+                return []
             return [
                 ResourceType(group, version, r["kind"], r["name"], r["namespaced"], frozenset(r["verbs"]))
                 for r in doc.get("resources", [])
@@ -401,8 +427,12 @@ class Cluster:
             params["resourceVersion"] = resource_version
         timeout = httpx2.Timeout(self._timeout, read=timeout_seconds + 30)
         path = rtype.path(namespace)
+        if self._watches is None:
+            # Watches get connections of their own (HTTP/1.1, one per watch): long-lived streams multiplexed with
+            # requests on one HTTP/2 connection stalled those requests for tens of seconds under a controller's load.
+            self._watches = httpx2.AsyncClient(**{**self._params, "http2": False})
         try:
-            async with self._http.stream(
+            async with self._watches.stream(
                 "GET", path, params=params, headers={"Accept": "application/json"}, timeout=timeout
             ) as response:
                 if response.status_code >= 400:

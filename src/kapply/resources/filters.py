@@ -115,6 +115,23 @@ class LabelSelector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(r.matches(labels) for r in self.requirements)
 
+    def canonical(self) -> str:
+        """The selector as Kubernetes prints a parsed one: requirements sorted by key, `in`/`notin` values sorted
+        (`app=web,tier in (a,b),!x`)."""
+        return ",".join(_requirement_text(r) for r in sorted(self.requirements, key=lambda r: r.key))
+
+
+def _requirement_text(r: Requirement) -> str:
+    match r.operator:
+        case Operator.EXISTS:
+            return r.key
+        case Operator.DOES_NOT_EXIST:
+            return f"!{r.key}"
+        case Operator.IN | Operator.NOT_IN:
+            return f"{r.key} {r.operator.value} ({','.join(sorted(set(r.values)))})"
+        case _:
+            return f"{r.key}{r.operator.value}{r.values[0]}"
+
 
 _TOKEN = re.compile(r"\s*(!=|==|=|!|\(|\)|,|<|>|[^\s!=,()<>]+)")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -305,18 +322,22 @@ def _go_type(value: Any) -> str:
     return "number"
 
 
-def _type_error(value: Any, struct: str, path: Sequence[str], go_type: str) -> FilterError:
+def json_type_error(value: Any, struct: str, path: Sequence[str], go_type: str) -> FilterError:
     """Go's error for a JSON value of the wrong type: the struct holding the field, and the field's path from the
     top (`ResourceFilter.And.Resource.Kinds`)."""
     where = f"struct field {struct}.{'.'.join(path)}" if path else "value"
     return FilterError(f"json: cannot unmarshal {_go_type(value)} into Go {where} of type {go_type}")
 
 
-def _fields(doc: Any, struct: str, names: Sequence[str], path: Sequence[str], parent: str) -> dict[str, Any]:
+def json_fields(
+    doc: Any, struct: str, names: Sequence[str], path: Sequence[str], parent: str, package: str = "resources"
+) -> dict[str, Any]:
     """A JSON object's fields by Go field name, matched without regard to case (later keys win, unknown keys are
-    ignored); null leaves a field unset."""
+    ignored); null leaves a field unset. `doc` decodes into Go struct `package.struct`, a field of `parent`."""
+    if doc is None:  # Go leaves the struct as it is
+        return {}
     if not isinstance(doc, dict):
-        raise _type_error(doc, parent, path, f"resources.{struct}")
+        raise json_type_error(doc, parent, path, f"{package}.{struct}")
     by_lower = {n.lower(): n for n in names}
     out: dict[str, Any] = {}
     for key, value in doc.items():
@@ -328,16 +349,16 @@ def _fields(doc: Any, struct: str, names: Sequence[str], path: Sequence[str], pa
 
 def _strings(value: Any, path: Sequence[str]) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise _type_error(value, "ResourceFilter", path, "[]string")
+        raise json_type_error(value, "ResourceFilter", path, "[]string")
     for item in value:
         if not isinstance(item, str):
-            raise _type_error(item, "ResourceFilter", path, "string")
+            raise json_type_error(item, "ResourceFilter", path, "string")
     return tuple(value)
 
 
 def _time(value: Any, path: Sequence[str]) -> datetime:
     if not isinstance(value, str):
-        raise _type_error(value, "ResourceFilter", path, "time.Time")
+        raise json_type_error(value, "ResourceFilter", path, "time.Time")
     try:
         return _parse_time(value)
     except ValueError:
@@ -348,8 +369,10 @@ _RESOURCE_LISTS = ("Kinds", "Namespaces", "Names", "KindNames", "KindNamespaces"
 _RESOURCE_TIMES = ("CreatedAtBeforeTime", "CreatedAtAfterTime")
 
 
-def _resource_filter(doc: Any, path: Sequence[str]) -> ResourceFilter:
-    fields = _fields(doc, "ResourceFilter", (*_RESOURCE_TIMES, *_RESOURCE_LISTS), path, "BoolFilter")
+def resource_filter_from_json(doc: Any, path: Sequence[str], parent: str = "BoolFilter") -> ResourceFilter:
+    """A ResourceFilter decoded from JSON as Go decodes it (`path`: the field names from the top, for errors;
+    `parent`: the Go struct holding it)."""
+    fields = json_fields(doc, "ResourceFilter", (*_RESOURCE_TIMES, *_RESOURCE_LISTS), path, parent)
     lists = {name: _strings(value, [*path, name]) for name, value in fields.items() if name in _RESOURCE_LISTS}
     times = {name: _time(value, [*path, name]) for name, value in fields.items() if name in _RESOURCE_TIMES}
     return ResourceFilter(
@@ -366,18 +389,18 @@ def _resource_filter(doc: Any, path: Sequence[str]) -> ResourceFilter:
 
 
 def _bool_filter(doc: Any, path: Sequence[str] = ()) -> BoolFilter:
-    fields = _fields(doc, "BoolFilter", ("And", "Or", "Not", "Resource"), path, "BoolFilter")
+    fields = json_fields(doc, "BoolFilter", ("And", "Or", "Not", "Resource"), path, "BoolFilter")
     lists: dict[str, tuple[BoolFilter, ...]] = {}
     for name in ("And", "Or"):
         if name in fields:
             if not isinstance(fields[name], list):
-                raise _type_error(fields[name], "BoolFilter", [*path, name], "[]resources.BoolFilter")
+                raise json_type_error(fields[name], "BoolFilter", [*path, name], "[]resources.BoolFilter")
             lists[name] = tuple(_bool_filter(f, [*path, name]) for f in fields[name])
     return BoolFilter(
         and_=lists.get("And", ()),
         or_=lists.get("Or", ()),
         not_=_bool_filter(fields["Not"], [*path, "Not"]) if "Not" in fields else None,
-        resource=_resource_filter(fields["Resource"], [*path, "Resource"]) if "Resource" in fields else None,
+        resource=resource_filter_from_json(fields["Resource"], [*path, "Resource"]) if "Resource" in fields else None,
     )
 
 
@@ -411,13 +434,17 @@ def _go_json_error(error: json.JSONDecodeError) -> str:
     return error.msg
 
 
-def parse_bool_filter(text: str) -> BoolFilter:
-    """`--filter`'s JSON (kapp's BoolFilter)."""
+def decode_json(text: str) -> Any:
+    """A JSON document; a syntax error worded as Go's encoding/json words it."""
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise FilterError(_go_json_error(e)) from None
-    return _bool_filter(doc)
+
+
+def parse_bool_filter(text: str) -> BoolFilter:
+    """`--filter`'s JSON (kapp's BoolFilter)."""
+    return _bool_filter(decode_json(text))
 
 
 # ---------------------------------------------------------------------------------------------------- flags

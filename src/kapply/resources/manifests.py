@@ -19,6 +19,7 @@ import orjson
 from kapply import yamlio
 from kapply.errors import ManifestError
 from kapply.objects import Document
+from kapply.resources import remote
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -74,18 +75,20 @@ def _read_walked(path: str) -> bytes:
         raise ManifestError(f"Reading file '{path}': {_reason(e, path)}") from None
 
 
-def _read_named(path: str) -> list[tuple[bytes, str]]:
-    """(content, source) of a path given by the user: a file, or every manifest file of a directory. A named path
-    may be a pipe (`-f <(ytt ...)`), so it is read whatever its type."""
+def _read_named(path: str) -> list[tuple[bytes, str, str]]:
+    """(content, source, name) of a path given by the user: a file, or every manifest file of a directory. `source`
+    names the file in kapply's errors (its path); `name` in documents' origins, as kapp names it (a file of a directory
+    by its path within the directory). A named path may be a pipe (`-f <(ytt ...)`), so it is read whatever its
+    type."""
     try:
         is_directory = stat.S_ISDIR(os.stat(path).st_mode)
     except OSError as e:
         raise ManifestError(f"Checking file '{path}': {_reason(e, path)}") from None
     if is_directory:
-        return [(_read_walked(file), f"file '{file}'") for file in _walk(path)]
+        return [(_read_walked(file), f"file '{file}'", f"file '{os.path.relpath(file, path)}'") for file in _walk(path)]
     try:
         with open(path, "rb") as file:
-            return [(file.read(), f"file '{path}'")]
+            return [(file.read(), f"file '{path}'", f"file '{path}'")]
     except OSError as e:
         raise ManifestError(f"Reading file '{path}': {_reason(e, path)}") from None
 
@@ -99,14 +102,15 @@ def _read_stdin(stdin: TextIO) -> bytes | str:
         raise ManifestError(f"Reading stdin: {e}") from None
 
 
-def _documents(data: bytes | str, source: str) -> Iterator[Document]:
+def _documents(data: bytes | str, source: str, name: str = "") -> Iterator[Document]:
+    """The resources of one input; `source` names it in errors, `name` (default: the same) in documents' origins."""
     for index, doc in enumerate(yamlio.load_all(data, source, ManifestError), start=1):
         if doc is None:
             continue
-        origin = f"{source} doc {index}"
         if not isinstance(doc, dict):
-            raise ManifestError(f"Parsing {origin}: expected a resource (a YAML mapping), got {type(doc).__name__}")
-        yield from _expand_list(doc, origin)
+            kind = type(doc).__name__
+            raise ManifestError(f"Parsing {source} doc {index}: expected a resource (a YAML mapping), got {kind}")
+        yield from _expand_list(doc, f"{name or source} doc {index}")
 
 
 def _expand_list(obj: dict[str, Any], origin: str) -> Iterator[Document]:
@@ -142,14 +146,20 @@ def from_objects(resources: Iterable[Mapping[str, Any]]) -> list[Document]:
 
 
 def read(paths: Sequence[str], stdin: TextIO | None = None) -> list[Document]:
-    """Every document of every path; `-` is stdin, a directory is walked for *.yaml, *.yml, *.json.
+    """Every document of every path; `-` is stdin, `http://` and `https://` URLs are fetched, a directory is walked
+    for *.yaml, *.yml, *.json.
 
     Everything is read and parsed before anything is returned, so an unreadable file stops a deploy early."""
     if not paths:
         raise ManifestError("Expected at least one --file (-f) specified with a file or directory path")
     out: list[Document] = []
     for path in paths:
-        sources = [(_read_stdin(stdin or sys.stdin), "stdin")] if path == "-" else _read_named(path)
-        for data, source in sources:
-            out += _documents(data, source)
+        if path == "-":
+            sources: list[tuple[bytes | str, str, str]] = [(_read_stdin(stdin or sys.stdin), "stdin", "stdin")]
+        elif remote.is_url(path):
+            sources = [(remote.fetch(path), remote.source(path), remote.source(path))]
+        else:
+            sources = list(_read_named(path))
+        for data, source, name in sources:
+            out += _documents(data, source, name)
     return out

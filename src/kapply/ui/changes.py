@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from kapply import objects
 from kapply.apply.planning import ClusterChange, WaitOp, summary
 from kapply.apply.strategies import create_strategy, delete_strategy, label, update_strategy
+from kapply.apply.view import ChangeSetText
 from kapply.apply.waiters import wait_state
 from kapply.config.config import Config
 from kapply.deploy import OutsideField
@@ -50,7 +51,10 @@ def reconcile_state(change: Change) -> tuple[str, str]:
     return state.word.value, state.message
 
 
-def changes_table(changes: Sequence[ClusterChange], default_update_strategy: str = "") -> Table:
+def changes_table(
+    changes: Sequence[ClusterChange], default_update_strategy: str = "", *, offline: bool = False
+) -> Table:
+    """kapp's Changes table; `offline` (`tools diff`: no cluster) shows kapp's `???` as every op strategy."""
     rows = []
     for cc in sorted(changes, key=lambda cc: (cc.change.key.namespace, cc.change.key.name, cc.change.key.kind)):
         c = cc.change
@@ -63,7 +67,7 @@ def changes_table(changes: Sequence[ClusterChange], default_update_strategy: str
                 c.key.kind,
                 age(c.existing),
                 apply_op,
-                op_strategy(c, default_update_strategy),
+                "???" if offline else op_strategy(c, default_update_strategy),
                 wait_to,
                 *reconcile_state(c),
             )
@@ -89,6 +93,13 @@ def show_hunks(out: Output, hunks: Sequence[Hunk]) -> None:
     for hunk in hunks:
         out.begin_line(hunk.header)
         out.block(hunk.body)
+
+
+def show_changes(out: Output, text: ChangeSetText) -> None:
+    """kapp's `--diff-changes-yaml` blocks, then its `--diff-changes` diffs (either may be empty)."""
+    for block in text.yaml:
+        out.block(block)
+    show_hunks(out, text.hunks)
 
 
 _POLICY_OUTCOME = {

@@ -103,6 +103,15 @@ class Output:
 
     def _flush_json(self) -> None:
         doc = {"Tables": self._tables or None, "Blocks": self._blocks or None, "Lines": self._lines or None}
-        self.out.write(json.dumps(doc, indent=4, ensure_ascii=False))
+        self.out.write(_go_escaped(json.dumps(doc, indent=4, ensure_ascii=False)))
         self.out.flush()
         self._tables, self._blocks, self._lines = [], [], []
+
+
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _go_escaped(text: str) -> str:
+    """JSON as Go's encoding/json writes it: `<`, `>`, `&` (HTML-safe) and U+2028/U+2029 escaped. Only strings can
+    hold these characters, so escaping the whole document escapes exactly them."""
+    return text.translate(_GO_ESCAPES)
