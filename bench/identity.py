@@ -27,21 +27,29 @@ LABELS = {"app.kubernetes.io/managed-by": "kapply-bench"}
 TOKEN_SECONDS = 7 * 24 * 3600  # a full run takes hours; the token only reaches this cluster
 
 
-def flow_schemas() -> list[dict[str, object]]:
+def subject(namespace: str, account: str) -> dict[str, object]:
+    """A FlowSchema subject naming a ServiceAccount (`account` "*": every one of the namespace)."""
+    return {"kind": "ServiceAccount", "serviceAccount": {"name": account, "namespace": namespace}}
+
+
+def flow_schemas(
+    prefix: str = PREFIX, subjects: list[dict[str, object]] | None = None, labels: dict[str, str] = LABELS
+) -> list[dict[str, object]]:
     """One FlowSchema per resource verb, one for non-resource requests (discovery, /version, /openapi) and a
-    catch-all (any other verb), all for the bench ServiceAccount only and all at the `exempt` priority level."""
-    subject = {"kind": "ServiceAccount", "serviceAccount": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}
+    catch-all (any other verb), all for the bench ServiceAccount only (or `subjects`) and all at the `exempt`
+    priority level, named `prefix<verb>`."""
+    subjects = subjects or [subject(NAMESPACE, SERVICE_ACCOUNT)]
     all_resources = {"apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": True}
     rules: dict[str, dict[str, object]] = {
-        verb: {"subjects": [subject], "resourceRules": [{"verbs": [verb], **all_resources}]} for verb in RESOURCE_VERBS
+        verb: {"subjects": subjects, "resourceRules": [{"verbs": [verb], **all_resources}]} for verb in RESOURCE_VERBS
     }
-    rules["nonresource"] = {"subjects": [subject], "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}
-    rules["other"] = {"subjects": [subject], "resourceRules": [{"verbs": ["*"], **all_resources}]}
+    rules["nonresource"] = {"subjects": subjects, "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}
+    rules["other"] = {"subjects": subjects, "resourceRules": [{"verbs": ["*"], **all_resources}]}
     return [
         {
             "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
             "kind": "FlowSchema",
-            "metadata": {"name": PREFIX + suffix, "labels": LABELS},
+            "metadata": {"name": prefix + suffix, "labels": labels},
             "spec": {
                 "priorityLevelConfiguration": {"name": "exempt"},
                 # Before every default schema (`exempt` is 1); the catch-all after the per-verb ones.
@@ -54,37 +62,57 @@ def flow_schemas() -> list[dict[str, object]]:
 
 
 FLOW_SCHEMA_PATH = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/"
-BINDING_PATH = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" + PREFIX + "cluster-admin"
+BINDINGS_PATH = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/"
+BINDING_PATH = BINDINGS_PATH + PREFIX + "cluster-admin"
 
 
-def setup(kube: Kube, kubeconfig_out: Path) -> Path:
+def apply_flow_schemas(kube: Kube, schemas: list[dict[str, object]]) -> None:
+    for schema in schemas:
+        kube.apply(FLOW_SCHEMA_PATH + str(schema["metadata"]["name"]), schema)  # type: ignore[index]
+
+
+def delete_flow_schemas(kube: Kube, schemas: list[dict[str, object]]) -> None:
+    for schema in schemas:
+        with contextlib.suppress(KubeError):
+            kube.delete(FLOW_SCHEMA_PATH + str(schema["metadata"]["name"]))  # type: ignore[index]
+
+
+def setup(
+    kube: Kube,
+    kubeconfig_out: Path,
+    *,
+    namespace: str = NAMESPACE,
+    account: str = SERVICE_ACCOUNT,
+    prefix: str = PREFIX,
+    labels: dict[str, str] = LABELS,
+) -> Path:
     """Create the ServiceAccount, its binding and the flow schemas (idempotent), and write a kubeconfig that
-    authenticates as the ServiceAccount with a fresh token. Returns the kubeconfig's path."""
-    ns_path = f"/api/v1/namespaces/{NAMESPACE}"
+    authenticates as the ServiceAccount with a fresh token. Returns the kubeconfig's path. The defaults are the
+    side-by-side bench's identity; another harness passes its own names so that both can run at once."""
+    ns_path = f"/api/v1/namespaces/{namespace}"
     with contextlib.suppress(KubeError):  # still terminating after an earlier run's teardown: wait for it to go
         if kube.json("GET", ns_path).get("metadata", {}).get("deletionTimestamp"):
             kube.wait_gone([ns_path], timeout=120)
     kube.apply(
         ns_path,
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": LABELS}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
     )
-    sa_path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}"
+    sa_path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}"
     kube.apply(
         sa_path,
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}},
     )
     kube.apply(
-        BINDING_PATH,
+        BINDINGS_PATH + prefix + "cluster-admin",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": PREFIX + "cluster-admin", "labels": LABELS},
+            "metadata": {"name": prefix + "cluster-admin", "labels": labels},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
     )
-    for schema in flow_schemas():
-        kube.apply(FLOW_SCHEMA_PATH + str(schema["metadata"]["name"]), schema)  # type: ignore[index]
+    apply_flow_schemas(kube, flow_schemas(prefix, [subject(namespace, account)], labels))
     token = kube.json(
         "POST",
         sa_path + "/token",
@@ -112,11 +140,9 @@ def setup(kube: Kube, kubeconfig_out: Path) -> Path:
     return kubeconfig_out
 
 
-def teardown(kube: Kube) -> None:
+def teardown(kube: Kube, *, namespace: str = NAMESPACE, prefix: str = PREFIX) -> None:
     """Remove what `setup` made; tolerant of parts already gone."""
-    for schema in flow_schemas():
-        with contextlib.suppress(KubeError):
-            kube.delete(FLOW_SCHEMA_PATH + str(schema["metadata"]["name"]))  # type: ignore[index]
-    for path in (BINDING_PATH, f"/api/v1/namespaces/{NAMESPACE}"):
+    delete_flow_schemas(kube, flow_schemas(prefix))
+    for path in (BINDINGS_PATH + prefix + "cluster-admin", f"/api/v1/namespaces/{namespace}"):
         with contextlib.suppress(KubeError):
             kube.delete(path)

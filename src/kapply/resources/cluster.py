@@ -31,7 +31,9 @@ from kapply.resources.names import path_segment_problems
 _log = logging.getLogger("kapply")
 
 FIELD_MANAGER = "kapply"
-LIST_PAGE_SIZE = 500
+# Objects per LIST page. kapp lists without a limit (one response per type); 10,000 keeps a LIST of an app's objects
+# one request up to that size (a redeploy costs one LIST per type whatever N) while still bounding a page's memory.
+LIST_PAGE_SIZE = 10_000
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
