@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER := $(PYTHON) hack/cluster.py
 TOOLS := $(PYTHON) hack/tools.py
 
-.PHONY: venv test unit e2e fuzz bench demo cluster-build cluster-up cluster-down cluster-status tools-build lint clean
+.PHONY: venv test unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build lint clean
 
 venv: $(VENV)/.installed
 
@@ -55,6 +55,14 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 
 bench: $(VENV)/.bench-installed cluster-build cluster-up
 	$(BIN)/python -m bench.sidebyside $(BENCH_ARGS)
+
+# The controller at scale (not part of `make test`): 200 Apps x 20 resources reconciled by one `kapply controller` on
+# the local control plane, in namespaces kapply-cbench-*; writes bench/controller_results.{md,json}. The Apps template
+# with ytt ($$KAPPLY_YTT or PATH). A quick run: make bench-controller CBENCH_ARGS="--apps 20 --resources 5
+# --sync-period 10s --steady-periods 3 --drift-trials 3 --out /tmp/cbench"
+CBENCH_ARGS ?=
+bench-controller: $(VENV)/.bench-installed cluster-build cluster-up
+	$(BIN)/python -m bench.controller_bench $(CBENCH_ARGS)
 
 e2e: venv cluster-build tools-build
 	env $$($(TOOLS) env) $(BIN)/pytest tests/e2e

@@ -55,7 +55,7 @@ if __package__ in (None, ""):  # run as a script: bench/controller_bench.py
 
 from bench import identity
 from bench.kube import Kube, KubeError
-from bench.metrics import Series, client_requests, delta, ordered_verbs, parse, server_requests
+from bench.metrics import Series, client_requests, delta, ordered_verbs, parse, server_detail, server_requests
 from bench.sidebyside import default_kubeconfig, machine, versions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -194,6 +194,14 @@ def parse_proc(stat: str, status: str, clock_ticks: int, t: float) -> ProcSample
     )
 
 
+def parse_cpu_times(proc_stat: str) -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs together from /proc/stat's `cpu` line: idle and iowait are not busy."""
+    line = next(line for line in proc_stat.splitlines() if line.startswith("cpu "))
+    values = [float(x) for x in line.split()[1:9]]  # user nice system idle iowait irq softirq steal
+    total = sum(values)
+    return total - values[3] - values[4], total
+
+
 @dataclass(frozen=True)
 class Sync:
     """One reconcile of an App as the controller logged it."""
@@ -298,6 +306,10 @@ def _fmt_stats(s: Mapping[str, float] | None, digits: int = 1) -> str:
     )
 
 
+def _fmt_pct(fraction: float | None) -> str:
+    return "-" if fraction is None else f"{fraction * 100:.0f} %"
+
+
 def _mb(kb: float) -> str:
     return f"{kb / 1024:.0f} MB"
 
@@ -330,11 +342,12 @@ def render(doc: Mapping[str, Any]) -> str:
         "writes, Events, TokenRequests, the drift watches), **deploys** = the Apps' ServiceAccount `deployer` "
         "(everything kapply's deploy and delete do). CPU: the controller process's own user+system time, and "
         "separately its children's (ytt). The API server's and etcd's CPU are sampled from /proc too "
-        "(every client's load, not the controller's alone).",
+        "(every client's load, not the controller's alone); machine busy: all cores together, from /proc/stat "
+        "(100 % = every core busy for the whole phase).",
         "",
-        "| phase | wall | controller CPU | children CPU (ytt) | API server CPU | etcd CPU | peak RSS so far | "
-        "controller requests | deploy requests |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| phase | wall | controller CPU | children CPU (ytt) | API server CPU | etcd CPU | machine busy | "
+        "peak RSS so far | controller requests | deploy requests |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in ("initial", "steady", "drift", "delete"):
         p = phases.get(name)
@@ -343,8 +356,8 @@ def render(doc: Mapping[str, Any]) -> str:
         lines.append(
             f"| {name} | {_fmt_s(p['wall_s'])} | {_fmt_s(p['cpu_s'])} ({p['cpu_s'] / p['wall_s'] * 100:.0f} % of a "
             f"core) | {_fmt_s(p['children_cpu_s'])} | {_fmt_s(p.get('apiserver_cpu_s'))} | "
-            f"{_fmt_s(p.get('etcd_cpu_s'))} | {_mb(p['hwm_kb'])} | {_fmt_counts(p['controller'])} | "
-            f"{_fmt_counts(p['deploys'])} |"
+            f"{_fmt_s(p.get('etcd_cpu_s'))} | {_fmt_pct(p.get('machine_busy'))} | {_mb(p['hwm_kb'])} | "
+            f"{_fmt_counts(p['controller'])} | {_fmt_counts(p['deploys'])} |"
         )
     lines.append("")
     initial = phases.get("initial")
@@ -468,6 +481,15 @@ def log(msg: str) -> None:
     print(f"[cbench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def _die_with_parent() -> None:
+    """In the controller's process before exec: SIGTERM when the harness dies (even by SIGKILL), so that no
+    controller is left reconciling after the run (Linux's PR_SET_PDEATHSIG; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+
+
 def find_pid(command: str) -> int | None:
     """The pid of the one process whose command name is `command` (the API server, etcd), else None."""
     found = []
@@ -524,6 +546,7 @@ class ControllerBench:
             "metrics": self.scrape(),
             "controller": self.controller_sample(),
             "others": {name: sample(pid) for name, pid in self.others.items()},
+            "machine": parse_cpu_times(Path("/proc/stat").read_text()),
             "t": time.time(),
         }
 
@@ -535,11 +558,16 @@ class ControllerBench:
             "controller": client_requests(grew, CTL_PREFIX),
             "deploys": client_requests(grew, DEP_PREFIX),
             "server": server_requests(grew),
+            # Every client's requests by resource and code (the 40 most frequent), for drilling down: the flow
+            # schemas count by verb only.
+            "server_detail": [asdict(row) for row in server_detail(grew)[:40]],
             "cpu_s": c1.cpu_s - c0.cpu_s,
             "children_cpu_s": c1.children_cpu_s - c0.children_cpu_s,
             "rss_kb": c1.rss_kb,
             "hwm_kb": c1.hwm_kb,
         }
+        (busy0, total0), (busy1, total1) = before["machine"], after["machine"]
+        out["machine_busy"] = (busy1 - busy0) / (total1 - total0) if total1 > total0 else None
         for name in self.others:
             o0, o1 = before["others"][name], after["others"][name]
             out[f"{name}_cpu_s"] = (o1.cpu_s - o0.cpu_s) if o0 and o1 else None
@@ -627,13 +655,20 @@ class ControllerBench:
             f"--default-sync-period={self.args.sync_period}",
             "--concurrency",
             str(self.args.concurrency),
+            *(["--debug"] if self.args.controller_debug else []),
         ]
         env = {k: v for k, v in os.environ.items() if k not in ("KAPP_KUBECONFIG", "KUBECONFIG")}
         self.doc["meta"]["controller_argv"] = argv
         before = self.scrape()
         with self.log_path.open("ab") as out:
             self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # a terminal's Ctrl-C reaches the harness only, which stops it
+                preexec_fn=_die_with_parent,
             )
         log(f"controller pid {self.proc.pid}, log {self.log_path}")
         deadline = time.monotonic() + 60  # ready: its App watch is open
@@ -903,6 +938,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--drift-pause", type=float, default=3.0, help="seconds between drift trials (default 3)")
     p.add_argument("--concurrency", type=int, default=4, help="the controller's --concurrency (default 4)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds to wait for all ready / all gone (3600)")
+    p.add_argument(
+        "--controller-debug", action="store_true", help="run the controller with --debug (every request in its log)"
+    )
     p.add_argument("--kubeconfig", type=Path, default=None, help="admin kubeconfig (default $KUBECONFIG)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="where results go (bench/)")
     p.add_argument("--note", default="", help="a line shown at the top of the results, e.g. 'smoke run'")
@@ -926,7 +964,8 @@ def tool_versions(kube: Kube) -> dict[str, str]:
     kapply = Path(sys.executable).parent / "kapply"
     found = versions(kube, {"kapply": kapply} if kapply.exists() else {})
     ytt = os.environ.get("KAPPLY_YTT") or shutil.which("ytt") or ""
-    found["ytt"] = subprocess.run([ytt, "version"], capture_output=True, text=True).stdout.strip() if ytt else "?"
+    text = subprocess.run([ytt, "version"], capture_output=True, text=True).stdout.strip() if ytt else "?"
+    found["ytt"] = text.removeprefix("ytt version ")
     return found
 
 

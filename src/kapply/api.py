@@ -78,7 +78,12 @@ def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
         into_namespace=get("into-ns", ""),
         namespace_map=_pairs(get("map-ns", []), "--map-ns"),
         app_labels=_pairs(get("labels", []), "--labels"),
-        diff=DiffOptions(get("diff-against-last-applied", True), get("diff-server-side", True), get("diff-run", False)),
+        diff=DiffOptions(
+            get("diff-against-last-applied", True),
+            get("diff-server-side", True),
+            get("diff-run", False),
+            get("diff-anchored", False),
+        ),
         override_ownership=get("dangerous-override-ownership-of-existing-resources", False),
         allow_empty=get("dangerous-allow-empty-list-of-resources", False),
         default_label_scoping=get("default-label-scoping-rules", True),

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TextIO
 
 from kapply import objects
@@ -34,6 +35,7 @@ from kapply.diff.fields import ABSENT
 from kapply.diff.filter import ChangeFilter
 from kapply.diff.ghost import FieldDrift
 from kapply.diff.render import DiffFormat, Hunk
+from kapply.diff.renew import renewed
 from kapply.errors import AppNotFoundError, KapplyError, ManifestError
 from kapply.graph import ChangeGraph
 from kapply.objects import Document, Obj, ResourceKey, group_of, key_of, namespace
@@ -67,6 +69,7 @@ class DiffOptions:
     against_last_applied: bool = True  # kapp's --diff-against-last-applied
     server_side_check: bool = True  # kapply's --diff-server-side: confirm live-object updates with a dry run
     run: bool = False  # kapp's --diff-run: the plan is only shown (a new app's record need not be creatable)
+    anchored: bool = False  # kapp's --diff-anchored: an anchored line diff for resources over 500 lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,8 @@ class Plan:
         """kapp's `--diff-changes-yaml` blocks (when `yaml`) and `--diff-changes` diffs (when `diffs`) of the plan,
         Secret values masked with one numbering."""
         strategy = self.options.apply.default_update_strategy
+        if self.options.diff.anchored:
+            fmt = replace(fmt, anchored=True)
         return change_set_text(self.changes, self.config, fmt, yaml=yaml, diffs=diffs, default_update_strategy=strategy)
 
     def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
@@ -142,6 +147,8 @@ class Plan:
         """The `--diff-changes` text (`@@ op resource @@` and the lines) of the changes that apply something, Secret
         values masked: what the app-change history keeps."""
         applying = [c for c in self.changes if c.apply_op is not ApplyOp.NOOP]
+        if self.options.diff.anchored:
+            fmt = replace(fmt, anchored=True)
         return "".join(str(h) for h in change_set_text(applying, self.config, fmt).hunks)
 
     def outside_changes(self) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
@@ -273,6 +280,8 @@ async def plan(
         unlabeled = options.resource_filter.apply(unlabeled)
     existing_by_key.update((key_of(obj), obj) for obj in unlabeled)
 
+    now = datetime.now(UTC)
+    new_by_key = {key: renewed(new, existing_by_key.get(key), now) for key, new in new_by_key.items()}
     against_last_applied = options.diff.against_last_applied
     changes = [
         calculate(

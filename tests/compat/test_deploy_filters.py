@@ -4,6 +4,8 @@ real kapp: output, exit status and the objects each tool leaves."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.compat.harness import Harness, Pair
@@ -202,11 +204,33 @@ DELETE_FILTERS = [
 ]
 
 
+def _yaml_blocks_sorted(pair: Pair) -> Pair:
+    """kapp prints delete's `--diff-changes-yaml` blocks in no fixed order (one run `front` first, the next `back`):
+    the blocks, sorted, are what must match."""
+
+    def sort(text: str) -> str:
+        lines = text.split("\n")
+        if "---" not in lines or "Changes" not in lines:
+            return text
+        first, last = lines.index("---"), lines.index("Changes")
+        region = lines[first:last]
+        trailing = len(region) - len("\n".join(region).rstrip("\n").split("\n"))
+        blocks: list[list[str]] = []
+        for line in region[: len(region) - trailing]:
+            if line == "---":
+                blocks.append([])
+            blocks[-1].append(line)
+        stripped = sorted("\n".join(block).rstrip("\n") for block in blocks)
+        return "\n".join([*lines[:first], "\n\n".join(stripped), *[""] * trailing, *lines[last:]])
+
+    return Pair(*(replace(r, stdout=sort(r.stdout)) for r in pair))
+
+
 @pytest.mark.parametrize("filters", DELETE_FILTERS)
 def test_delete_with_filters_keeps_the_app_when_it_leaves_resources(deployed: Harness, filters: tuple[str, ...]):
     both = deployed
-    both.same(both.run("delete", "-a", "app", "-n", "{ns}", "--diff-run", *filters), exact=False)
-    both.same(both.run("delete", "-a", "app", "-n", "{ns}", "-y", *filters), exact=False)
+    both.same(_yaml_blocks_sorted(both.run("delete", "-a", "app", "-n", "{ns}", "--diff-run", *filters)), exact=False)
+    both.same(_yaml_blocks_sorted(both.run("delete", "-a", "app", "-n", "{ns}", "-y", *filters)), exact=False)
     both.same_objects()
     both.same(both.run("ls", "-n", "{ns}", "--tty"), exact=False)
 

@@ -318,3 +318,22 @@ def test_wait_can_be_turned_off_per_resource_and_per_deploy(kapply, namespace):
     )
     assert no_wait.returncode == 0, no_wait.stdout + no_wait.stderr
     assert "Wait to: 0 reconcile, 0 delete, 1 noop" in no_wait.stdout
+
+
+def test_a_resource_that_disappears_while_waited_on_fails_with_not_found(kapply, namespace):
+    """A Job with `ttlSecondsAfterFinished: 0` (as in ingress-nginx) is deleted once it finishes: kapp fails with
+    NotFound at once; kapply must not wait for it until the wait timeout."""
+    manifest = """apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  ttlSecondsAfterFinished: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: registry.k8s.io/pause:3.10}]
+"""
+    result = kapply.deploy(namespace, manifest, "--wait-timeout=60s", app="ttl", check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'jobs.batch "once" not found (reason: NotFound)' in result.stderr
+    assert "timed out" not in result.stderr

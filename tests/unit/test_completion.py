@@ -16,7 +16,7 @@ from kapply.cli.tree import tree
 CASES = [
     (["kapply", "dep"], ["deploy", "deploy-config"]),
     (["kapply", "deploy", "--diff-c"], ["--diff-changes", "--diff-changes-yaml", "--diff-context"]),
-    (["kapply", "deploy", "--diff-a"], ["--diff-against-last-applied"]),  # --diff-anchored: not yet
+    (["kapply", "deploy", "--diff-a"], ["--diff-against-last-applied", "--diff-anchored"]),
     (["kapply", "app-change", ""], ["garbage-collect", "list"]),
     (["kapply", "ac", "l"], ["list"]),  # aliases lead to their command
     (["kapply", "-n", "x", "--kubeconfig", "k", "ins"], ["inspect"]),  # flag values are skipped
@@ -57,7 +57,8 @@ def test_flags_kapply_does_not_implement_yet_are_not_offered():
     deploy = next(level for level in levels(tree(), groups.GLOBAL) if level.path == "deploy")
     offered = {flag for flag, _ in deploy.flags}
     assert "--diff-run" in offered and "-c" in offered and "--yes" in offered
-    assert "--diff-anchored" not in offered and "--profile" not in offered
+    assert "--diff-anchored" in offered
+    assert "--profile" not in offered and "--diff-ui-alpha" not in offered
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")

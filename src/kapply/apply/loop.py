@@ -30,6 +30,7 @@ from kapply.config.config import Config
 from kapply.diff.change import ApplyOp, Change
 from kapply.errors import ApplyError, KapplyError
 from kapply.graph import ChangeGraph
+from kapply.objects import ResourceKey
 from kapply.resources.cluster import Cluster, Discovery
 
 
@@ -51,6 +52,7 @@ class ApplyLoop:
         self.options = wait_options
         self.progress = progress
         self._shown: dict[int, list[str]] = {}
+        self._unseen: dict[ResourceKey, int] = {}  # consecutive checks that did not find an applied resource
 
     async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
         """Apply `planned`, ordered by `graph` (see `planning.order`); returns the changes that were waited on.
@@ -147,7 +149,13 @@ class ApplyLoop:
             message = f"Waiting on finalizers: {', '.join(finalizers)}" if finalizers else "Deleting"
             return Convergence(live, ongoing(message), None)
         if live is None:
-            return Convergence(change.resource, ongoing("Waiting for the resource to be visible"), None)
+            # Once is a list that has not caught up with the write; twice, the resource is gone (a Job with
+            # `ttlSecondsAfterFinished: 0`, a controller that deleted it): kapp fails at once with NotFound.
+            misses = self._unseen[change.key] = self._unseen.get(change.key, 0) + 1
+            if misses < UNSEEN_CHECKS:
+                return Convergence(change.resource, ongoing("Waiting for the resource to be visible"), None)
+            return Convergence(change.resource, ongoing(), None, error=_not_found(change, self.applier.discovery))
+        self._unseen.pop(change.key, None)
         return converge(
             live,
             self.config.wait_rules,
@@ -228,3 +236,18 @@ def _duration(seconds: float) -> str:
     if hours:
         return f"{hours}h{minutes}m{secs}s"
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+UNSEEN_CHECKS = 2
+
+
+def _not_found(change: Change, discovery: Discovery) -> str:
+    """kapp's wording for a resource that is gone while it was waited on."""
+    res = change.resource
+    rtype = discovery.find(objects.api_version(res), objects.kind(res))
+    plural = rtype.plural if rtype is not None else objects.kind(res).lower()
+    group = f"{plural}.{rtype.group}" if rtype is not None and rtype.group else plural
+    return (
+        f"Getting resource {change.describe()}: API server says: "
+        f'{group} "{objects.name(res)}" not found (reason: NotFound)'
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli import groups
@@ -83,9 +84,23 @@ async def deploy_app(
     await api.check_deploy(plan)  # --preflight
     if plan.pending:
         confirm(args, out)
-    result = await api.run_deploy(plan, progress=ProgressLines(out))
+    async with _logs(api, args, out, plan):
+        result = await api.run_deploy(plan, progress=ProgressLines(out))
     if result.deleted_app_changes:
         out.line(f"Deleted {result.deleted_app_changes} older app changes")
     if args["apply-exit-status"]:
         return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", plan.pending)
     return None
+
+
+@asynccontextmanager
+async def _logs(api: AsyncClient, args: Args, out: Output, plan: Plan) -> AsyncIterator[None]:
+    """kapp's `--logs` (`--logs-all`): the app's Pods' logs, followed while the deploy runs."""
+    if not args["logs"] or not plan.changes:  # nothing applied or waited on: no Pod to show
+        yield
+        return
+    from kapply.cli.deploy_logs import deploy_logs
+
+    namespaces = [ns for ns in plan.namespaces if ns != "(cluster)"] or [plan.app.namespace]
+    async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=args["logs-all"]):
+        yield

@@ -209,11 +209,12 @@ class DiffFlags:
     run: bool
     exit_status: bool
     changes_yaml: bool = False
+    anchored: bool = False
 
     def format(self) -> DiffFormat:
         from kapply.diff.render import DiffFormat
 
-        return DiffFormat(context=self.context, line_numbers=self.line_numbers, mask=self.mask)
+        return DiffFormat(context=self.context, line_numbers=self.line_numbers, mask=self.mask, anchored=self.anchored)
 
 
 def diff_flags(args: Args, prefix: str = "diff-") -> DiffFlags:
@@ -227,6 +228,7 @@ def diff_flags(args: Args, prefix: str = "diff-") -> DiffFlags:
         run=args[f"{prefix}run"],
         exit_status=args[f"{prefix}exit-status"],
         changes_yaml=args[f"{prefix}changes-yaml"],
+        anchored=args[f"{prefix}anchored"],
     )
 
 

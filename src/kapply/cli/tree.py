@@ -59,11 +59,6 @@ NOT_YET: frozenset[str | tuple[str, str]] = frozenset(
         "profile",
         "profile-output",
         "diff-ui-alpha",
-        "ui-alpha",
-        # to come
-        "diff-anchored",
-        "anchored",
-        "logs-all",
     }
 )
 

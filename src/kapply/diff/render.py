@@ -20,11 +20,13 @@ from kapply.objects import Obj
 
 @dataclass(frozen=True, slots=True)
 class DiffFormat:
-    """How line diffs are shown: kapp's `--diff-context`, `--diff-line-numbers` and `--diff-mask`."""
+    """How line diffs are made and shown: kapp's `--diff-context`, `--diff-line-numbers`, `--diff-mask` and
+    `--diff-anchored` (an anchored diff for resources over 500 lines)."""
 
     context: int = 2
     line_numbers: bool = True
     mask: bool = True
+    anchored: bool = False
 
 
 # Annotations that hold a copy of the whole object: where a masked value hides again if left alone.
@@ -73,7 +75,9 @@ def hunk(
     """The line diff of one change; values under diffMaskRules masked unless counter is None. `op` is the one the
     header names (default: the change's); an ignored change has no diff (kapp compares the object with itself)."""
     right = change.left if change.ignored else change.right
-    records = diff_lines(_yaml_lines(change.left, config, counter), _yaml_lines(right, config, counter))
+    records = diff_lines(
+        _yaml_lines(change.left, config, counter), _yaml_lines(right, config, counter), anchored=fmt.anchored
+    )
     body = render(records, context=fmt.context, line_numbers=fmt.line_numbers)
     return Hunk(f"@@ {op or change.op.apply_op} {change.describe()} @@\n", body)
 

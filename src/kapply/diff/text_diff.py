@@ -3,9 +3,14 @@
 kapp diffs with github.com/k14s/difflib: trim the common head and tail, then walk a longest-common-subsequence
 table over the suffixes of the remaining middle from the front, preferring a removed line, then an added line, then
 a common one. Within a hunk removed lines therefore come before added lines.
+
+With kapp's `--diff-anchored` (`--anchored` for `tools diff`) and either side over 500 lines, kapp uses
+k14s/difflib's AnchoredDiff instead: Go's anchored ("patience") diff, which matches the lines that appear exactly once
+on each side and keeps only 30 common lines of context around each run of changes (see anchored_diff_lines).
 """
 
 import difflib
+from bisect import bisect_left
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple
@@ -13,6 +18,7 @@ from typing import NamedTuple
 __all__ = [
     "DiffKind",
     "DiffRecord",
+    "anchored_diff_lines",
     "diff_lines",
     "diff_texts",
     "has_changes",
@@ -24,6 +30,12 @@ __all__ = [
 # Above this many cells (middle lines of one side times the other) the exact table would take too much memory
 # (one bit per cell); difflib then aligns the lines instead. kapp itself would need 8 bytes per cell.
 EXACT_DIFF_MAX_CELLS = 1 << 28
+
+# With anchored diffs allowed, kapp uses them once either side has more lines than this.
+ANCHORED_MIN_LINES = 500
+
+# The common lines an anchored diff keeps around each run of changes (Go's internal/diff context C).
+ANCHORED_CONTEXT = 30
 
 
 class DiffKind(StrEnum):
@@ -54,13 +66,16 @@ def text_lines(text: str | None) -> list[str]:
     return [] if text is None else text.split("\n")
 
 
-def diff_texts(existing: str | None, new: str | None) -> tuple[DiffRecord, ...]:
+def diff_texts(existing: str | None, new: str | None, anchored: bool = False) -> tuple[DiffRecord, ...]:
     """Diff the YAML of an existing and a new resource; None stands for a resource that does not exist."""
-    return diff_lines(text_lines(existing), text_lines(new))
+    return diff_lines(text_lines(existing), text_lines(new), anchored)
 
 
-def diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[DiffRecord, ...]:
-    """Records for every line of both sides, in kapp's order."""
+def diff_lines(old: Sequence[str], new: Sequence[str], anchored: bool = False) -> tuple[DiffRecord, ...]:
+    """Records for every line of both sides, in kapp's order; with `anchored` (kapp's --diff-anchored) and either
+    side over ANCHORED_MIN_LINES lines, the anchored diff's records instead (not every common line)."""
+    if anchored and (len(old) > ANCHORED_MIN_LINES or len(new) > ANCHORED_MIN_LINES):
+        return anchored_diff_lines(old, new)
     common = DiffKind.COMMON
     start = 0
     limit = min(len(old), len(new))
@@ -138,6 +153,129 @@ def _matcher_middle(old: Sequence[str], new: Sequence[str], offset: int) -> list
             records += [DiffRecord(old[i], DiffKind.REMOVED, offset + i, offset + j1) for i in range(i1, i2)]
             records += [DiffRecord(new[j], DiffKind.ADDED, offset + i2, offset + j) for j in range(j1, j2)]
     return records
+
+
+def _anchors(old: Sequence[str], new: Sequence[str]) -> list[tuple[int, int]]:
+    """The positions of the longest common subsequence of the lines found exactly once on each side, between the
+    sentinels (0, 0) and (len(old), len(new)).
+
+    The subsequence is a longest increasing one of the new positions of the unique lines in old's order (Szymanski's
+    algorithm A, as Go's internal/diff): thresholds[k] is the smallest last value of an increasing run of k + 1, and
+    each line's length is where it lands; walking back, the last line of each length is taken.
+    """
+    seen_old: dict[str, int] = {}
+    for line in old:
+        seen_old[line] = min(seen_old.get(line, 0) + 1, 2)
+    seen_new: dict[str, int] = {}
+    for line in new:
+        seen_new[line] = min(seen_new.get(line, 0) + 1, 2)
+    new_index: dict[str, int] = {}  # a unique line's rank among the unique lines of new
+    new_at: list[int] = []  # the position in new of each unique line, by rank
+    for j, line in enumerate(new):
+        if seen_new[line] == 1 and seen_old.get(line) == 1:
+            new_index[line] = len(new_at)
+            new_at.append(j)
+    old_at: list[int] = []  # positions in old of the unique lines
+    ranks: list[int] = []  # their ranks in new
+    for i, line in enumerate(old):
+        rank = new_index.get(line)
+        if rank is not None:
+            old_at.append(i)
+            ranks.append(rank)
+
+    n = len(ranks)
+    thresholds: list[int] = []
+    lengths: list[int] = []
+    for rank in ranks:
+        k = bisect_left(thresholds, rank)
+        if k == len(thresholds):
+            thresholds.append(rank)
+        else:
+            thresholds[k] = rank
+        lengths.append(k + 1)
+    k = max(lengths, default=0)
+    matches = [(0, 0)] * (k + 2)
+    matches[k + 1] = (len(old), len(new))
+    for i in range(n - 1, -1, -1):
+        if lengths[i] == k:
+            matches[k] = (old_at[i], new_at[ranks[i]])
+            k -= 1
+    return matches
+
+
+def anchored_diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[DiffRecord, ...]:
+    """k14s/difflib's AnchoredDiff: records of Go's anchored diff, in unified-diff chunks.
+
+    Each anchor is widened to the run of equal lines around it. Runs of changes between anchors form chunks that
+    keep up to ANCHORED_CONTEXT common lines on either side; longer common stretches are left out (there is no
+    record for them). Within a chunk removed lines come before added ones. Identical sides give every line as a
+    common record. Line numbers are 0-based, as with diff_lines.
+    """
+    context = ANCHORED_CONTEXT
+    common, removed, added = DiffKind.COMMON, DiffKind.REMOVED, DiffKind.ADDED
+    len_old, len_new = len(old), len(new)
+    records: list[DiffRecord] = []
+    done_x = done_y = 0  # records made up to old[:done_x] and new[:done_y]
+    chunk_x = chunk_y = 0  # where the current chunk starts
+    count_x = count_y = 0  # lines of each side in the current chunk
+    in_chunk = False  # whether the current chunk has any line
+    for match_x, match_y in _anchors(old, new):
+        if match_x < done_x:  # already covered, widening an earlier anchor
+            continue
+        start_x, start_y = match_x, match_y
+        while start_x > done_x and start_y > done_y and old[start_x - 1] == new[start_y - 1]:
+            start_x -= 1
+            start_y -= 1
+        end_x, end_y = match_x, match_y
+        while end_x < len_old and end_y < len_new and old[end_x] == new[end_y]:
+            end_x += 1
+            end_y += 1
+        if start_x == 0 and start_y == 0 and end_x == len_old and end_y == len_new:  # identical sides
+            records += [DiffRecord(old[i], common, i, i) for i in range(len_old)]
+
+        for line in old[done_x:start_x]:
+            records.append(DiffRecord(line, removed, chunk_x + count_x, chunk_y + count_y))
+            count_x += 1
+            in_chunk = True
+        for line in new[done_y:start_y]:
+            records.append(DiffRecord(line, added, chunk_x + count_x, chunk_y + count_y))
+            count_y += 1
+            in_chunk = True
+
+        equal = end_x - start_x
+        at_end = end_x >= len_old and end_y >= len_new
+        if not at_end and (equal < context or (in_chunk and equal < 2 * context)):
+            # too few common lines to close the chunk: they all belong to it
+            for line in old[start_x:end_x]:
+                records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
+                count_x += 1
+                count_y += 1
+                in_chunk = True
+            done_x, done_y = end_x, end_y
+            continue
+
+        if in_chunk:  # close the chunk with up to `context` common lines
+            shown = min(equal, context)
+            for line in old[start_x : start_x + shown]:
+                records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
+                count_x += 1
+                count_y += 1
+            done_x, done_y = start_x + shown, start_y + shown
+            count_x = count_y = 0
+            in_chunk = False
+
+        if at_end:
+            break
+
+        # a new chunk, opening with the `context` common lines before the next change
+        chunk_x, chunk_y = end_x - context, end_y - context
+        for line in old[chunk_x:end_x]:
+            records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
+            count_x += 1
+            count_y += 1
+            in_chunk = True
+        done_x, done_y = end_x, end_y
+    return tuple(records)
 
 
 def has_changes(records: Sequence[DiffRecord]) -> bool:

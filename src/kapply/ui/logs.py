@@ -1,5 +1,6 @@
 """Pod logs as kapp's `logs` prints them: each line tagged `<pod> > <container> | `, with `#` progress lines around
-each container's stream (TTY and JSON only, as kapp's BeginLinef)."""
+each container's stream (TTY and JSON only, as kapp's BeginLinef). During a deploy every line of it is prefixed
+`logs | ` (kapp's LinePrefix)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,24 @@ from kapply.ui.output import Output
 class LogView:
     """Where the log tailers of one `logs` run write; lines of several containers interleave as they come."""
 
-    def __init__(self, out: Output, *, container_tag: bool) -> None:
+    def __init__(self, out: Output, *, container_tag: bool, prefix: str = "") -> None:
         self.out = out
         self.container_tag = container_tag
+        self.prefix = f"{prefix} | " if prefix else ""
 
     def waiting(self, tag: str) -> None:
-        self.out.begin_line(f"# waiting for '{tag}' logs to become available...\n")
+        self.out.begin_line(f"{self.prefix}# waiting for '{tag}' logs to become available...\n")
 
     def starting(self, tag: str) -> None:
-        self.out.begin_line(f"# starting tailing '{tag}' logs\n")
+        self.out.begin_line(f"{self.prefix}# starting tailing '{tag}' logs\n")
 
     def line(self, tag: str, text: str) -> None:
         """One log line (with its newline)."""
-        self.out.block(f"{tag} | {text}" if self.container_tag else text)
+        self.out.block(self.prefix + (f"{tag} | {text}" if self.container_tag else text))
 
     def stopped(self, tag: str) -> None:
         """A followed container's stream ended; it is tailed again when it runs again."""
-        self.out.begin_line(f"# container stopped '{tag}' logs\n")
+        self.out.begin_line(f"{self.prefix}# container stopped '{tag}' logs\n")
 
     def ending(self, tag: str) -> None:
-        self.out.begin_line(f"# ending tailing '{tag}' logs\n")
+        self.out.begin_line(f"{self.prefix}# ending tailing '{tag}' logs\n")

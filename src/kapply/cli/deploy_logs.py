@@ -1,0 +1,168 @@
+"""Pod logs during `kapply deploy` (kapp's `--logs`, `--logs-all`): while the deploy applies and waits, the logs of
+the app's Pods are followed and printed as `logs | <pod> > <container> | <line>`, with kapp's `# ...` lines (TTY and
+JSON only) prefixed the same way; they stop when the deploy ends.
+
+As kapp, the Pods are those with the app's label; without `--logs-all`, only those annotated
+`kapp.k14s.io/deploy-logs`: `""` or `for-new` (Pods that were not there before the deploy), `for-existing` (Pods that
+were), `for-new-or-existing`. `kapp.k14s.io/deploy-logs-container-names` (a comma list) chooses a Pod's containers
+(with `--logs-all` too).
+Each log is read from its start, and lines of different containers interleave as they come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_client, _log_lines, _running
+from kapply.errors import ClusterError
+
+if TYPE_CHECKING:
+    from kapply.objects import Obj
+    from kapply.resources.cluster import Cluster, ResourceType
+    from kapply.ui.logs import LogView
+    from kapply.ui.output import Output
+
+DEPLOY_LOGS = "kapp.k14s.io/deploy-logs"
+DEPLOY_LOGS_CONTAINER_NAMES = "kapp.k14s.io/deploy-logs-container-names"
+FOLLOW = TailOptions(follow=True, lines=None, pod="", containers=())
+WATCH_RETRY = 1.0  # seconds before a Pod watch that failed starts again
+
+
+def shown(pod: Obj, existing: bool, *, logs_all: bool) -> bool:
+    """Whether a Pod's logs are shown: all with --logs-all, else as its deploy-logs annotation says."""
+    if logs_all:
+        return True
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if DEPLOY_LOGS not in annotations:
+        return False
+    value = annotations[DEPLOY_LOGS]
+    if value in ("", "for-new"):
+        return not existing
+    if value == "for-existing":
+        return existing
+    return bool(value == "for-new-or-existing")
+
+
+def containers(pod: Obj) -> list[str]:
+    """The containers of a shown Pod to follow, init containers first: those its container-names annotation lists
+    (with --logs-all too, as kapp)."""
+    names = _containers(pod, ())
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if DEPLOY_LOGS_CONTAINER_NAMES not in annotations:
+        return names
+    wanted = annotations[DEPLOY_LOGS_CONTAINER_NAMES].split(",")
+    return [name for name in names if name in wanted]
+
+
+@asynccontextmanager
+async def deploy_logs(
+    cluster: Cluster, out: Output, selector: str, namespaces: list[str], *, logs_all: bool
+) -> AsyncIterator[None]:
+    """Follow the logs of the app's Pods (those with `selector`) while the body runs; stop when it ends. Where Pods
+    may not be listed cluster-wide, those in `namespaces`."""
+    from kapply.ui.logs import LogView
+
+    pods = (await cluster.discovery()).preferred("", "Pod")
+    if pods is None:
+        yield
+        return
+    from kapply import objects
+
+    scopes: list[str | None] = [None]  # cluster-wide, or where Pods may not be listed so, the app's namespaces
+    existing: set[str] = set()  # the Pods there before the deploy (kapp's are those among the app's resources)
+    try:
+        try:
+            existing = {objects.uid(p) for p in await cluster.list(pods, label_selector=selector)}
+        except ClusterError as e:
+            if e.status != 403:
+                raise
+            scopes = list(namespaces)
+            for namespace in namespaces:
+                listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
+                existing |= {objects.uid(p) for p in listed}
+    except ClusterError:
+        yield  # Pods may not be seen: no logs
+        return
+    view = LogView(out, container_tag=True, prefix="logs")
+    task = asyncio.create_task(_follow(cluster, pods, selector, scopes, existing, view, logs_all=logs_all))
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _follow(
+    cluster: Cluster,
+    pods: ResourceType,
+    selector: str,
+    scopes: list[str | None],
+    existing: set[str],
+    view: LogView,
+    *,
+    logs_all: bool,
+) -> None:
+    """Each Pod (there now or created later) is followed once, if shown. The watch keeps each Pod's latest state,
+    so a container's log is opened as soon as it runs (no polling: a deploy may end soon after its Pods run)."""
+    from kapply import objects
+
+    latest: dict[str, Obj | None] = {}  # by uid; None once deleted
+    changed = asyncio.Condition()
+    tails: set[asyncio.Task[None]] = set()
+    async with _log_client(cluster) as http:
+
+        async def tail(uid: str, container: str) -> None:
+            pod = latest[uid]
+            assert pod is not None
+            tag = f"{objects.name(pod)} > {container}"
+            waited = False
+            while (pod := latest.get(uid)) is not None:
+                if _running(pod, container):
+                    try:
+                        async with _log_lines(http, pods, pod, container, FOLLOW) as lines:
+                            view.starting(tag)
+                            try:
+                                async for text in lines:
+                                    view.line(tag, text)
+                            except ClusterError:
+                                return  # a stream that breaks off ends the container's tailing, as kapp's
+                        view.stopped(tag)
+                        await asyncio.sleep(RESTART)
+                        continue
+                    except ClusterError:
+                        pass  # not readable yet
+                if not waited:
+                    view.waiting(tag)
+                    waited = True
+                async with changed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), RETRY)
+
+        async def watch(namespace: str | None) -> None:
+            while True:
+                try:
+                    async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
+                        uid = objects.uid(pod)
+                        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                            continue
+                        new = uid not in latest
+                        latest[uid] = None if kind == "DELETED" else pod
+                        async with changed:
+                            changed.notify_all()
+                        if not new or kind == "DELETED" or not shown(pod, uid in existing, logs_all=logs_all):
+                            continue
+                        tails.update(asyncio.create_task(tail(uid, c)) for c in containers(pod))
+                except ClusterError as e:
+                    if e.status != 410:
+                        await asyncio.sleep(WATCH_RETRY)
+
+        try:
+            await asyncio.gather(*(watch(namespace) for namespace in scopes))
+        finally:
+            for task in tails:
+                task.cancel()
+            await asyncio.gather(*tails, return_exceptions=True)

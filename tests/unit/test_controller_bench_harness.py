@@ -1,0 +1,298 @@
+"""The pure parts of the controller benchmark (bench/controller_bench.py): the Apps it creates, reading /proc and the
+controller's log, the statistics, the two identities' flow schemas, and the controller_results.md rendering. No
+cluster."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+import yaml
+from bench import controller_bench as cb
+from bench import identity, metrics
+
+# ---------------------------------------------------------------- what the bench creates
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30.0), ("1m30s", 90.0), ("500ms", 0.5), ("2h", 7200.0), ("12", 12)]
+)
+def test_durations_read_as_go_writes_them(text, seconds):
+    assert cb.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "30x", "s30", "1m 30s"])
+def test_a_duration_that_is_not_one_is_refused(text):
+    with pytest.raises(ValueError, match="not a duration"):
+        cb.parse_duration(text)
+
+
+def test_an_apps_resources_are_mostly_config_maps_with_names_unique_across_apps():
+    docs = cb.resources(cb.app_name(7), 20)
+    kinds = [d["kind"] for d in docs]
+    assert (kinds.count("ConfigMap"), kinds.count("Secret")) == (18, 2)
+    assert [d["kind"] for d in docs[9::10]] == ["Secret", "Secret"]
+    names = {d["metadata"]["name"] for d in docs} | {d["metadata"]["name"] for d in cb.resources(cb.app_name(8), 20)}
+    assert len(names) == 40
+    assert docs[0]["metadata"]["name"] == "a007-r00"
+    assert all("namespace" not in d["metadata"] for d in docs)  # the App's namespace
+
+
+def test_an_app_deploys_its_inline_resources_through_ytt_with_the_deployer_account():
+    app = cb.app_manifest("a001", "ns", 5, "30s")
+    spec = app["spec"]
+    assert app["metadata"] == {"name": "a001", "namespace": "ns", "labels": cb.LABELS}
+    assert spec["serviceAccountName"] == cb.DEPLOYER
+    assert spec["syncPeriod"] == "30s"
+    assert spec["template"] == [{"ytt": {}}]  # required by the spec; the cheapest step
+    assert spec["deploy"] == [{"kapp": {}}]
+    (source,) = spec["fetch"]
+    assert list(yaml.safe_load_all(source["inline"]["paths"]["resources.yml"])) == cb.resources("a001", 5)
+
+
+def test_the_deployer_may_do_anything_in_its_namespace_only():
+    sa, role, binding = cb.deployer_objects("ns")
+    assert (sa["kind"], role["kind"], binding["kind"]) == ("ServiceAccount", "Role", "RoleBinding")
+    assert {o["metadata"]["namespace"] for o in (sa, role, binding)} == {"ns"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": cb.DEPLOYER, "namespace": "ns"}]
+
+
+def _app(kind: str, generation: int = 2, observed: int = 2, message: str = "") -> dict:
+    return {
+        "metadata": {"generation": generation},
+        "status": {
+            "observedGeneration": observed,
+            "conditions": [{"type": kind, "status": "True", "message": message}],
+        },
+    }
+
+
+def test_an_app_is_ready_when_reconciled_for_its_generation():
+    assert cb.app_state(_app("ReconcileSucceeded")) == ("ready", "")
+    assert cb.app_state(_app("ReconcileSucceeded", generation=3)) == ("pending", "")  # a newer spec
+    assert cb.app_state(_app("ReconcileFailed", message="Deploying: boom")) == ("failed", "Deploying: boom")
+    assert cb.app_state({"metadata": {"generation": 1}}) == ("pending", "")
+
+
+# ---------------------------------------------------------------- the two identities
+
+
+def test_controller_and_deploy_requests_are_counted_apart_and_apart_from_the_side_by_side_bench():
+    prefixes = [cb.CTL_PREFIX, cb.DEP_PREFIX, identity.PREFIX]
+    assert not any(a != b and b.startswith(a) for a in prefixes for b in prefixes)
+    schemas = identity.flow_schemas(cb.DEP_PREFIX, [identity.subject(cb.APPS_NS, cb.DEPLOYER)], cb.LABELS)
+    for schema in schemas:
+        assert schema["metadata"]["name"].startswith(cb.DEP_PREFIX)  # type: ignore[index]
+        assert schema["metadata"]["labels"] == cb.LABELS  # type: ignore[index]
+        for rule in schema["spec"]["rules"]:  # type: ignore[index]
+            assert rule["subjects"] == [
+                {"kind": "ServiceAccount", "serviceAccount": {"name": cb.DEPLOYER, "namespace": cb.APPS_NS}}
+            ]
+    text = (
+        f'{metrics.DISPATCHED}{{flow_schema="{cb.CTL_PREFIX}get",priority_level="exempt"}} 7\n'
+        f'{metrics.DISPATCHED}{{flow_schema="{cb.DEP_PREFIX}get",priority_level="exempt"}} 5\n'
+        f'{metrics.DISPATCHED}{{flow_schema="{cb.DEP_PREFIX}list",priority_level="exempt"}} 3\n'
+        f'{metrics.DISPATCHED}{{flow_schema="{identity.PREFIX}get",priority_level="exempt"}} 100\n'
+    )
+    grew = metrics.delta({}, metrics.parse(text))
+    assert metrics.client_requests(grew, cb.CTL_PREFIX) == {"GET": 7}
+    assert metrics.client_requests(grew, cb.DEP_PREFIX) == {"GET": 5, "LIST": 3}
+
+
+def test_the_side_by_side_identity_keeps_its_names():
+    assert {s["metadata"]["name"] for s in identity.flow_schemas()} == {  # type: ignore[index]
+        identity.PREFIX + suffix for suffix in metrics.CLIENT_VERBS
+    }
+    assert identity.BINDING_PATH.endswith("/kapply-bench-cluster-admin")
+
+
+# ---------------------------------------------------------------- /proc and the controller's log
+
+
+def test_proc_stat_and_status_give_cpu_seconds_and_memory():
+    # fields after the command: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    stat = "4242 (python (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 30 20 20 0 5 0 99 1000 10\n"
+    status = "Name:\tpython\nVmHWM:\t  51200 kB\nVmRSS:\t  40960 kB\nThreads:\t5\n"
+    got = cb.parse_proc(stat, status, 100, 12.5)
+    assert got == cb.ProcSample(t=12.5, cpu_s=3.0, children_cpu_s=0.5, rss_kb=40960, hwm_kb=51200)
+
+
+def test_machine_cpu_is_busy_time_over_all_time_of_all_cores():
+    text = "cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\nintr 1\n"
+    assert cb.parse_cpu_times(text) == (160.0, 1000.0)
+
+
+LOG = """\
+2026-11-23 23:48:00,433 INFO kapply.controller: ns/a000: deployed 5 changes
+2026-11-23 23:48:00,500 INFO kapply: delete configmap/a000-r00 (v1) namespace: ns
+2026-11-23 23:48:10,433 INFO kapply.controller: ns/a000: no changes
+2026-11-23 23:48:11,000 INFO kapply.controller: other/x: no changes
+2026-11-23 23:48:12,000 WARNING kapply.controller: ns/a001: Deploying: boom: yes
+2026-11-23 23:48:13,000 INFO kapply.controller: ns/a001: app a001.app is being deployed by someone else
+2026-11-23 23:48:20,933 INFO kapply.controller: ns/a000: deployed 1 changes, 1 ghost diffs
+Traceback (most recent call last):
+"""
+
+
+def test_the_log_gives_each_reconcile_of_the_namespaces_apps_with_its_outcome():
+    syncs = cb.parse_log(LOG, "ns")
+    assert [(s.app, s.outcome) for s in syncs] == [
+        ("ns/a000", "deployed"),
+        ("ns/a000", "unchanged"),
+        ("ns/a001", "failed"),
+        ("ns/a000", "deployed"),
+    ]
+    assert syncs[2].message == "Deploying: boom: yes"
+    local = datetime.datetime(2026, 11, 23, 23, 48, 0, 433000).timestamp()  # asctime is local time
+    assert syncs[0].t == pytest.approx(local)
+    assert [s.t - local for s in cb.in_window(syncs, local + 1, local + 20)] == pytest.approx([10.0, 11.567])
+    assert cb.sync_intervals(syncs) == pytest.approx([10.0, 10.5])  # per App: a000 twice, a001 once
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def test_stats_median_p90_and_max():
+    assert cb.stats([]) is None
+    s = cb.stats([float(x) for x in range(10, 0, -1)])
+    assert s == {"count": 10, "min": 1.0, "median": 5.5, "p90": 9.0, "max": 10.0}
+    assert cb.stats([2.0]) == {"count": 1, "min": 2.0, "median": 2.0, "p90": 2.0, "max": 2.0}
+
+
+def test_requests_per_sync_and_writes():
+    counts = {"PUT": 2, "GET": 400, "LIST": 400, "WATCH": 1, "POST": 1}
+    assert cb.per_sync(counts, 200) == {"LIST": 2.0, "GET": 2.0, "WATCH": 0.005, "POST": 0.005, "PUT": 0.01}
+    assert list(cb.per_sync(counts, 200)) == ["LIST", "GET", "WATCH", "POST", "PUT"]
+    assert cb.per_sync(counts, 0) == {}
+    assert cb.writes(counts) == 3
+    assert cb.writes({"GET": 5, "LIST": 1, "WATCH": 2, "DISCOVERY": 1}) == 0
+
+
+def test_moved_objects_are_created_updated_and_deleted():
+    before = {"apps/a": "1", "configmaps/x": "5", "configmaps/gone": "2"}
+    after = {"apps/a": "7", "configmaps/x": "5", "configmaps/new": "9"}
+    assert cb.moved(before, after) == {
+        "created": ["configmaps/new"],
+        "updated": ["apps/a"],
+        "deleted": ["configmaps/gone"],
+    }
+
+
+# ---------------------------------------------------------------- controller_results.md
+
+
+def _phase(wall: float, **more: object) -> dict:
+    return {
+        "wall_s": wall,
+        "controller": {"GET": 400},
+        "deploys": {"LIST": 400, "GET": 400},
+        "server": {},
+        "cpu_s": wall / 4,
+        "children_cpu_s": 1.0,
+        "rss_kb": 90 * 1024,
+        "hwm_kb": 100 * 1024,
+        "apiserver_cpu_s": 2.0,
+        "etcd_cpu_s": None,
+        "machine_busy": 0.755,
+        **more,
+    }
+
+
+def _doc(**phases: dict) -> dict:
+    return {
+        "meta": {
+            "command": "controller_bench --apps 200",
+            "started": "2026-11-23T20:00:00+00:00",
+            "finished": "2026-11-23T20:10:00+00:00",
+            "note": "",
+            "machine": {"cpu": "AMD EPYC", "cores": 2, "memory_gb": 23.5, "os": "Debian 12"},
+            "versions": {"kubernetes": "v1.34.4", "kapply": "kapply version 0.1.0"},
+            "config": {
+                "apps": 200,
+                "resources": 20,
+                "sync_period": "30s",
+                "sync_period_s": 30.0,
+                "steady_periods": 4,
+                "drift_trials": 2,
+                "concurrency": 4,
+            },
+        },
+        "phases": phases,
+        "controller_exit": {
+            "exit_code": -15,
+            "cpu_user_s": 80.0,
+            "cpu_sys_s": 5.0,
+            "max_rss_kb": 120 * 1024,
+            "hwm_kb": 110 * 1024,
+            "problems": 1,
+            "problem_lines": ["2026-11-23 20:01:00,000 WARNING kapply.controller: ns/a001: boom"],
+        },
+    }
+
+
+def test_results_md_reports_every_phase():
+    ready = {"count": 200, "min": 1.0, "median": 30.0, "p90": 50.0, "max": 60.0}
+    doc = _doc(
+        initial=_phase(
+            61.0, create_s=2.0, all_ready_s=60.0, not_ready=0, ready_times=ready, outcomes={"deployed": 200}
+        ),
+        steady=_phase(
+            120.0,
+            periods=4,
+            syncs=200,
+            expected_syncs=800,
+            outcomes={"unchanged": 200},
+            intervals={"count": 100, "min": 30.0, "median": 95.0, "p90": 110.0, "max": 120.0},
+            moved={"created": [], "updated": [], "deleted": []},
+            events_created=0,
+        ),
+        drift=_phase(
+            20.0,
+            trials=[
+                {"trial": 1, "app": "a000", "object": "a000-r00", "revert_s": 1.2},
+                {"trial": 2, "app": "a100", "object": "a100-r00", "revert_s": None},
+            ],
+            revert={"count": 1, "min": 1.2, "median": 1.2, "p90": 1.2, "max": 1.2},
+            not_reverted=1,
+            outcomes={"deployed": 1},
+        ),
+        delete=_phase(90.0, all_gone_s=88.0, left=0, objects_left=0),
+    )
+    text = cb.render(doc)
+    assert "**200 Apps x 20 resources**" in text
+    assert "AMD EPYC, 2 cores" in text
+    assert "The API server, etcd, kube-controller-manager and the controller all run on this machine" in text
+    assert "| initial | 61.0 s | 15.2 s (25 % of a core) | 1.0 s | 2.0 s | - | 76 % | 100 MB |" in text
+    assert "**All ReconcileSucceeded 60.0 s after the first create** (58.0 s after the last)." in text
+    assert "Throughput: 3.3 Apps/s, 67 resources/s." in text
+    assert "**200 reconciles logged** (unchanged 200), 800 expected" in text
+    assert "median 95.0 s, p90 110.0 s, max 120.0 s (n = 100)" in text
+    assert "controller GET 2.00; deploy LIST 2.00, GET 2.00" in text
+    assert "**Writes in the window**: controller 0, deploys 0" in text
+    assert "Secrets): **none**; Events created: 0." in text
+    assert "**Reverted: median 1.20 s, p90 1.20 s, max 1.20 s (n = 1)**; not reverted in time: 1." in text
+    assert "| 2 | a100 | a100-r00 | - |" in text
+    assert "**all 200 gone after 88.0 s**." in text
+    assert "peak RSS 120 MB (VmHWM of the controller itself: 110 MB), exit status -15" in text
+    assert "  - `2026-11-23 20:01:00,000 WARNING kapply.controller: ns/a001: boom`" in text
+
+
+def test_results_md_says_when_apps_never_became_ready_and_when_objects_moved():
+    initial = _phase(100.0, create_s=2.0, all_ready_s=None, not_ready=3, ready_times=None, outcomes={"failed": 9})
+    steady = _phase(
+        30.0,
+        periods=1,
+        syncs=0,
+        expected_syncs=200,
+        outcomes={},
+        intervals=None,
+        moved={"created": [], "updated": [f"apps/a{i:03d}" for i in range(7)], "deleted": []},
+        events_created=7,
+    )
+    steady["deploys"] = {"LIST": 10, "PUT": 7}
+    text = cb.render(_doc(initial=initial, steady=steady))
+    assert "**not all ready** after 100.0 s: 3 left" in text
+    assert "Throughput" not in text
+    assert "deploys 7 (PUT, PATCH, POST, DELETE)" in text
+    assert "7 updated (`apps/a000`, `apps/a001`, `apps/a002`, `apps/a003`, `apps/a004` and 2 more)" in text
+    assert "## 3. Drift" not in text
