@@ -347,6 +347,45 @@ def test_two_controllers_elect_one_leader_and_the_other_takes_over_when_it_is_ki
         controllers.close()
 
 
+def test_a_stopped_leader_releases_the_lease_so_the_other_takes_over_at_once(
+    installed: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+):
+    """SIGTERM (a pod being stopped, a rollout) ends the controller cleanly: exit status 0, the Lease released, and
+    the other process leads within a retry period instead of a lease duration."""
+    create_all(kube, deployer(namespace))
+    controllers = Controllers(cluster.kubeconfig, kube, namespace, tmp_path)
+    election = ("--leader-elect=true", f"--lease-namespace={namespace}", "--lease-name=stopping")
+    try:
+        processes = {name: controllers.start(*election, name=name) for name in ("a", "b")}
+        by_pid = {str(p.pid): name for name, p in processes.items()}
+
+        def lease_holder() -> str:
+            try:
+                return str(kube.get(Lease, "stopping", namespace=namespace).spec.holderIdentity or "")
+            except ApiError as e:
+                if e.status.code != 404:
+                    raise
+                return ""
+
+        holder = eventually(lease_holder, timeout=30, what="a leader")
+        leader = by_pid[str(holder).split("_")[-2]]
+        follower = "b" if leader == "a" else "a"
+        processes[leader].send_signal(signal.SIGTERM)
+        stopped_at = time.monotonic()
+        assert processes[leader].wait(timeout=15) == 0
+        log = controllers.logs_by_name[leader].read_text()
+        assert "released the lease" in log and "stopped (SIGTERM)" in log, log
+        eventually(
+            lambda: by_pid.get((lease_holder() or "_x_").split("_")[-2]) == follower,
+            timeout=DURATION,
+            interval=0.2,
+            what="the other controller to take the released Lease",
+        )
+        assert time.monotonic() - stopped_at < DURATION - 1, "taken only after a lease duration: not released"
+    finally:
+        controllers.close()
+
+
 def _micro(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

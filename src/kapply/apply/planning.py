@@ -77,6 +77,11 @@ def cluster_changes(
     return [c for c in out if c.apply_op is not ApplyOp.NOOP or c.wait is not WaitOp.NOOP]
 
 
+def offline_changes(changes: Sequence[Change]) -> list[ClusterChange]:
+    """Every change, unchanged resources included, none waited on: what kapp's `tools diff` shows."""
+    return [ClusterChange(c, WaitOp.NOOP) for c in changes]
+
+
 def graph_op(op: ApplyOp) -> GraphOp:
     """A change's op in the graph, from what applying it does (an ignored delete that is not applied is a noop)."""
     if op is ApplyOp.DELETE:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import signal
 from typing import TYPE_CHECKING
 
 from kapply.cli import groups
@@ -36,14 +38,30 @@ def controller(args: Args, out: Output) -> None:
     )
 
     async def main() -> None:
+        # SIGTERM (a pod being stopped) ends the controller as Ctrl-C does: running deploys are cancelled (their hold on
+        # the app record is given back), the leader Lease is released, and the process exits 0.
+        terminated = asyncio.Event()
+        me = asyncio.current_task()
+        assert me is not None
+
+        def stop() -> None:
+            terminated.set()
+            me.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
         kube = groups.kubeconfig(args)
-        async with AsyncClient(
-            kube.path,
-            context=kube.context,
-            kubeconfig_yaml=kube.yaml,
-            in_cluster=args["in-cluster"],
-            service_account_dir=os.environ.get("KAPPLY_SERVICE_ACCOUNT_DIR"),
-        ) as api:
-            await run_controller(api, options)
+        try:
+            async with AsyncClient(
+                kube.path,
+                context=kube.context,
+                kubeconfig_yaml=kube.yaml,
+                in_cluster=args["in-cluster"],
+                service_account_dir=os.environ.get("KAPPLY_SERVICE_ACCOUNT_DIR"),
+            ) as api:
+                await run_controller(api, options)
+        except asyncio.CancelledError:
+            if not terminated.is_set():
+                raise
+            logging.getLogger("kapply.controller").info("stopped (SIGTERM)")
 
     run(main())

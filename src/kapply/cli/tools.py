@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def diff(args: Args, out: Output) -> None:
     """Diff files against files2 (no cluster, no rebase rules)."""
-    from kapply.apply.planning import cluster_changes
+    from kapply.apply.planning import offline_changes
     from kapply.apply.view import change_set_text
     from kapply.config.config import Config
     from kapply.config.default import default_config
@@ -24,7 +24,7 @@ def diff(args: Args, out: Output) -> None:
 
     flags = groups.diff_flags(args, prefix="")
     changes = local_changes(manifests.read(args["file"], sys.stdin), manifests.read(args["file2"], sys.stdin))
-    found = cluster_changes(changes, Config(), wait=False)
+    found = offline_changes(changes)
     # kapply masks Secret values by default here, in the YAML too (kapp's tools diff has no mask rules)
     config = Config(diff_mask_rules=default_config().diff_mask_rules) if flags.mask else Config()
     text = change_set_text(

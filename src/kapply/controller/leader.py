@@ -30,6 +30,7 @@ from kapply.resources.cluster import Cluster, ResourceType
 LEASES = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, frozenset({"get", "create", "update"}))
 DURATION = 15.0
 RENEW = 5.0
+RELEASE_TIMEOUT = 5.0  # seconds to give the lease up when stopping
 _log = logging.getLogger("kapply.controller")
 
 
@@ -117,6 +118,13 @@ class Election:
             task = asyncio.create_task(work())
             try:
                 await self._keep(task, sent)
+            except asyncio.CancelledError:  # stopping (SIGTERM, Ctrl-C): the work first, then the lease
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._safely(self.release), RELEASE_TIMEOUT)
+                raise
             finally:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -124,6 +132,23 @@ class Election:
             failure = task.exception() if task.done() and not task.cancelled() else None
             if failure is not None:
                 raise failure
+
+    async def release(self) -> bool:
+        """Give the lease up, as client-go's ReleaseOnCancel does: no holder, so the next candidate takes it at once
+        rather than after the lease duration."""
+        lease = await self.cluster.get(LEASES, self.namespace, self.name)
+        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+            return False
+        now = datetime.now(UTC)
+        lease["spec"] = {**lease["spec"], "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _micro(now)}
+        try:
+            await self.cluster.update(LEASES, lease)
+        except ClusterError as e:
+            if e.status == 409:  # renewed or taken in between: not ours to release any more
+                return False
+            raise
+        _log.info("released the lease %s/%s", self.namespace, self.name)
+        return True
 
     async def _keep(self, task: asyncio.Task[None], renewed: float) -> None:
         """Renew the lease every `renew` seconds while `task` runs. Returns when the task ends, or when the lease has
