@@ -12,7 +12,9 @@ from kapply.config import (
     rebase,
     remove_fields,
 )
+from kapply.config.ytt import SERVICE_ACCOUNT_SECRETS_OVERLAY, YttOverlay, recognise_overlay
 from kapply.errors import ConfigError
+from tests.e2e.harness import external_tool
 
 APP_LABELS = {"kapp.k14s.io/app": "1700000000", "kapp.k14s.io/association": "v1.abc"}
 
@@ -149,22 +151,57 @@ def test_service_account_rule_changes_nothing_without_token_secrets():
     assert "secrets" not in default_rebase(new, existing)
 
 
-def test_other_ytt_rebase_rules_require_ytt():
-    rules = parse_config(
+def _ytt_rules(overlay: str) -> list:
+    return parse_config(
         {
             "apiVersion": "kapp.k14s.io/v1alpha1",
             "kind": "Config",
             "rebaseRules": [
-                {
-                    "ytt": {"overlayContractV1": {"overlay.yml": "#@ load('@ytt:overlay', 'overlay')\n"}},
-                    "resourceMatchers": [{"allMatcher": {}}],
-                }
+                {"ytt": {"overlayContractV1": {"overlay.yml": overlay}}, "resourceMatchers": [{"allMatcher": {}}]}
             ],
         },
         "t",
     ).rebase_rules
-    with pytest.raises(ConfigError, match="requires ytt"):
-        rebase(service({}), live(service({})), rules)
+
+
+KEEP_LIVE_LABEL = """#@ load("@ytt:data", "data")
+#@ load("@ytt:overlay", "overlay")
+#@overlay/match by=overlay.all
+---
+metadata:
+  #@overlay/match missing_ok=True
+  labels:
+    #@overlay/match missing_ok=True
+    kept: #@ data.values.existing.metadata.labels.kept
+"""
+
+
+def test_a_ytt_rebase_rule_without_ytt_fails_naming_what_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv("KAPPLY_YTT", str(tmp_path / "no-ytt"))
+    with pytest.raises(ConfigError, match="needs ytt: ytt is not available: \\$KAPPLY_YTT names"):
+        rebase(service({}), live(service({})), _ytt_rules(KEEP_LIVE_LABEL))
+
+
+def test_a_ytt_rebase_rule_runs_through_ytt_with_new_existing_and_current(monkeypatch):
+    monkeypatch.setenv("KAPPLY_YTT", str(external_tool("ytt", "KAPPLY_YTT")))
+    existing = live(service({}))
+    existing["metadata"]["labels"] = {"kept": "from-live"}
+    result = rebase(service({}), existing, _ytt_rules(KEEP_LIVE_LABEL))
+    assert result["metadata"]["labels"]["kept"] == "from-live"
+
+
+def test_the_default_service_account_overlay_gives_the_same_through_ytt_as_natively(monkeypatch):
+    monkeypatch.setenv("KAPPLY_YTT", str(external_tool("ytt", "KAPPLY_YTT")))
+    new = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}}
+    existing = {
+        **new,
+        "secrets": [{"name": "sa-token-1"}, {"name": "sa-dockercfg-2"}],
+        "imagePullSecrets": [{"name": "sa-dockercfg-2"}],
+    }
+    native = recognise_overlay(SERVICE_ACCOUNT_SECRETS_OVERLAY)
+    through_ytt = YttOverlay(SERVICE_ACCOUNT_SECRETS_OVERLAY, native=None)
+    assert native.native is not None
+    assert through_ytt.apply(new, new, existing) == native.apply(new, new, existing)
 
 
 def test_secretgen_rule_prefers_live_values():

@@ -2,6 +2,7 @@
 
 from kapply.apply.waiters import converge, failed, ok, ongoing, wait_lines, wait_state, which_children
 from kapply.config.config import parse_config
+from tests.e2e.harness import external_tool
 
 
 def rules(*wait_rules):
@@ -142,12 +143,51 @@ def test_resource_being_deleted_ignores_wait_rules():
     assert wait_state(deleting, rules(READY_RULE)) == ongoing("Deleting")
 
 
-def test_ytt_wait_rule_fails_clearly_because_ytt_is_not_embedded():
-    rule = {
-        "resourceMatchers": READY_RULE["resourceMatchers"],
-        "ytt": {"funcContractV1": {"resource.star": "def is_done(resource):\n  return {'done': True}\nend\n"}},
-    }
-    state = wait_state(crontab(), rules(rule))
+IS_DONE = """
+def is_done(resource):
+  state = resource.spec.state
+  if state == "ready":
+    return {"done": True, "successful": True, "message": "ready at " + resource.metadata.name}
+  elif state == "broken":
+    return {"done": True, "successful": False, "message": "broken"}
+  elif state == "partly":
+    return {"done": False, "unblockChanges": True, "message": "partly there"}
+  end
+  return {"done": False, "message": "not yet"}
+end
+"""
+
+
+def ytt_rule(star: str) -> dict:
+    return {"resourceMatchers": READY_RULE["resourceMatchers"], "ytt": {"funcContractV1": {"resource.star": star}}}
+
+
+def with_state(state: str) -> dict:
+    resource = crontab()
+    resource["spec"] = {"state": state}
+    return resource
+
+
+def test_a_ytt_wait_rule_decides_through_ytt(monkeypatch):
+    monkeypatch.setenv("KAPPLY_YTT", str(external_tool("ytt", "KAPPLY_YTT")))
+    rule = rules(ytt_rule(IS_DONE))
+    assert wait_state(with_state("ready"), rule) == ok(f"ready at {crontab()['metadata']['name']}")
+    assert wait_state(with_state("broken"), rule) == failed("broken")
+    assert wait_state(with_state("partly"), rule) == ongoing(
+        "Allowing blocked changes to proceed: partly there", unblock=True
+    )
+    assert wait_state(with_state(""), rule) == ongoing("not yet")
+
+
+def test_a_ytt_wait_rule_without_ytt_fails_clearly(monkeypatch, tmp_path):
+    monkeypatch.setenv("KAPPLY_YTT", str(tmp_path / "no-ytt"))
+    state = wait_state(crontab(), rules(ytt_rule(IS_DONE)))
     assert state.terminally_failed
-    assert state.message.startswith("Error: Applying ytt wait rule: ")
-    assert "ytt" in state.message.removeprefix("Error: Applying ytt wait rule: ")
+    assert state.message.startswith("Error: Applying ytt wait rule: A ytt rule needs ytt: ytt is not available")
+
+
+def test_a_ytt_wait_rule_that_does_not_compile_fails_with_what_ytt_said(monkeypatch):
+    monkeypatch.setenv("KAPPLY_YTT", str(external_tool("ytt", "KAPPLY_YTT")))
+    state = wait_state(crontab(), rules(ytt_rule("def is_done(resource):\n  return {\n")))
+    assert state.terminally_failed
+    assert state.message.startswith("Error: Applying ytt wait rule: ytt failed: ")

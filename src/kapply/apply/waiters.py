@@ -22,6 +22,8 @@ from typing import Any
 from kapply import objects
 from kapply.config.config import ConditionMatcher, WaitRule
 from kapply.config.matchers import matches_any
+from kapply.config.ytt import is_done
+from kapply.errors import ConfigError
 from kapply.objects import api_group, describe, key_of
 
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -335,16 +337,27 @@ def _deleting(resource: dict[str, Any]) -> State:
     return ongoing("Deleting")
 
 
+def _ytt_wait_rule(resource: dict[str, Any], resource_star: str) -> State:
+    """kapp's ytt wait rule: the verdict of `is_done(data.values)`."""
+    try:
+        verdict = is_done(resource_star, resource)
+    except ConfigError as e:
+        return failed(f"Error: Applying ytt wait rule: {e}")
+    message = str(verdict.get("message") or "")
+    if verdict.get("done"):
+        return ok(message) if verdict.get("successful") else failed(message)
+    if verdict.get("unblockChanges"):
+        return ongoing(f"Allowing blocked changes to proceed: {message}", unblock=True)
+    return ongoing(message)
+
+
 def _wait_rule(resource: dict[str, Any], rule: WaitRule) -> State:
     """A Config waitRule: failure conditions first, then success ones, then those that unblock changes."""
     supports_observed = rule.supports_observed_generation
     if supports_observed and (waiting := _observed(resource)) is not None:
         return waiting
     if rule.ytt_resource_star is not None:
-        return failed(
-            "Error: Applying ytt wait rule: a wait rule with ytt.funcContractV1 needs ytt, "
-            "which kapply does not embed (use conditionMatchers instead)"
-        )
+        return _ytt_wait_rule(resource, rule.ytt_resource_star)
     generation = _generation(resource)
     matches = [
         (matcher, cond)

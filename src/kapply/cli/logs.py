@@ -50,6 +50,10 @@ def logs(args: Args, out: Output) -> None:
         pod=args["pod-name"],
         containers=tuple(args["container-name"]),
     )
+    if options.follow and not args["json"]:
+        # Following ends with Ctrl-C, by the signal, as kapp's: nothing is left to clean up (every line is flushed as
+        # it is printed), and waiting for the streams to close after the interrupt was seen to hang for 30 s.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         run(_logs(args, out, options))
     except KeyboardInterrupt:

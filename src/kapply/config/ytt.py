@@ -1,17 +1,24 @@
-"""ytt overlays in rebase rules (`ytt.overlayContractV1`).
+"""ytt in Config rules: rebase rules' `ytt.overlayContractV1` and wait rules' `ytt.funcContractV1`.
 
-kapply does not embed ytt. The overlays it knows, those of its default config, are recognised by
-their exact text and run as Python; any other overlay is kept, and applying it is an error.
+kapp embeds ytt; kapply runs a ytt binary ($KAPPLY_YTT, else PATH), as kapp does in-process: an overlay gets
+`resource.yml` (the rebased resource so far) and data values `new`, `existing` and `_current`; a wait rule's
+`is_done(data.values)` gets the resource as data values. The overlay of kapply's default config (the ServiceAccount
+one) also runs natively, so that a machine without ytt deploys ServiceAccounts.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from kapply import objects
+from kapply import objects, programs
 from kapply.errors import ConfigError
+from kapply.yamlio import load_all
 
 # Runs an overlay: (current result, new resource, existing resource) -> new result.
 NativeOverlay = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -23,12 +30,53 @@ class YttOverlay:
     native: NativeOverlay | None
 
     def apply(self, current: dict[str, Any], new: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
-        if self.native is None:
-            raise ConfigError(
-                "Rebase rule with a ytt overlay requires ytt, which kapply does not embed "
-                "(only the overlays of the default config are built in)"
-            )
-        return self.native(current, new, existing)
+        if self.native is not None:
+            return self.native(current, new, existing)
+        values = {"new": new, "existing": existing, "_current": current}
+        out = run_ytt({"resource.yml": json.dumps(current), "overlay.yml": self.text, "values.yml": _values(values)})
+        docs = [doc for doc in load_all(out, "ytt's output", ConfigError) if doc is not None]
+        if len(docs) != 1 or not isinstance(docs[0], dict):
+            raise ConfigError(f"Expected ytt overlay to produce exactly one resource, but it produced {len(docs)}")
+        result: dict[str, Any] = docs[0]
+        return result
+
+
+YTT_TIMEOUT = 60.0  # seconds for one ytt run
+
+
+def _values(values: Any) -> str:
+    """A ytt data values document (JSON is YAML)."""
+    return "#@data/values\n---\n" + json.dumps(values) + "\n"
+
+
+def run_ytt(files: dict[str, str]) -> str:
+    """ytt's output for these files (name -> text); ConfigError naming what ytt said when it fails or is missing."""
+    try:
+        ytt = programs.find("ytt")
+    except programs.ProgramNotFound as e:
+        raise ConfigError(f"A ytt rule needs ytt: {e}") from None
+    with tempfile.TemporaryDirectory(prefix="kapply-ytt-") as work:
+        for name, text in files.items():
+            Path(work, name).write_text(text)
+        try:
+            done = subprocess.run([ytt, "-f", work], capture_output=True, text=True, timeout=YTT_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ConfigError(f"Running ytt: {e}") from None
+    if done.returncode != 0:
+        raise ConfigError(f"ytt failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def is_done(resource_star: str, resource: dict[str, Any]) -> dict[str, Any]:
+    """A wait rule's verdict on `resource`: the dict `is_done(data.values)` returns (`done`, `successful`,
+    `message`, `unblockChanges`)."""
+    main = '#@ load("@ytt:data", "data")\n#@ load("resource.star", "is_done")\n--- #@ is_done(data.values)\n'
+    out = run_ytt({"resource.star": resource_star, "values.yml": _values(resource), "main.yml": main})
+    docs = [doc for doc in load_all(out, "ytt's output", ConfigError) if doc is not None]
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ConfigError("Expected is_done() of a ytt wait rule to return a dict")
+    verdict: dict[str, Any] = docs[0]
+    return verdict
 
 
 def recognise_overlay(text: str) -> YttOverlay:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from dataclasses import dataclass
 
+from kapply import programs
 from kapply.errors import KapplyError
 
-ENV = {"git": "KAPPLY_GIT", "ytt": "KAPPLY_YTT", "kustomize": "KAPPLY_KUSTOMIZE", "helm": "KAPPLY_HELM"}
 TIMEOUT = 300.0
 
 
@@ -32,16 +31,10 @@ class Ran:
 
 def find(tool: str) -> str:
     """The path of `tool`: $KAPPLY_<TOOL> (which must then exist) or PATH."""
-    variable = ENV[tool]
-    named = os.environ.get(variable)
-    if named:
-        if not (os.path.isfile(named) and os.access(named, os.X_OK)):
-            raise ToolError(f"{tool} is not available: ${variable} names {named}, which is not an executable file")
-        return named
-    found = shutil.which(tool)
-    if found is None:
-        raise ToolError(f"{tool} is not available: install it on PATH or name it with ${variable}")
-    return found
+    try:
+        return programs.find(tool)
+    except programs.ProgramNotFound as e:
+        raise ToolError(str(e)) from None
 
 
 async def run(

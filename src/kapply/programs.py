@@ -1,0 +1,31 @@
+"""Finding the programs kapply runs (git, ytt, kustomize, helm): `$KAPPLY_<PROGRAM>`, which must then name an
+executable file (a wrong path is an error, not a fall-back), else PATH."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from kapply.errors import KapplyError
+
+ENV = {"git": "KAPPLY_GIT", "ytt": "KAPPLY_YTT", "kustomize": "KAPPLY_KUSTOMIZE", "helm": "KAPPLY_HELM"}
+
+
+class ProgramNotFound(KapplyError):
+    """The program is not on PATH, or its variable names no executable file."""
+
+
+def find(program: str) -> str:
+    """The path of `program`: $KAPPLY_<PROGRAM> (which must then exist) or PATH."""
+    variable = ENV[program]
+    named = os.environ.get(variable)
+    if named:
+        if not (os.path.isfile(named) and os.access(named, os.X_OK)):
+            raise ProgramNotFound(
+                f"{program} is not available: ${variable} names {named}, which is not an executable file"
+            )
+        return named
+    found = shutil.which(program)
+    if found is None:
+        raise ProgramNotFound(f"{program} is not available: install it on PATH or name it with ${variable}")
+    return found
