@@ -305,3 +305,23 @@ def test_kapply_sees_no_changes_after_kapp_deployed_without_asking_the_server(
         "--diff-run", "--diff-exit-status", "--diff-server-side=false", "-c",
     )  # fmt: skip
     assert diff.returncode == 2, f"kapply found changes (exit {diff.returncode}):\n{diff.stdout}{diff.stderr}"
+
+
+def test_kapply_records_a_valid_last_applied_copy_in_one_or_two_writes(
+    cluster: Cluster, namespace: str, app: str, manifest: str, kapply: KapplyRunner, tmp_path: Path
+) -> None:
+    """kapply sends the record with the create or update, computed as if the server keeps the object as sent, and
+    corrects it when the server did not (defaults, allocated IPs, normalised quantities): either way the record on
+    every object must be one kapp's check accepts (the MD5 above is kapp's), after a create and after an update."""
+    path = tmp_path / "app.yml"
+    config = default_config()
+    for step, text in (("create", manifest), ("update", manifest.replace('a: "1"', 'a: "2"').replace("1.5", "2.5"))):
+        path.write_text(text)
+        deployed = kapply("deploy", "-a", app, "-f", str(path), "-n", namespace, "-y", "--wait-check-interval=0.5s")
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        invalid = [
+            f"{live['kind']}/{live['metadata']['name']}"
+            for live in _live_objects(cluster.kubeconfig, namespace, text)
+            if last_applied(live, config) is None
+        ]
+        assert not invalid, f"after the {step}, kapp would not accept kapply's record of: {', '.join(invalid)}"

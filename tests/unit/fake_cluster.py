@@ -29,6 +29,7 @@ class FakeCluster:
         self._reads: dict[Key, int] = {}
         self._versions = itertools.count(1)
         self.write_delay = 0.0
+        self.defaults: Callable[[Obj], None] | None = None  # what the "server" fills in on create and update
 
     @staticmethod
     def _key(rtype: ResourceType, namespace: str | None, name: str) -> Key:
@@ -83,6 +84,8 @@ class FakeCluster:
             raise ClusterError("API server says: already exists (reason: AlreadyExists)", status=409)
         stored = copy.deepcopy(obj)
         stored["metadata"].update(uid=f"uid-{meta['name']}", resourceVersion=str(next(self._versions)), generation=1)
+        if self.defaults is not None:
+            self.defaults(stored)
         self.objects[key] = stored
         return copy.deepcopy(stored)
 
@@ -98,6 +101,8 @@ class FakeCluster:
         stored = copy.deepcopy(obj)
         stored["metadata"]["resourceVersion"] = str(next(self._versions))
         stored["metadata"]["generation"] = current["metadata"]["generation"] + 1
+        if self.defaults is not None:
+            self.defaults(stored)
         self.objects[key] = stored
         return copy.deepcopy(stored)
 

@@ -1,8 +1,11 @@
 """Applying one change to the cluster: create, update, delete, with kapp's strategies.
 (The order of changes and the waiting are `kapply.apply.loop`'s.)
 
-Every create and update is followed by a second write that records the
-last-applied copy (kapp's `kapp.k14s.io/original`), as kapp does.
+Every create and update records the last-applied copy (kapp's `kapp.k14s.io/original` and `original-diff-md5`).
+kapp does it with a second write after each one; kapply sends the annotations with the write itself, computed as if
+the server stored the object as sent, and checks them against what the server returned: only when the server changed
+the object (defaults, allocated fields, a webhook) does a second write correct them, so that the record is always
+exactly kapp's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from kapply.config.config import Config
 from kapply.config.rules import MaskCounter
 from kapply.diff.change import (
     MAX_ANNOTATION_VALUE,
+    MAX_ANNOTATIONS_SIZE,
     Change,
     Op,
     calculate,
@@ -74,11 +78,27 @@ class Applier:
                 f"{change.op.apply_op} {change.describe()}: {verb} resource {change.describe()}: {e}"
             ) from e
 
+    def _recording(self, body: Obj, applied: Obj) -> Obj:
+        """`body` with the annotations that record `applied`, computed as if the server stores `body` unchanged (it
+        usually does: then the write is the only one). Unchanged when they cannot be recorded in the write."""
+        if not records_original(applied):
+            return body
+        annotations = last_applied_annotations(body, applied, self.config)
+        if annotations is None:
+            return body
+        merged = objects.annotations(body) | annotations
+        if sum(len(k) + len(v) for k, v in merged.items()) > MAX_ANNOTATIONS_SIZE:
+            return body  # the write would be refused: record after it (which warns)
+        return {**body, "metadata": {**body["metadata"], "annotations": merged}}
+
     async def _record(self, rtype: ResourceType, saved: Obj, applied: Obj) -> None:
-        """The second write: annotate the stored object with the copy kapply applied."""
+        """Annotate the stored object with the copy kapply applied, unless the write already did so correctly."""
         if not (records_original(applied) and records_original(saved)):
             return
         annotations = last_applied_annotations(saved, applied, self.config)
+        current = objects.annotations(saved)
+        if annotations is not None and all(current.get(k) == v for k, v in annotations.items()):
+            return
         if annotations is None:
             self.progress.warn(
                 f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
@@ -106,7 +126,7 @@ class Applier:
         rtype = await self._rtype(res)
         strategy = create_strategy(res)
         try:
-            saved = await self.cluster.create(rtype, res)
+            saved = await self.cluster.create(rtype, self._recording(res, change.new))
         except ClusterError as e:
             if e.status == 409 and strategy is not CreateStrategy.PLAIN:
                 await self._update_after_create(change, rtype, strategy)
@@ -142,7 +162,7 @@ class Applier:
         approved = fingerprint(change.left, change.right)
         for _ in range(CONFLICT_RETRIES):
             try:
-                saved = await self.cluster.update(rtype, with_identity(change.to_apply))
+                saved = await self.cluster.update(rtype, self._recording(with_identity(change.to_apply), change.new))
                 await self._record(rtype, saved, change.new)
                 return
             except ClusterError as e:
@@ -185,7 +205,8 @@ class Applier:
         await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is not None:
             await asyncio.sleep(0.5)
-        saved = await self._write("Creating", change, lambda: self.cluster.create(rtype, with_identity(change.new)))  # type: ignore
+        body = self._recording(with_identity(change.new), change.new)
+        saved = await self._write("Creating", change, lambda: self.cluster.create(rtype, body))
         await self._record(rtype, saved, change.new)
 
     async def _delete(self, change: Change) -> None:

@@ -24,6 +24,7 @@ from kapply.diff.ops_diff import fingerprint
 from kapply.objects import Obj, ResourceKey, describe, key_of
 
 MAX_ANNOTATION_VALUE = 262144
+MAX_ANNOTATIONS_SIZE = 262144  # the API server's limit on all annotations together (keys and values)
 
 
 class ApplyOp(StrEnum):
