@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from kapply import objects
 from kapply.config.decode import Decoder
@@ -166,6 +166,56 @@ Matcher = (
 
 def matches_any(matchers: Sequence[Matcher], res: dict[str, Any]) -> bool:
     return any(m.matches(res) for m in matchers)
+
+
+def kinds_matched(matcher: Matcher) -> frozenset[str] | None:
+    """The kinds of the resources `matcher` can match; None when it is not limited to some kinds."""
+    match matcher:
+        case ApiVersionKindMatcher() | ApiGroupKindMatcher() | KindNamespaceNameMatcher():
+            return frozenset({matcher.kind})
+        case AnyMatcher():
+            parts = [kinds_matched(m) for m in matcher.matchers]
+            return None if any(p is None for p in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+        case AndMatcher():
+            limited = [p for p in (kinds_matched(m) for m in matcher.matchers) if p is not None]
+            return frozenset.intersection(*limited) if limited else None
+        case _:
+            return None
+
+
+class Rule(Protocol):
+    @property
+    def resource_matchers(self) -> tuple[Matcher, ...]: ...
+
+
+R = TypeVar("R", bound=Rule)
+
+# (id of a rule sequence, kind) -> (that sequence, its rules that can match the kind). The sequence is held so that
+# its id is not reused while cached; configs are few and long-lived, so the cache stays small.
+_BY_KIND: dict[tuple[int, str], tuple[Sequence[Any], tuple[Any, ...]]] = {}
+_BY_KIND_SIZE = 1024
+
+
+def rules_for_kind(rules: Sequence[R], kind: str) -> tuple[R, ...]:
+    """The rules that can match a resource of `kind`, in order: rules whose matchers name other kinds only are left
+    out, so that a deploy of thousands of resources does not try every rule's matchers on every one of them."""
+    key = (id(rules), kind)
+    hit = _BY_KIND.get(key)
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    kept = tuple(rule for rule in rules if _may_match(rule.resource_matchers, kind))
+    if len(_BY_KIND) >= _BY_KIND_SIZE:
+        _BY_KIND.clear()
+    _BY_KIND[key] = (rules, kept)
+    return kept
+
+
+def _may_match(matchers: Sequence[Matcher], kind: str) -> bool:
+    for matcher in matchers:
+        kinds = kinds_matched(matcher)
+        if kinds is None or kind in kinds:
+            return True
+    return False
 
 
 _MATCHER_KINDS = (

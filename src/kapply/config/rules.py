@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from kapply.config.config import LabelScopingRule, PathRule, RebaseRule, RebaseType, Source, YttRebaseRule
-from kapply.config.matchers import matches_any
+from kapply.config.matchers import matches_any, rules_for_kind
 from kapply.config.paths import (
     Path,
     append_string_map,
@@ -32,9 +32,12 @@ def rebase(
 
     A rule applies if it matches that current result. Copy rules read the `new` source from the
     resource as given (so rules can restore what earlier rules replaced) and `existing` from the
-    live resource."""
+    live resource.
+
+    Only the rules that can match the resource's kind are tried, unless a rule may change the kind itself (a ytt
+    overlay or a path at `kind`)."""
     result = new
-    for rule in rules:
+    for rule in _candidates(rules, new):
         try:
             if isinstance(rule, YttRebaseRule):
                 if matches_any(rule.resource_matchers, result):
@@ -55,10 +58,37 @@ def rebase(
     return result
 
 
+AnyRule = TypeVar("AnyRule", RebaseRule | YttRebaseRule, PathRule, LabelScopingRule)
+
+# id of a rule sequence -> (that sequence, whether one of its rules may change a resource's kind); see rules_for_kind
+_CHANGES_KIND: dict[int, tuple[Sequence[Any], bool]] = {}
+
+
+def _candidates(rules: Sequence[AnyRule], res: dict[str, Any]) -> Sequence[AnyRule]:
+    """The rules worth trying on `res`: those that can match its kind, unless a rule may change the kind itself (a
+    ytt overlay run by ytt, or a path at `kind`), which would make a rule skipped by kind match after it."""
+    kind = res.get("kind")
+    if not isinstance(kind, str):
+        return rules
+    hit = _CHANGES_KIND.get(id(rules))
+    if hit is None or hit[0] is not rules:
+        if len(_CHANGES_KIND) >= 1024:
+            _CHANGES_KIND.clear()
+        hit = _CHANGES_KIND[id(rules)] = (rules, any(_changes_kind(rule) for rule in rules))
+    return rules if hit[1] else rules_for_kind(rules, kind)
+
+
+def _changes_kind(rule: RebaseRule | YttRebaseRule | PathRule | LabelScopingRule) -> bool:
+    if isinstance(rule, YttRebaseRule):
+        return rule.overlay.native is None  # the overlays kapply knows natively keep the kind
+    paths = rule.paths if isinstance(rule, RebaseRule) else (rule.path,)
+    return any(not path or path[0] == "kind" for path in paths)
+
+
 def add_ownership_labels(resource: dict[str, Any], labels: dict[str, str], rules: Sequence[PathRule]) -> dict[str, Any]:
     """`resource` with `labels` added at every matching rule's path, creating the map if missing
     (unless the path goes through lists)."""
-    for rule in rules:
+    for rule in _candidates(rules, resource):
         if matches_any(rule.resource_matchers, resource):
             with _naming(rule.path, resource):
                 resource = append_string_map(resource, rule.path, labels, create_missing=True)
@@ -74,7 +104,7 @@ def add_label_scoping(
     """`resource` with `labels` added to the maps (selectors) at matching rules' paths that exist.
 
     `include_default=False` skips the rules marked isDefault."""
-    for rule in rules:
+    for rule in _candidates(rules, resource):
         if (include_default or not rule.is_default) and matches_any(rule.resource_matchers, resource):
             with _naming(rule.path, resource):
                 resource = append_string_map(resource, rule.path, labels, create_missing=False)
@@ -83,7 +113,7 @@ def add_label_scoping(
 
 def remove_fields(resource: dict[str, Any], rules: Sequence[PathRule]) -> dict[str, Any]:
     """`resource` without the paths of the matching field exclusion rules."""
-    for rule in rules:
+    for rule in _candidates(rules, resource):
         if matches_any(rule.resource_matchers, resource):
             with _naming(rule.path, resource):
                 resource = remove_at(resource, rule.path)

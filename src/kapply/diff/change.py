@@ -219,7 +219,8 @@ def calculate(
             sent = _kept_outside_changes(applied, copy, existing)
     to_apply = rebase(sent, existing, config.rebase_rules)
     if recorded is not None:
-        left = diff_side(rebase(recorded, existing, config.rebase_rules), config)
+        # Unchanged since the last deploy (the common case): the same rebase, done once.
+        left = diff_side(to_apply if recorded == sent else rebase(recorded, existing, config.rebase_rules), config)
         basis = Basis.LAST_APPLIED
     else:
         left = diff_side(existing, config)
