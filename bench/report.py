@@ -179,6 +179,34 @@ def ratio_summary(runs: Sequence[Run]) -> list[str]:
     return _table(["step", *names], rows, "l")
 
 
+# Issue 14's targets: the kapply/kapp wall-time ratio each step must reach on the mix at these sizes.
+TARGETS = {"deploy": 0.8, "noop": 0.3, "diff-run": 0.3, "change": 0.5, "delete": 0.5}
+TARGET_SIZES = ("mix-1000", "mix-5000")
+WHY = "bench/why.md"
+
+
+def targets_table(runs: Sequence[Run]) -> list[str]:
+    """Each target of issue 14 against the measured ratio (met or missed), and peak RSS at the largest mix; empty
+    when the run measured none of the target sizes."""
+    names = [w for w in TARGET_SIZES if w in workloads_in(runs)]
+    rows = []
+    for w in names:
+        for step, target in TARGETS.items():
+            r = ratio(
+                metric(select(runs, workload=w, tool="kapply", step=step), "wall_s"),
+                metric(select(runs, workload=w, tool="kapp", step=step), "wall_s"),
+            )
+            if r is not None:
+                verdict = "met" if r <= target else f"**missed** ({WHY})"
+                rows.append([w, STEP_TITLES[step], f"≤ {target:.1f}", f"{r:.2f}", verdict])
+        rss = {t: metric(select(runs, workload=w, tool=t, step="deploy"), "max_rss_kb") for t in ("kapp", "kapply")}
+        if rss["kapp"] and rss["kapply"]:
+            verdict = "met" if rss["kapply"].median <= rss["kapp"].median else f"**missed** ({WHY})"
+            measured = f"{rss['kapply'].median / 1024:.0f} MB vs {rss['kapp'].median / 1024:.0f} MB"
+            rows.append([w, "peak RSS, initial deploy", "≤ kapp", measured, verdict])
+    return _table(["workload", "step", "target (kapply/kapp)", "measured", ""], rows, "ll") if rows else []
+
+
 def failures(runs: Sequence[Run]) -> list[str]:
     out: list[str] = []
     for r in runs:
@@ -240,6 +268,9 @@ def render(doc: dict[str, Any]) -> str:
     if len(summary) > 2:
         lines += ["## kapply/kapp wall-time ratio (median over median; below 1: kapply is faster)", ""]
         lines += summary + [""]
+    targets = targets_table(runs)
+    if targets:
+        lines += ["## Issue 14's targets", ""] + targets + [""]
     for w in workloads_in(runs):
         sample = next(r for r in runs if r["workload"] == w)
         lines += [f"## {w}: {describe(sample['kind'], sample['n'])}", ""]

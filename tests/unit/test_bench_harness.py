@@ -306,3 +306,19 @@ def test_results_md_has_medians_spreads_ratios_requests_and_failures():
 def test_results_md_renders_a_one_tool_run_without_ratios():
     text = report.render(_doc([_run("kapply", "deploy", 0, 1.0)]))
     assert "kapply/kapp" not in text.split("## mix-100")[1]
+
+
+def test_results_md_checks_issue_14s_targets_at_the_target_sizes():
+    def at(run: dict, rss_mb: int = 40) -> dict:
+        return run | {"workload": "mix-1000", "n": 1000, "max_rss_kb": rss_mb * 1024}
+
+    runs = [at(_run("kapp", "deploy", 0, 10.0), 60), at(_run("kapply", "deploy", 0, 7.0), 50)]
+    runs += [at(_run("kapp", "noop", 0, 1.0)), at(_run("kapply", "noop", 0, 0.6))]
+    runs += [_run("kapp", "noop", 0, 1.0), _run("kapply", "noop", 0, 0.1)]  # mix-100: not a target size
+    text = report.render(_doc(runs))
+    section = text.split("## Issue 14's targets")[1].split("\n## ")[0]
+    assert "| mix-1000 | initial deploy | ≤ 0.8 | 0.70 | met |" in section
+    assert f"| mix-1000 | no-change redeploy | ≤ 0.3 | 0.60 | **missed** ({report.WHY}) |" in section
+    assert "| mix-1000 | peak RSS, initial deploy | ≤ kapp | 50 MB vs 60 MB | met |" in section
+    assert "mix-100 |" not in section
+    assert "## Issue 14's targets" not in report.render(_doc([_run("kapp", "noop", 0, 1.0)]))
