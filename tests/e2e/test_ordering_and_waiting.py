@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod
 
 from tests.e2e.harness import WAIT_INTERVAL
@@ -320,20 +323,32 @@ def test_wait_can_be_turned_off_per_resource_and_per_deploy(kapply, namespace):
     assert "Wait to: 0 reconcile, 0 delete, 1 noop" in no_wait.stdout
 
 
-def test_a_resource_that_disappears_while_waited_on_fails_with_not_found(kapply, namespace):
-    """A Job with `ttlSecondsAfterFinished: 0` (as in ingress-nginx) is deleted once it finishes: kapp fails with
-    NotFound at once; kapply must not wait for it until the wait timeout."""
+def test_a_resource_that_disappears_while_waited_on_fails_with_not_found(kapply, namespace, kube: Client):
+    """A resource deleted while kapply waits on it (e.g. a Job with `ttlSecondsAfterFinished: 0`, as in
+    ingress-nginx): kapp fails with NotFound at once; kapply must not wait for it until the wait timeout. The Job is
+    suspended so that it cannot complete first, and the test deletes it once it exists."""
     manifest = """apiVersion: batch/v1
 kind: Job
 metadata: {name: once}
 spec:
-  ttlSecondsAfterFinished: 0
+  suspend: true
   template:
     spec:
       restartPolicy: Never
       containers: [{name: c, image: registry.k8s.io/pause:3.10}]
 """
-    result = kapply.deploy(namespace, manifest, "--wait-timeout=60s", app="ttl", check=False)
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(kapply.deploy, namespace, manifest, "--wait-timeout=60s", app="ttl", check=False)
+        deadline = time.monotonic() + 30
+        while not running.done() and time.monotonic() < deadline:
+            try:
+                kube.delete(Job, "once", namespace=namespace)
+                break
+            except ApiError as e:
+                if e.status.code != 404:
+                    raise
+                time.sleep(0.1)
+        result = running.result()
     assert result.returncode == 1, result.stdout + result.stderr
     assert 'jobs.batch "once" not found (reason: NotFound)' in result.stderr
     assert "timed out" not in result.stderr
