@@ -20,8 +20,6 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
-from lightkube.config.kubeconfig import SERVICE_ACCOUNT
-
 from kapply import delete as delete_pipeline
 from kapply import deploy as deploy_pipeline
 from kapply.app import history, record
@@ -41,7 +39,7 @@ from kapply.objects import Obj
 from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster
 from kapply.resources.filters import ResourceFilter
-from kapply.resources.kubeconfig import KubeconfigFlags, default_namespace, load, with_token
+from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, default_namespace, load, with_token
 
 Resources = Sequence[Mapping[str, Any]]
 
@@ -182,7 +180,7 @@ class AsyncClient:
     def with_token(self, token: str, namespace: str) -> AsyncClient:
         """A client of the same cluster acting as a service account (`token`, e.g. from the TokenRequest API), with
         `namespace` as its default: deploying with the rights of that account, never this client's."""
-        return AsyncClient(kubeconfig_yaml=with_token(self.cluster.config, token, namespace), namespace=namespace)
+        return AsyncClient(kubeconfig_yaml=with_token(self.cluster.context, token, namespace), namespace=namespace)
 
     def namespace(self, explicit: str | None = None) -> str:
         """The namespace a call uses: `explicit`, else the client's, else $KAPP_NAMESPACE, else the context's."""

@@ -116,3 +116,118 @@ def test_the_namespace_defaults_to_kapps_variable_then_the_context(monkeypatch):
     monkeypatch.delenv("KAPP_NAMESPACE")
     with pytest.raises(KapplyError, match="Expected to non-empty namespace name"):
         default_namespace(None, None)
+
+
+def write(path: Path, doc: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def one_context(cluster: dict, user: dict | None = None) -> dict:
+    return {
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "u", "user": user or {}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+
+
+def test_relative_paths_are_relative_to_the_file_that_names_them(tmp_path, monkeypatch):
+    first = write(tmp_path / "one" / "config", {"current-context": "x", "clusters": [], "users": [], "contexts": []})
+    second = write(
+        tmp_path / "two" / "config",
+        one_context(
+            {"server": "https://s/", "certificate-authority": "ca.crt"},
+            {
+                "client-certificate": "certs/me.crt",
+                "client-key": "/abs/me.key",
+                "tokenFile": "tok",
+                "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/plugin", "args": ["a"]},
+            },
+        ),
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    selected = load(KubeconfigFlags())
+    base = (tmp_path / "two").resolve()
+    assert selected.cluster.server == "https://s"
+    assert selected.cluster.certificate_authority == base / "ca.crt"
+    assert selected.user.client_certificate == base / "certs/me.crt"
+    assert selected.user.client_key == Path("/abs/me.key")
+    assert selected.user.token_file == base / "tok"
+    assert selected.user.exec is not None and selected.user.exec.command == str(base / "bin/plugin")
+    assert selected.user.exec.args == ("a",)
+    assert selected.namespace == "default"  # as client-go, for a context without one
+
+
+def test_inline_data_is_decoded_and_the_rest_of_the_entry_read(tmp_path):
+    path = write(
+        tmp_path / "k",
+        one_context(
+            {
+                "server": "https://s",
+                "certificate-authority-data": "UEVN",
+                "tls-server-name": "api",
+                "proxy-url": "http://p",
+            },
+            {"client-certificate-data": "Q0VSVA==", "client-key-data": "S0VZ", "username": "me", "password": "pw"},
+        ),
+    )
+    selected = load(KubeconfigFlags(path=str(path)))
+    assert selected.cluster.certificate_authority_data == b"PEM"
+    assert (selected.cluster.tls_server_name, selected.cluster.proxy_url) == ("api", "http://p")
+    assert (selected.user.client_certificate_data, selected.user.client_key_data) == (b"CERT", b"KEY")
+    assert (selected.user.username, selected.user.password) == ("me", "pw")
+
+
+@pytest.mark.parametrize(
+    ("cluster", "user", "message"),
+    [
+        (
+            {"server": "https://s", "certificate-authority-data": "not base64!"},
+            {},
+            "cluster 'c': 'certificate-authority-data' is not valid base64",
+        ),
+        (
+            {"server": "https://s", "insecure-skip-tls-verify": "yes"},
+            {},
+            "cluster 'c': 'insecure-skip-tls-verify' must be true or false",
+        ),
+        ({"certificate-authority": "ca"}, {}, "cluster 'c': no server"),
+        ({"server": "https://s"}, {"token": 12}, "user 'u': 'token' must be a string"),
+        ({"server": "https://s"}, {"auth-provider": {"name": "oidc"}}, "user 'u': auth-provider is not supported"),
+        ({"server": "https://s"}, {"exec": {"command": "x"}}, "user 'u' exec: 'command' and 'apiVersion' are required"),
+        (
+            {"server": "https://s"},
+            {"exec": {"command": "x", "apiVersion": "v", "env": [{"name": "A"}]}},
+            "'env' must be",
+        ),
+    ],
+)
+def test_a_bad_entry_is_an_error_naming_it_and_its_file(tmp_path, cluster, user, message):
+    path = write(tmp_path / "k", one_context(cluster, user))
+    with pytest.raises(KapplyError, match=f"Loading kubeconfig: kubeconfig file '{path}': .*{message}"):
+        load(KubeconfigFlags(path=str(path)))
+
+
+def test_a_context_must_name_a_cluster_and_user_that_exist(tmp_path):
+    doc = one_context({"server": "https://s"})
+    doc["contexts"].append({"name": "lost", "context": {"cluster": "nowhere", "user": "u"}})
+    doc["contexts"].append({"name": "nobody", "context": {"cluster": "c", "user": "ghost"}})
+    doc["contexts"].append({"name": "anonymous", "context": {"cluster": "c"}})
+    path = write(tmp_path / "k", doc)
+    with pytest.raises(KapplyError, match="context 'lost' names no cluster that exists"):
+        load(KubeconfigFlags(path=str(path), context="lost"))
+    with pytest.raises(KapplyError, match="context 'nobody' names no user that exists"):
+        load(KubeconfigFlags(path=str(path), context="nobody"))
+    assert load(KubeconfigFlags(path=str(path), context="anonymous")).user.token is None
+
+
+def test_in_cluster_without_a_token_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    with pytest.raises(KapplyError, match=f"Loading kubeconfig: .*{tmp_path / 'token'}"):
+        load(KubeconfigFlags(in_cluster=True, service_account_dir=str(tmp_path)))
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "namespace").write_text("ns\n")
+    selected = load(KubeconfigFlags(in_cluster=True, service_account_dir=str(tmp_path)))
+    assert selected.cluster.server == "https://[fd00::1]:443" and selected.namespace == "ns"

@@ -3,10 +3,15 @@ lost connections; never forever."""
 
 from __future__ import annotations
 
-import httpx2
-import pytest
+import ssl
 
-from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, retry_delay
+import aiohttp
+import pytest
+from aiohttp.client_reqrep import ConnectionKey
+
+from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, Failure, failure_of, retry_delay
+
+KEY = ConnectionKey("127.0.0.1", 6443, True, True, None, None, None)
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE"])
@@ -28,11 +33,31 @@ def test_client_errors_are_never_retried(status):
 
 
 def test_a_connection_that_never_opened_is_retried_for_any_method_but_a_lost_one_only_for_safe_methods():
-    refused = httpx2.ConnectError("connection refused")
-    assert retry_delay("POST", 1, error=refused) is not None
-    lost = httpx2.ReadTimeout("")
-    assert retry_delay("GET", 1, error=lost) is not None and retry_delay("PUT", 1, error=lost) is not None
-    assert retry_delay("POST", 1, error=lost) is None
+    assert retry_delay("POST", 1, failure=Failure.NOT_SENT) is not None
+    lost = Failure.LOST
+    assert retry_delay("GET", 1, failure=lost) is not None and retry_delay("PUT", 1, failure=lost) is not None
+    assert retry_delay("POST", 1, failure=lost) is None
+
+
+def test_an_untrusted_server_is_not_tried_again():
+    assert retry_delay("GET", 1, failure=Failure.TLS) is None
+
+
+@pytest.mark.parametrize(
+    ("error", "failure"),
+    [
+        (aiohttp.ClientConnectorError(KEY, ConnectionRefusedError(111, "Connection refused")), Failure.NOT_SENT),
+        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), Failure.NOT_SENT),
+        (aiohttp.ServerDisconnectedError(), Failure.LOST),
+        (aiohttp.ClientOSError(104, "Connection reset by peer"), Failure.LOST),
+        (aiohttp.SocketTimeoutError("Timeout on reading data from socket"), Failure.LOST),
+        (TimeoutError(), Failure.LOST),
+        (aiohttp.ClientPayloadError("Response payload is not completed"), Failure.LOST),
+        (aiohttp.ClientConnectorCertificateError(KEY, ssl.SSLCertVerificationError("unknown CA")), Failure.TLS),
+    ],
+)
+def test_transport_errors_say_whether_the_request_may_have_reached_the_server(error, failure):
+    assert failure_of(error) is failure
 
 
 def test_backoff_grows_to_a_cap_and_retries_end():

@@ -26,8 +26,6 @@ def controller(args: Args, out: Output) -> None:
         level=logging.DEBUG if args["debug"] else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if not args["debug"]:
-        logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per request otherwise
     options = ControllerOptions(
         settings=Settings(default_sync_period=args["default-sync-period"], min_sync_period=args["min-sync-period"]),
         namespace=args["namespace"] or None,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_client, _log_lines, _running
+from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_lines, _running
 from kapply.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -113,56 +113,55 @@ async def _follow(
     latest: dict[str, Obj | None] = {}  # by uid; None once deleted
     changed = asyncio.Condition()
     tails: set[asyncio.Task[None]] = set()
-    async with _log_client(cluster) as http:
 
-        async def tail(uid: str, container: str) -> None:
-            pod = latest[uid]
-            assert pod is not None
-            tag = f"{objects.name(pod)} > {container}"
-            waited = False
-            while (pod := latest.get(uid)) is not None:
-                if _running(pod, container):
-                    try:
-                        async with _log_lines(http, pods, pod, container, FOLLOW) as lines:
-                            view.starting(tag)
-                            try:
-                                async for text in lines:
-                                    view.line(tag, text)
-                            except ClusterError:
-                                return  # a stream that breaks off ends the container's tailing, as kapp's
-                        view.stopped(tag)
-                        await asyncio.sleep(RESTART)
-                        continue
-                    except ClusterError:
-                        pass  # not readable yet
-                if not waited:
-                    view.waiting(tag)
-                    waited = True
-                async with changed:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(changed.wait(), RETRY)
-
-        async def watch(namespace: str | None) -> None:
-            while True:
+    async def tail(uid: str, container: str) -> None:
+        pod = latest[uid]
+        assert pod is not None
+        tag = f"{objects.name(pod)} > {container}"
+        waited = False
+        while (pod := latest.get(uid)) is not None:
+            if _running(pod, container):
                 try:
-                    async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
-                        uid = objects.uid(pod)
-                        if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                            continue
-                        new = uid not in latest
-                        latest[uid] = None if kind == "DELETED" else pod
-                        async with changed:
-                            changed.notify_all()
-                        if not new or kind == "DELETED" or not shown(pod, uid in existing, logs_all=logs_all):
-                            continue
-                        tails.update(asyncio.create_task(tail(uid, c)) for c in containers(pod))
-                except ClusterError as e:
-                    if e.status != 410:
-                        await asyncio.sleep(WATCH_RETRY)
+                    async with _log_lines(cluster, pods, pod, container, FOLLOW) as lines:
+                        view.starting(tag)
+                        try:
+                            async for text in lines:
+                                view.line(tag, text)
+                        except ClusterError:
+                            return  # a stream that breaks off ends the container's tailing, as kapp's
+                    view.stopped(tag)
+                    await asyncio.sleep(RESTART)
+                    continue
+                except ClusterError:
+                    pass  # not readable yet
+            if not waited:
+                view.waiting(tag)
+                waited = True
+            async with changed:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), RETRY)
 
-        try:
-            await asyncio.gather(*(watch(namespace) for namespace in scopes))
-        finally:
-            for task in tails:
-                task.cancel()
-            await asyncio.gather(*tails, return_exceptions=True)
+    async def watch(namespace: str | None) -> None:
+        while True:
+            try:
+                async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
+                    uid = objects.uid(pod)
+                    if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                        continue
+                    new = uid not in latest
+                    latest[uid] = None if kind == "DELETED" else pod
+                    async with changed:
+                        changed.notify_all()
+                    if not new or kind == "DELETED" or not shown(pod, uid in existing, logs_all=logs_all):
+                        continue
+                    tails.update(asyncio.create_task(tail(uid, c)) for c in containers(pod))
+            except ClusterError as e:
+                if e.status != 410:
+                    await asyncio.sleep(WATCH_RETRY)
+
+    try:
+        await asyncio.gather(*(watch(namespace) for namespace in scopes))
+    finally:
+        for task in tails:
+            task.cancel()
+        await asyncio.gather(*tails, return_exceptions=True)

@@ -22,8 +22,6 @@ from kapply.cli.common import existing_app, run
 from kapply.errors import ClusterError, KapplyError
 
 if TYPE_CHECKING:
-    import httpx2
-
     from kapply.objects import Obj
     from kapply.resources.cluster import Cluster, ResourceType
     from kapply.ui.logs import LogView
@@ -71,29 +69,14 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
         pods = (await api.cluster.discovery()).preferred("", "Pod")
         if pods is None:
             raise KapplyError("The cluster serves no Pods")
-        async with _log_client(api.cluster) as http:
-            tails = []
-            async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options):
-                tails += [
-                    asyncio.create_task(_tail(api.cluster, http, pods, pod, container, options, view))
-                    for container in _containers(pod, options.containers)
-                ]
-            await asyncio.gather(*tails)
+        tails = []
+        async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options):
+            tails += [
+                asyncio.create_task(_tail(api.cluster, pods, pod, container, options, view))
+                for container in _containers(pod, options.containers)
+            ]
+        await asyncio.gather(*tails)
         out.finish()
-
-
-@asynccontextmanager
-async def _log_client(cluster: Cluster) -> AsyncIterator[httpx2.AsyncClient]:
-    """An HTTP/1.1 client with the cluster client's connection settings, for log streams: a connection per stream.
-
-    On the cluster client's one HTTP/2 connection, long-lived streams (a Pod watch and several followed logs) were
-    seen to stall: some never received the data the server sent. Cluster has no public call for a streamed text
-    answer yet (`Cluster.stream_lines` would be its place); this borrows its connection settings meanwhile."""
-    import httpx2
-
-    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=0)
-    async with httpx2.AsyncClient(**{**cluster._params, "http2": False, "limits": limits}) as http:
-        yield http
 
 
 async def _pods(
@@ -160,7 +143,6 @@ def _running(pod: Obj | None, container: str) -> bool:
 
 async def _tail(
     cluster: Cluster,
-    http: httpx2.AsyncClient,
     pods: ResourceType,
     pod: Obj,
     container: str,
@@ -174,7 +156,7 @@ async def _tail(
     tag = f"{objects.name(pod)} > {container}"
     while True:
         try:
-            async with _stream_when_running(cluster, http, pods, pod, container, options, view, tag) as lines:
+            async with _stream_when_running(cluster, pods, pod, container, options, view, tag) as lines:
                 if lines is None:
                     return
                 view.starting(tag)
@@ -192,7 +174,6 @@ async def _tail(
 @asynccontextmanager
 async def _stream_when_running(
     cluster: Cluster,
-    http: httpx2.AsyncClient,
     pods: ResourceType,
     pod: Obj,
     container: str,
@@ -209,7 +190,7 @@ async def _stream_when_running(
         while True:
             if _running(await cluster.get(pods, objects.namespace(pod), objects.name(pod)), container):
                 try:
-                    lines = await stack.enter_async_context(_log_lines(http, pods, pod, container, options))
+                    lines = await stack.enter_async_context(_log_lines(cluster, pods, pod, container, options))
                     break
                 except ClusterError:
                     pass
@@ -225,35 +206,20 @@ async def _stream_when_running(
 
 @asynccontextmanager
 async def _log_lines(
-    http: httpx2.AsyncClient, pods: ResourceType, pod: Obj, container: str, options: TailOptions
+    cluster: Cluster, pods: ResourceType, pod: Obj, container: str, options: TailOptions
 ) -> AsyncIterator[AsyncIterator[str]]:
     """The lines of a container's log (each with its newline; a last line without one is dropped, as kapp does),
     streamed while following."""
-    import httpx2
-
     from kapply import objects
 
     params = {"container": container, "follow": "true" if options.follow else "false"}
     if options.lines is not None:
         params["tailLines"] = str(options.lines)
     path = pods.path(objects.namespace(pod), objects.name(pod)) + "/log"
-    where = f"Getting logs of container '{container}' of pod '{objects.name(pod)}'"
-    try:
-        async with http.stream("GET", path, params=params, timeout=httpx2.Timeout(60, read=None)) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                raise ClusterError(f"{where}: {response.text.strip()}", status=response.status_code)
+    async with cluster.stream_lines(path, params, read_timeout=None) as raw:
 
-            async def lines() -> AsyncIterator[str]:
-                pending = b""
-                try:
-                    async for chunk in response.aiter_bytes():
-                        *complete, pending = (pending + chunk).split(b"\n")
-                        for line in complete:
-                            yield line.decode(errors="replace") + "\n"
-                except httpx2.HTTPError as e:
-                    raise ClusterError(f"{where}: {e}") from e
+        async def lines() -> AsyncIterator[str]:
+            async for line in raw:
+                yield line.decode(errors="replace") + "\n"
 
-            yield lines()
-    except httpx2.HTTPError as e:
-        raise ClusterError(f"{where}: {e}") from e
+        yield lines()

@@ -1,36 +1,40 @@
 """The one module that talks to the Kubernetes API.
 
-Objects are plain dicts. Requests are async and share one HTTP/2 connection
-(lightkube's configured httpx2 transport: kubeconfig TLS and auth), so many
-can be in flight at once, as with client-go. Discovery uses the aggregated
-discovery endpoints (two requests for the whole API surface) and is cached for
-the life of the client. Nothing else in kapply builds URLs or reads HTTP errors.
+Objects are plain dicts. Requests are async, over aiohttp's pool of HTTP/1.1
+connections (chosen by CPU per request: docs/design.md), with the TLS context
+and credentials of the kubeconfig context (kapply.resources.auth). Discovery
+uses the aggregated discovery endpoints (two requests for the whole API
+surface) and is cached for the life of the client. Nothing else in kapply
+builds URLs or reads HTTP errors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import random
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-import httpx2
+import aiohttp
 import orjson
-from lightkube.config.client_adapter import ConnectionParams
-from lightkube.config.kubeconfig import SingleConfig
+import yarl
 
 from kapply import objects
 from kapply.errors import ClusterError, ManifestError
 from kapply.objects import Obj
-from kapply.resources.kubeconfig import ExecCredentialAuth
+from kapply.resources.auth import credentials, ssl_context
+from kapply.resources.kubeconfig import KubeContext
 from kapply.resources.names import path_segment_problems
 
 _log = logging.getLogger("kapply")
 
 FIELD_MANAGER = "kapply"
+USER_AGENT = "kapply"  # what the API server's audit log and metrics call the client
 # Objects per LIST page. kapp lists without a limit (one response per type); 10,000 keeps a LIST of an app's objects
 # one request up to that size (a redeploy costs one LIST per type whatever N) while still bounding a page's memory.
 LIST_PAGE_SIZE = 10_000
@@ -102,10 +106,19 @@ class Discovery:
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
 MAX_ATTEMPTS = 10  # client-go's default number of retries
 MAX_DELAY = 8.0  # seconds between attempts, at most
+CONNECTIONS = 16  # open at once for requests (watches and log streams have their own); see docs/design.md
+
+
+class Failure(enum.Enum):
+    """How a request failed without an answer."""
+
+    NOT_SENT = "not sent"  # no connection could be opened: the server never saw the request
+    LOST = "lost"  # the connection broke or timed out after the request may have been sent
+    TLS = "TLS"  # the server's certificate was not trusted, or ours refused: no use trying again
 
 
 def retry_delay(
-    method: str, attempt: int, *, status: int = 0, retry_after: str | None = None, error: Exception | None = None
+    method: str, attempt: int, *, status: int = 0, retry_after: str | None = None, failure: Failure | None = None
 ) -> float | None:
     """How long to wait before attempt `attempt + 1` of a request that failed, or None when it must not be retried.
 
@@ -119,11 +132,12 @@ def retry_delay(
     if attempt >= MAX_ATTEMPTS:
         return None
     backoff: float = min(MAX_DELAY, 0.25 * 2.0 ** (attempt - 1))
-    if error is not None:
-        if isinstance(error, httpx2.ConnectError):  # refused or unreachable: the request was never sent
-            return backoff
-        retryable = (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)
-        return backoff if method in IDEMPOTENT and isinstance(error, retryable) else None
+    if failure is Failure.TLS:
+        return None
+    if failure is Failure.NOT_SENT:
+        return backoff
+    if failure is Failure.LOST:
+        return backoff if method in IDEMPOTENT else None
     if status != 429 and status < 500:
         return None
     if retry_after is not None:
@@ -141,24 +155,33 @@ def jittered(delay: float) -> float:
     return min(MAX_DELAY, delay * (1 + random.random()))
 
 
-def _failure(error: Exception) -> str:
+def failure_of(error: Exception) -> Failure:
+    """Whether a transport error happened before the request could reach the server."""
+    if isinstance(error, aiohttp.ClientSSLError):
+        return Failure.TLS
+    if isinstance(error, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+        return Failure.NOT_SENT
+    return Failure.LOST
+
+
+TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
+
+
+def _failure(error: BaseException) -> str:
     """A transport error in words: some (timeouts) have an empty message."""
     text = str(error).strip()
     name = type(error).__name__
     return f"{name}: {text}" if text else f"{name} (no answer from the server)"
 
 
-def _error(response: httpx2.Response, context: str = "") -> ClusterError:
+def _error(status: int, reason: str, body: bytes, context: str = "") -> ClusterError:
     try:
-        status = orjson.loads(response.content)
-        message, reason = status.get("message", ""), status.get("reason", "")
+        answer = orjson.loads(body)
+        message, why = answer.get("message", ""), answer.get("reason", "")
     except (orjson.JSONDecodeError, AttributeError):
-        message, reason = response.text.strip() or response.reason_phrase, ""
+        message, why = body.decode(errors="replace").strip() or reason, ""
     return ClusterError(
-        f"{context}API server says: {message} (reason: {reason or response.reason_phrase})",
-        status=response.status_code,
-        reason=reason,
-        detail=message,
+        f"{context}API server says: {message} (reason: {why or reason})", status=status, reason=why, detail=message
     )
 
 
@@ -197,33 +220,56 @@ def _types_from_aggregated(doc: Obj) -> list[ResourceType]:
 class Cluster:
     """An async connection to one cluster, as the kubeconfig's selected context describes it."""
 
-    def __init__(self, config: SingleConfig, *, timeout: float = 60) -> None:
-        params = ConnectionParams(timeout=httpx2.Timeout(timeout), http2=True).httpx_params(config)
-        if config.user and config.user.exec:
-            params["auth"] = ExecCredentialAuth(config.user.exec, config.cluster.server)
-        self.config = config
-        self.server: str = config.cluster.server
+    def __init__(self, context: KubeContext, *, timeout: float = 60) -> None:
+        self.context = context
+        self.server: str = context.cluster.server
+        self.namespace: str | None = context.namespace
         self._timeout = timeout
-        self.namespace: str | None = config.namespace
-        self._http = httpx2.AsyncClient(**params)
-        self._params = params
-        self._http1: httpx2.AsyncClient | None = None
-        self._watches: httpx2.AsyncClient | None = None
+        self._credentials = credentials(context)
+        self._requests: aiohttp.ClientSession | None = None
+        self._streams: aiohttp.ClientSession | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
 
+    def _session(self, *, streams: bool = False) -> aiohttp.ClientSession:
+        """The sessions are made on first use, in the running event loop (aiohttp binds them to it): one for requests
+        (at most CONNECTIONS at once) and one for watches and log streams, a connection each, so a long stream never
+        holds up a request."""
+        session = self._streams if streams else self._requests
+        if session is None:
+            tls = ssl_context(self.context) if self.server.startswith("https:") else False
+            headers = {"User-Agent": USER_AGENT}
+            skip = ("Accept-Encoding",) if self.context.cluster.disable_compression else ()
+            connector = aiohttp.TCPConnector(limit=0 if streams else CONNECTIONS, ssl=tls)
+            session = aiohttp.ClientSession(
+                connector=connector,
+                headers=headers,
+                skip_auto_headers=skip,
+                trust_env=True,  # HTTPS_PROXY, NO_PROXY: as client-go
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout),
+            )
+            if streams:
+                self._streams = session
+            else:
+                self._requests = session
+        return session
+
     async def close(self) -> None:
-        await self._http.aclose()
-        if self._http1 is not None:
-            await self._http1.aclose()
-        if self._watches is not None:
-            await self._watches.aclose()
+        for session in (self._requests, self._streams):
+            if session is not None:
+                await session.close()
+        self._requests = self._streams = None
 
     async def __aenter__(self) -> Cluster:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
+
+    def _url(self, path: str, params: dict[str, str] | None) -> yarl.URL:
+        """The URL of an already escaped path (see ResourceType.path) and its query, built once without re-parsing."""
+        query = f"?{urlencode(params, quote_via=quote)}" if params else ""
+        return yarl.URL(f"{self.server}{path}{query}", encoded=True)
 
     async def request(
         self,
@@ -240,43 +286,59 @@ class Cluster:
         if body is not None:
             content = orjson.dumps(body)
             headers["Content-Type"] = content_type
+        url = self._url(path, params)
         request = f"Request {method} {path} to {self.server}"
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = await self._send(method, path, params, content, headers)
-            except httpx2.HTTPError as e:
-                delay = retry_delay(method, attempt, error=e)
+                status, reason, retry_after, answer = await self._send(method, url, content, headers)
+            except TRANSPORT_ERRORS as e:
+                delay = retry_delay(method, attempt, failure=failure_of(e))
                 if delay is None:
                     tried = f" (after {attempt} attempts)" if attempt > 1 else ""
                     raise ClusterError(f"{request} failed{tried}: {_failure(e)}") from e
             else:
-                if response.status_code < 400:
-                    return orjson.loads(response.content) if response.content else None
-                delay = retry_delay(
-                    method, attempt, status=response.status_code, retry_after=response.headers.get("Retry-After")
-                )
+                if status < 400:
+                    return orjson.loads(answer) if answer else None
+                delay = retry_delay(method, attempt, status=status, retry_after=retry_after)
                 if delay is None:  # an answer retried until now (a 429 storm, say) names the request too
-                    raise _error(response, f"{request} failed (after {attempt} attempts): " if attempt > 1 else "")
+                    raise _error(
+                        status, reason, answer, f"{request} failed (after {attempt} attempts): " if attempt > 1 else ""
+                    )
             delay = jittered(delay)
             _log.info("retrying %s %s in %.2fs (attempt %d of %d)", method, path, delay, attempt + 1, MAX_ATTEMPTS)
             await asyncio.sleep(delay)
 
     async def _send(
-        self, method: str, path: str, params: dict[str, str] | None, content: bytes | None, headers: dict[str, str]
-    ) -> httpx2.Response:
-        try:
-            return await self._http.request(method, path, params=params, content=content, headers=headers)
-        except httpx2.RemoteProtocolError:
-            if method != "GET":
-                raise
-            # The API server closes an HTTP/2 connection (GOAWAY) before answering an unauthenticated request, and
-            # the HTTP/2 client then loses the 401; HTTP/1.1 gets the real answer. Only for reads: a write may
-            # have been processed when its connection went away.
-            if self._http1 is None:
-                self._http1 = httpx2.AsyncClient(**{**self._params, "http2": False})
-            return await self._http1.request(method, path, params=params, content=content, headers=headers)
+        self, method: str, url: yarl.URL, content: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, str, str | None, bytes]:
+        """One request, authenticated; sent once more with renewed credentials when the server answers 401."""
+        authorization = await self._credentials.header()
+        renewable = True
+        while True:
+            if authorization is not None:
+                headers["Authorization"] = authorization
+            async with self._session().request(
+                method, url, data=content, headers=headers, **self._tls_options()
+            ) as response:
+                answer = await response.read()
+            if response.status == 401 and renewable:
+                renewable = False
+                renewed = await self._credentials.renewed(authorization)
+                if renewed is not None:
+                    authorization = renewed
+                    continue
+            return response.status, response.reason or "", response.headers.get("Retry-After"), answer
+
+    def _tls_options(self) -> dict[str, Any]:
+        cluster = self.context.cluster
+        options: dict[str, Any] = {}
+        if cluster.tls_server_name:
+            options["server_hostname"] = cluster.tls_server_name
+        if cluster.proxy_url:
+            options["proxy"] = cluster.proxy_url
+        return options
 
     async def discovery(self, refresh: bool = False) -> Discovery:
         async with self._discovery_lock:
@@ -427,31 +489,51 @@ class Cluster:
             params["labelSelector"] = label_selector
         if resource_version:
             params["resourceVersion"] = resource_version
-        timeout = httpx2.Timeout(self._timeout, read=timeout_seconds + 30)
         path = rtype.path(namespace)
-        if self._watches is None:
-            # Watches get connections of their own (HTTP/1.1, one per watch): long-lived streams multiplexed with
-            # requests on one HTTP/2 connection stalled those requests for tens of seconds under a controller's load.
-            self._watches = httpx2.AsyncClient(**{**self._params, "http2": False})
+        async with self.stream_lines(path, params, read_timeout=timeout_seconds + 30) as lines:
+            async for line in lines:
+                if not line.strip():
+                    continue
+                event = orjson.loads(line)
+                kind, obj = event.get("type", ""), event.get("object") or {}
+                if kind == "ERROR":
+                    raise ClusterError(f"Watching {path}: {obj.get('message', '')}", status=obj.get("code", 0))
+                if kind != "BOOKMARK":
+                    obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
+                yield kind, obj
+
+    @asynccontextmanager
+    async def stream_lines(
+        self, path: str, params: dict[str, str], *, read_timeout: float | None
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """A streamed answer (a watch, a followed log), line by line without the newlines; a last line without one
+        is dropped. On a connection of its own; `read_timeout`: the longest silence accepted (None: no limit). A
+        refusal or a broken stream raises ClusterError."""
+        where = f"Request GET {path} to {self.server}"
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=read_timeout)
+        url = self._url(path, params)
         try:
-            async with self._watches.stream(
-                "GET", path, params=params, headers={"Accept": "application/json"}, timeout=timeout
+            authorization = await self._credentials.header()
+            headers = {"Accept": "application/json"} | ({"Authorization": authorization} if authorization else {})
+            async with self._session(streams=True).get(
+                url, headers=headers, timeout=timeout, **self._tls_options()
             ) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    raise _error(response)
-                async for line in response.aiter_lines():
-                    if not line.strip():
-                        continue
-                    event = orjson.loads(line)
-                    kind, obj = event.get("type", ""), event.get("object") or {}
-                    if kind == "ERROR":
-                        raise ClusterError(f"Watching {path}: {obj.get('message', '')}", status=obj.get("code", 0))
-                    if kind != "BOOKMARK":
-                        obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
-                    yield kind, obj
-        except httpx2.HTTPError as e:
-            raise ClusterError(f"Watching {path} on {self.server} failed: {_failure(e)}") from e
+                if response.status >= 400:
+                    raise _error(response.status, response.reason or "", await response.read(), f"{where}: ")
+
+                async def lines() -> AsyncIterator[bytes]:
+                    pending = b""
+                    try:
+                        async for chunk in response.content.iter_any():
+                            *complete, pending = (pending + chunk).split(b"\n")
+                            for line in complete:
+                                yield line
+                    except TRANSPORT_ERRORS as e:
+                        raise ClusterError(f"{where} failed: {_failure(e)}") from e
+
+                yield lines()
+        except TRANSPORT_ERRORS as e:
+            raise ClusterError(f"{where} failed: {_failure(e)}") from e
 
     @staticmethod
     def _write_params(dry_run: bool) -> dict[str, str]:

@@ -1,0 +1,199 @@
+"""Whom kapply talks to and who it says it is: the TLS context and the Authorization header of a kubeconfig context.
+
+Credentials, most specific first, as client-go: a client certificate (in the TLS context) with, at most, one header
+source: a token file (read again every minute, as the kubelet rotates service account tokens, and on a 401), a token,
+an exec credential plugin (`client.authentication.k8s.io/v1` and `v1beta1`; its token cached until its
+expirationTimestamp and renewed on a 401), or a username and password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import ssl
+import subprocess
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kapply.errors import KapplyError
+from kapply.resources.kubeconfig import ExecPlugin, KubeContext, UserEntry
+
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+TOKEN_FILE_PERIOD = 60.0  # seconds a token read from a file is used before the file is read again (client-go's)
+
+
+def ssl_context(context: KubeContext) -> ssl.SSLContext:
+    """Trust the cluster's CA (the system's when it names none; nothing with insecure-skip-tls-verify) and present
+    the user's client certificate. Errors name the file or field at fault."""
+    cluster, user = context.cluster, context.user
+    where = f"Loading kubeconfig: context '{context.context_name}'"
+    try:
+        if cluster.insecure_skip_tls_verify:
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+        elif cluster.certificate_authority_data is not None:
+            tls = ssl.create_default_context(cadata=cluster.certificate_authority_data.decode("ascii", "replace"))
+        elif cluster.certificate_authority is not None:
+            tls = ssl.create_default_context(cafile=str(cluster.certificate_authority))
+        else:
+            tls = ssl.create_default_context()
+    except (OSError, ssl.SSLError, ValueError) as e:
+        raise KapplyError(f"{where}: the cluster's certificate authority cannot be used: {e}") from e
+    tls.set_alpn_protocols(["http/1.1"])
+    _load_client_certificate(tls, user, where)
+    return tls
+
+
+def _load_client_certificate(tls: ssl.SSLContext, user: UserEntry, where: str) -> None:
+    has_certificate = user.client_certificate is not None or user.client_certificate_data is not None
+    has_key = user.client_key is not None or user.client_key_data is not None
+    if not has_certificate and not has_key:
+        return
+    if has_certificate != has_key:
+        raise KapplyError(f"{where}: the user has a client certificate or key but not both")
+    # ssl loads certificates from files only: data given inline goes to a private file that is removed at once.
+    with tempfile.TemporaryDirectory(prefix="kapply-tls-") as private:
+        certificate = _as_file(user.client_certificate, user.client_certificate_data, Path(private) / "cert.pem")
+        key = _as_file(user.client_key, user.client_key_data, Path(private) / "key.pem")
+        try:
+            tls.load_cert_chain(certificate, key)
+        except (OSError, ssl.SSLError) as e:
+            raise KapplyError(f"{where}: the client certificate cannot be used: {e}") from e
+
+
+def _as_file(path: Path | None, data: bytes | None, private: Path) -> str:
+    if data is None:
+        assert path is not None
+        return str(path)
+    private.touch(mode=0o600)
+    private.write_bytes(data)
+    return str(private)
+
+
+class Credentials:
+    """The Authorization header of every request; none for a user of client certificates only, or anonymous."""
+
+    async def header(self) -> str | None:
+        return None
+
+    async def renewed(self, rejected: str | None) -> str | None:
+        """After a 401 answered a request sent with `rejected`: a different header to try once more, or None."""
+        return None
+
+
+class StaticHeader(Credentials):
+    """A token or a username and password from the kubeconfig: never changes."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    async def header(self) -> str | None:
+        return self._value
+
+
+class TokenFile(Credentials):
+    """A token read from a file (a projected service account token): read again when older than a minute or when
+    the server rejected it."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._value: str | None = None
+        self._read_at = 0.0
+
+    def _read(self) -> str:
+        try:
+            token = self._path.read_text().strip()
+        except OSError as e:
+            raise KapplyError(f"Reading the token file '{self._path}': {e.strerror or e}") from e
+        self._value, self._read_at = f"Bearer {token}", time.monotonic()
+        return self._value
+
+    async def header(self) -> str | None:
+        if self._value is None or time.monotonic() - self._read_at > TOKEN_FILE_PERIOD:
+            return self._read()
+        return self._value
+
+    async def renewed(self, rejected: str | None) -> str | None:
+        value = self._value if self._value != rejected else self._read()
+        return value if value != rejected else None
+
+
+class ExecCredentials(Credentials):
+    """Bearer tokens from a client-go credential plugin, cached until their expirationTimestamp and renewed on a 401;
+    one run of the plugin at a time, however many requests wait for it."""
+
+    def __init__(self, plugin: ExecPlugin, server: str) -> None:
+        if plugin.api_version not in EXEC_API_VERSIONS:
+            raise KapplyError(
+                f"Loading kubeconfig: exec plugin apiVersion '{plugin.api_version}' "
+                f"is not supported (expected one of {', '.join(EXEC_API_VERSIONS)})"
+            )
+        self._plugin = plugin
+        self._server = server
+        self._value: str | None = None
+        self._expires: datetime | None = None
+        self._lock = asyncio.Lock()
+
+    async def header(self) -> str | None:
+        async with self._lock:
+            if self._value is None or (self._expires is not None and datetime.now(UTC) >= self._expires):
+                await self._run()
+            return self._value
+
+    async def renewed(self, rejected: str | None) -> str | None:
+        async with self._lock:
+            if self._value == rejected:  # not renewed yet by another request that got a 401 too
+                await self._run()
+            return self._value if self._value != rejected else None
+
+    async def _run(self) -> None:
+        env = dict(os.environ)
+        env.update(self._plugin.env)
+        info = {
+            "apiVersion": self._plugin.api_version,
+            "kind": "ExecCredential",
+            "spec": {"interactive": False, "cluster": {"server": self._server}},
+        }
+        env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+        command = [self._plugin.command, *self._plugin.args]
+        # A thread, not asyncio's subprocess support: on Python 3.11 a task cancelled while asyncio is still starting
+        # a child (a sibling request failed first) never finishes, so asyncio.run hangs on shutdown.
+        try:
+            proc = await asyncio.to_thread(
+                subprocess.run, command, env=env, capture_output=True, stdin=subprocess.DEVNULL
+            )
+        except OSError as e:
+            raise KapplyError(f"exec plugin '{command[0]}' could not be run: {e}") from e
+        if proc.returncode:
+            raise KapplyError(f"exec plugin '{command[0]}' failed: {proc.stderr.decode().strip()}")
+        try:
+            status = json.loads(proc.stdout)["status"]
+            token = status["token"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise KapplyError(
+                f"exec plugin '{command[0]}' returned no token in its ExecCredential "
+                "status (client certificates from plugins are not supported)"
+            ) from e
+        self._value = f"Bearer {token}"
+        expiry = status.get("expirationTimestamp")
+        self._expires = datetime.fromisoformat(expiry.replace("Z", "+00:00")) if expiry else None
+
+
+def credentials(context: KubeContext) -> Credentials:
+    """The header source of the context's user (client-go's order: token file, token, exec plugin, basic)."""
+    user = context.user
+    if user.token_file is not None:
+        return TokenFile(user.token_file)
+    if user.token:
+        return StaticHeader(f"Bearer {user.token}")
+    if user.exec is not None:
+        return ExecCredentials(user.exec, context.cluster.server)
+    if user.username and user.password:
+        basic = base64.b64encode(f"{user.username}:{user.password}".encode()).decode()
+        return StaticHeader(f"Basic {basic}")
+    return Credentials()
