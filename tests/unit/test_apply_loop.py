@@ -202,3 +202,20 @@ def test_deletes_remove_contents_before_their_namespace(config):
     deletes = [(kind, name) for verb, kind, name in fake.log if verb == "delete"]
     assert deletes == [("ConfigMap", "settings"), ("Namespace", "ns")]
     assert fake.objects == {}
+
+
+def test_deletes_start_with_objects_that_own_others_of_the_plan(config):
+    """The garbage collector removes a Service's EndpointSlices only after the Service is gone, and the delete waits
+    for them: the Service goes first, so that wait runs alongside the other deletes."""
+    fake = FakeCluster(DISCOVERY)
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {}}
+    created = resources(config, *(configmap(f"c{i}") for i in range(4)), service)
+    run(fake, config, created, wait=WaitOptions(wait=False))
+    live = [{**obj, "metadata": {**obj["metadata"], "uid": f"uid-{obj['metadata']['name']}"}} for obj in created]
+    owned = configmap("web-owned")  # stands for the EndpointSlice: any object the Service owns
+    owned["metadata"] |= {"uid": "uid-owned", "ownerReferences": [{"kind": "Service", "name": "web", "uid": "uid-web"}]}
+    live.append(resources(config, owned)[0] | {"metadata": owned["metadata"] | {"labels": APP}})
+    run(fake, config, [], live, apply=ApplyOptions(concurrency=1))
+    deletes = [(kind, name) for verb, kind, name in fake.log if verb == "delete"]
+    assert deletes[0] == ("Service", "web")
+    assert deletes[1:] == [("ConfigMap", f"c{i}") for i in range(4)] + [("ConfigMap", "web-owned")]

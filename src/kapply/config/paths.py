@@ -219,7 +219,25 @@ def copy_from_sources(target: Any, path: Path, sources: Sequence[Any]) -> Any:
     List parts walk the target's elements (and the same index in the sources); regex parts take
     the matching keys of every source. Where no source has a value, the target is left as is.
     Missing maps on the way are created unless the path has list parts."""
+    if _nothing_to_copy(target, path, sources):
+        return target
     return _copy(target, path, 0, (), sources, not has_list_parts(path))
+
+
+def _nothing_to_copy(target: Any, path: Path, sources: Sequence[Any]) -> bool:
+    """True when a path of map keys only is in no source and the target is a map at each step it has: the common
+    case of a rebase rule (most resources lack what most rules copy), which then needs no walk that rebuilds maps."""
+    keys = tuple(part for part in path if type(part) is str)
+    if len(keys) != len(path) or _first_value(sources, keys) is not _MISSING:
+        return False
+    node = target
+    for part in path:
+        if not isinstance(node, dict):
+            return False  # _copy raises the error this deserves
+        if part not in node:
+            return True
+        node = node[part]
+    return True
 
 
 def _copy(node: Any, path: Path, i: int, prefix: ConcretePath, sources: Sequence[Any], create: bool) -> Any:
