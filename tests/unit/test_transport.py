@@ -267,3 +267,41 @@ def test_an_unreadable_certificate_names_the_context(pki: Path, tmp_path: Path):
 
     with pytest.raises(KapplyError, match="context 'x': the cluster's certificate authority cannot be used"):
         run(go())
+
+
+def test_a_netrc_password_is_never_sent_and_the_environment_proxy_is_honoured(
+    pki: Path, state: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from kapply.resources.cluster import _request_options
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("default login someone password do-not-send\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    async def go() -> None:
+        async with serving(pki, state) as port:
+            path = kubeconfig(
+                tmp_path / "k",
+                port,
+                {"certificate-authority-data": b64(pki / "ca.crt")},
+                {"client-certificate-data": b64(pki / "admin.crt"), "client-key-data": b64(pki / "admin.key")},
+            )
+            async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
+                await cluster.request("GET", "/version")
+
+    run(go())
+    assert [(auth, subject) for _, _, auth, subject in state.seen] == [(None, "kapply-admin")]
+
+    context = load(KubeconfigFlags(path=str(kubeconfig(tmp_path / "p", 6443, {}, {}))))
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert _request_options(context) == {"proxy": "http://proxy.example:3128"}
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert _request_options(context) == {}
+    named = kubeconfig(tmp_path / "n", 6443, {"proxy-url": "http://mine:8080", "tls-server-name": "api"}, {})
+    assert _request_options(load(KubeconfigFlags(path=str(named)))) == {
+        "proxy": "http://mine:8080",
+        "server_hostname": "api",
+    }

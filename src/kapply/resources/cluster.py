@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 import orjson
@@ -217,6 +218,25 @@ def _types_from_aggregated(doc: Obj) -> list[ResourceType]:
     return types
 
 
+def _request_options(context: KubeContext) -> dict[str, Any]:
+    """What every request to the cluster adds: the name its certificate must carry (`tls-server-name`) and the proxy,
+    the kubeconfig's `proxy-url` or else, as client-go, `HTTPS_PROXY`/`HTTP_PROXY` unless `NO_PROXY` names the server.
+    The environment is read here rather than by aiohttp (`trust_env`), which would also look each request up in
+    ~/.netrc, on a thread, and send any password it found there to the API server."""
+    cluster = context.cluster
+    options: dict[str, Any] = {}
+    if cluster.tls_server_name:
+        options["server_hostname"] = cluster.tls_server_name
+    proxy = cluster.proxy_url
+    if proxy is None:
+        url = yarl.URL(cluster.server)
+        host = url.raw_host or ""
+        proxy = None if proxy_bypass(host) else getproxies().get(url.scheme)
+    if proxy:
+        options["proxy"] = proxy
+    return options
+
+
 class Cluster:
     """An async connection to one cluster, as the kubeconfig's selected context describes it."""
 
@@ -226,6 +246,7 @@ class Cluster:
         self.namespace: str | None = context.namespace
         self._timeout = timeout
         self._credentials = credentials(context)
+        self._options = _request_options(context)
         self._requests: aiohttp.ClientSession | None = None
         self._streams: aiohttp.ClientSession | None = None
         self._discovery: Discovery | None = None
@@ -245,7 +266,6 @@ class Cluster:
                 connector=connector,
                 headers=headers,
                 skip_auto_headers=skip,
-                trust_env=True,  # HTTPS_PROXY, NO_PROXY: as client-go
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout),
             )
             if streams:
@@ -319,9 +339,7 @@ class Cluster:
         while True:
             if authorization is not None:
                 headers["Authorization"] = authorization
-            async with self._session().request(
-                method, url, data=content, headers=headers, **self._tls_options()
-            ) as response:
+            async with self._session().request(method, url, data=content, headers=headers, **self._options) as response:
                 answer = await response.read()
             if response.status == 401 and renewable:
                 renewable = False
@@ -330,15 +348,6 @@ class Cluster:
                     authorization = renewed
                     continue
             return response.status, response.reason or "", response.headers.get("Retry-After"), answer
-
-    def _tls_options(self) -> dict[str, Any]:
-        cluster = self.context.cluster
-        options: dict[str, Any] = {}
-        if cluster.tls_server_name:
-            options["server_hostname"] = cluster.tls_server_name
-        if cluster.proxy_url:
-            options["proxy"] = cluster.proxy_url
-        return options
 
     async def discovery(self, refresh: bool = False) -> Discovery:
         async with self._discovery_lock:
@@ -516,7 +525,7 @@ class Cluster:
             authorization = await self._credentials.header()
             headers = {"Accept": "application/json"} | ({"Authorization": authorization} if authorization else {})
             async with self._session(streams=True).get(
-                url, headers=headers, timeout=timeout, **self._tls_options()
+                url, headers=headers, timeout=timeout, **self._options
             ) as response:
                 if response.status >= 400:
                     raise _error(response.status, response.reason or "", await response.read(), f"{where}: ")
