@@ -44,3 +44,26 @@ def test_an_object_replaced_after_the_plan_survives_the_delete_and_fails_it(
     record = kube.get(ConfigMap, APP, namespace=namespace)
     last_change = json.loads(record.data["spec"])["lastChange"]
     assert last_change["description"] == "delete" and last_change["successful"] is False, last_change
+
+
+def test_a_delete_starts_with_the_objects_whose_dependents_it_waits_for(
+    kapply: KapplyRunner, kube: Client, namespace: str
+):
+    """The controller-manager removes a Service's EndpointSlices only once the Service is gone, and the delete waits
+    for them (kapp's transient resources): with one delete at a time, the Service is still deleted first."""
+    from lightkube.resources.discovery_v1 import EndpointSlice
+
+    from tests.e2e.harness import eventually
+
+    configmaps = "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n" for i in range(4))
+    service = (
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}], selector: {a: b}}\n"
+    )
+    kapply.deploy(namespace, configmaps + service, app="owners")
+    eventually(lambda: list(kube.list(EndpointSlice, namespace=namespace)), what="the Service's EndpointSlice")
+    result = kapply("delete", "-a", "owners", "-n", namespace, "-y", "--apply-concurrency=1")
+    assert result.returncode == 0, result.stderr
+    applied = re.findall(r"^\S*\s*delete (\w+)/(\S+)", result.stdout + result.stderr, re.M)
+    assert applied[:1] == [("service", "web")], result.stdout
+    assert sorted(applied[1:]) == [("configmap", f"c{i}") for i in range(4)], result.stdout
+    assert re.search(r"ok: delete endpointslice/web-", result.stdout + result.stderr), result.stdout

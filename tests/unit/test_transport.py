@@ -100,6 +100,16 @@ def kubeconfig(path: Path, port: int, cluster: dict[str, Any], user: dict[str, A
     return path
 
 
+def admin_kubeconfig(path: Path, port: int, pki: Path) -> Path:
+    """Trusting the local CA inline, as the admin by client certificate (the local control plane's own way)."""
+    return kubeconfig(
+        path,
+        port,
+        {"certificate-authority-data": b64(pki / "ca.crt")},
+        {"client-certificate-data": b64(pki / "admin.crt"), "client-key-data": b64(pki / "admin.key")},
+    )
+
+
 def b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
@@ -116,12 +126,7 @@ def state() -> Iterator[Server]:
 def test_the_cluster_ca_is_trusted_and_the_client_certificate_presented(pki: Path, state: Server, tmp_path: Path):
     async def go() -> None:
         async with serving(pki, state) as port:
-            inline = kubeconfig(
-                tmp_path / "inline",
-                port,
-                {"certificate-authority-data": b64(pki / "ca.crt")},
-                {"client-certificate-data": b64(pki / "admin.crt"), "client-key-data": b64(pki / "admin.key")},
-            )
+            inline = admin_kubeconfig(tmp_path / "inline", port, pki)
             (tmp_path / "sub").mkdir()
             for name in ("ca.crt", "admin.crt", "admin.key"):
                 (tmp_path / "sub" / name).write_bytes((pki / name).read_bytes())
@@ -283,12 +288,7 @@ def test_a_netrc_password_is_never_sent_and_the_environment_proxy_is_honoured(
 
     async def go() -> None:
         async with serving(pki, state) as port:
-            path = kubeconfig(
-                tmp_path / "k",
-                port,
-                {"certificate-authority-data": b64(pki / "ca.crt")},
-                {"client-certificate-data": b64(pki / "admin.crt"), "client-key-data": b64(pki / "admin.key")},
-            )
+            path = admin_kubeconfig(tmp_path / "k", port, pki)
             async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
                 await cluster.request("GET", "/version")
 
