@@ -10,10 +10,12 @@ app-change. The CLI shows the plan between the two and asks for confirmation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import concurrent.futures
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from kapply import objects
 from kapply.app import history, record
@@ -44,10 +46,12 @@ from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
-from kapply.resources.labeled import get_each, is_transient, list_labeled, types_in_scope
+from kapply.resources.labeled import Listed, get_each, is_transient, list_cluster_wide, list_labeled, types_in_scope
 from kapply.resources.names import check_names
 from kapply.resources.ownership import check_disallowed_labels, check_ownership, foreign
 from kapply.resources.preparation import Placement, prepare
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +218,15 @@ async def plan(
     `namespace_name` (default: $KAPP_NAMESPACE, else the kubeconfig context's); the app record lives in
     `app_namespace` (default: the same)."""
     default_ns = default_namespace(namespace_name, cluster.namespace)
-    docs, user_configs = split_configs(source.documents())
-    config = with_defaults(user_configs)
-    (app, renamed_from), discovery = await asyncio.gather(
-        record.find_or_rename(cluster, app_namespace or default_ns, app_name, options.prev_app), cluster.discovery()
-    )
+    finding = asyncio.ensure_future(_find(cluster, app_namespace or default_ns, app_name, options))
+    try:  # the manifests are read on a thread meanwhile; what is wrong with them is said first, as before
+        docs, user_configs = split_configs(await _in_thread(source.documents))
+        config = with_defaults(user_configs)
+    except BaseException:
+        finding.cancel()
+        await asyncio.gather(finding, return_exceptions=True)
+        raise
+    app, renamed_from, discovery, listed = await finding
     if renamed_from is not None and options.diff.run:  # kapp renames before planning, but not in a diff run: it fails
         raise AppNotFoundError(
             f"{record.missing(app.namespace, app.name)}: {await record.elsewhere(cluster, app.name)}"
@@ -251,10 +259,9 @@ async def plan(
         )
     labeled: list[Obj] = []
     if app.stored:
-        new_gks = {(group_of(p.obj), p.obj["kind"]) for p in prepared}
-        scope = None if app.meta.used_gks is None or options.disable_gk_scoping else set(app.meta.used_gks) | new_gks
-        if scope is not None and options.logs and (options.apply.ignored or options.wait.ignored):
-            scope.add(("", "Pod"))  # kapp lists Pods to show their logs: their deletes are ignored changes it shows
+        scope = _used_scope(app, options)
+        if scope is not None:
+            scope |= {(group_of(p.obj), p.obj["kind"]) for p in prepared}
         fallback = record.fallback_namespaces(app, default_ns, *(namespace(p.obj) for p in prepared))
         labeled = await list_labeled(
             cluster,
@@ -262,6 +269,7 @@ async def plan(
             app.label_selector,
             fallback,
             scope_to_fallback=options.scope_to_fallback_namespaces,
+            listed=listed,
         )
     if options.resource_filter is not None:
         labeled = options.resource_filter.apply(labeled)
@@ -339,6 +347,49 @@ async def plan(
         renamed_from=renamed_from,
         not_allowed=tuple(not_allowed),
     )
+
+
+async def _find(
+    cluster: Cluster, namespace: str, app_name: str, options: DeployOptions
+) -> tuple[record.App, record.App | None, Discovery, Listed | None]:
+    """The app, the record it is renamed from (`--prev-app`), discovery, and the app's objects of the types its
+    record says it used, listed cluster-wide (`plan` lists what else it needs once it has read the manifests)."""
+    (app, renamed_from), discovery = await asyncio.gather(
+        record.find_or_rename(cluster, namespace, app_name, options.prev_app), cluster.discovery()
+    )
+    scope = _used_scope(app, options)
+    if not app.stored or renamed_from is not None or scope is None or options.scope_to_fallback_namespaces:
+        return app, renamed_from, discovery, None
+    listed = await list_cluster_wide(cluster, types_in_scope(discovery, scope), app.label_selector)
+    return app, renamed_from, discovery, listed
+
+
+def _used_scope(app: record.App, options: DeployOptions) -> set[tuple[str, str]] | None:
+    """The (group, kind)s the app's record says it used, where a deploy looks for the app's objects with those of
+    its manifests; None: in every type (an app recorded without them, or `--dangerous-disable-gk-scoping`)."""
+    if app.meta.used_gks is None or options.disable_gk_scoping:
+        return None
+    scope = set(app.meta.used_gks)
+    if options.logs and (options.apply.ignored or options.wait.ignored):
+        scope.add(("", "Pod"))  # kapp lists Pods to show their logs: their deletes are ignored changes it shows
+    return scope
+
+
+def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
+    """`work()` on a thread of its own while the event loop goes on (a deploy's first requests go out while it reads
+    the manifests). A daemon thread, not asyncio's executor: a read blocked on stdin or a URL must not keep the
+    process from exiting on Ctrl-C (`asyncio.run` waits for its executor's threads)."""
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if done.set_running_or_notify_cancel():
+            try:
+                done.set_result(work())
+            except BaseException as e:  # handed to the awaiting task, as an executor does
+                done.set_exception(e)
+
+    threading.Thread(target=run, name="kapply-read", daemon=True).start()
+    return asyncio.wrap_future(done)
 
 
 async def check(cluster: Cluster, plan: Plan) -> None:

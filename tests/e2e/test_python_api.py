@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -90,3 +93,44 @@ def test_the_namespace_defaults_as_kapps_does(cluster: Cluster, tmp_path: Path, 
         monkeypatch.setenv("KAPP_NAMESPACE", "from-env")
         assert k.plan_deploy("x", resources=[CM], options=only_plan).app.namespace == "from-env"
         assert k.plan_deploy("x", resources=[CM], namespace="given", options=only_plan).app.namespace == "given"
+
+
+def test_a_redeploy_lists_what_its_app_used_while_it_reads_the_manifests(cluster: Cluster, namespace: str):
+    """The app's record names the types it used: their LISTs go out while the manifests are still being read (this
+    stdin gives its text only once the ConfigMaps' LIST has been sent), and each type is listed once."""
+    docs = [
+        CM,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
+    ]
+    text = yaml.safe_dump_all(docs)
+    configmaps_listed = threading.Event()
+    listed_while_reading: list[bool] = []
+
+    class SlowStdin(io.StringIO):
+        def read(self, size: int | None = -1) -> str:
+            listed_while_reading.append(configmaps_listed.wait(timeout=15))
+            return super().read(size)
+
+    async def scenario() -> tuple[kapply.DeployPlan, list[tuple[str, str, str]]]:
+        async with kapply.AsyncClient(cluster.kubeconfig, namespace=namespace) as k:
+            await k.deploy("listed", resources=docs)
+            sent: list[tuple[str, str, str]] = []
+            request = k.cluster.request
+
+            async def recorded(method: str, path: str, **kwargs: Any) -> Any:
+                selector = (kwargs.get("params") or {}).get("labelSelector", "")
+                sent.append((method, path, selector))
+                if method == "GET" and path == "/api/v1/configmaps" and selector:
+                    configmaps_listed.set()
+                return await request(method, path, **kwargs)
+
+            k.cluster.request = recorded  # type: ignore[method-assign]
+            return await k.plan_deploy("listed", files=["-"], stdin=SlowStdin(text)), sent
+
+    plan, sent = asyncio.run(scenario())
+    assert listed_while_reading == [True]
+    assert not plan.pending
+    lists = sorted(path for method, path, selector in sent if method == "GET" and selector)
+    assert lists == ["/api/v1/configmaps", "/api/v1/secrets", "/api/v1/serviceaccounts"], sent
+    assert all(method == "GET" for method, _, _ in sent), sent

@@ -9,10 +9,11 @@ without a valid one is *transient* and is never deleted by a deploy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from kapply import objects
-from kapply.errors import ClusterError
+from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
 
@@ -44,6 +45,35 @@ def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] 
     return [t for t in listable if (t.group, t.kind) in wanted]
 
 
+@dataclass(frozen=True)
+class Listed:
+    """What cluster-wide LISTs found ahead of `list_labeled` (see `list_cluster_wide`)."""
+
+    by_type: Mapping[ResourceType, Sequence[Obj]]  # the objects of each type listed
+    forbidden: frozenset[ResourceType]  # the user may not list them cluster-wide
+
+
+async def list_cluster_wide(cluster: Cluster, rtypes: Iterable[ResourceType], selector: str) -> Listed:
+    """One cluster-wide LIST per type, concurrently, ahead of knowing every type `list_labeled` will need (a deploy
+    lists the types its app used while it still reads the manifests). Never fails: a type whose LIST fails is left
+    for `list_labeled`, which lists it again and says why it failed where a deploy always has."""
+
+    async def one(rtype: ResourceType) -> list[Obj] | int:
+        try:
+            return await cluster.list(rtype, label_selector=selector)
+        except ClusterError as e:
+            return e.status
+        except KapplyError:
+            return 0
+
+    types = list(rtypes)
+    results = dict(zip(types, await asyncio.gather(*(one(t) for t in types)), strict=True))
+    return Listed(
+        {t: r for t, r in results.items() if not isinstance(r, int)},
+        frozenset(t for t, r in results.items() if r == 403),
+    )
+
+
 async def list_labeled(
     cluster: Cluster,
     rtypes: Iterable[ResourceType],
@@ -51,8 +81,10 @@ async def list_labeled(
     fallback_namespaces: Iterable[str] = (),
     *,
     scope_to_fallback: bool = False,
+    listed: Listed | None = None,
 ) -> list[Obj]:
-    """Every object with the label selector among the types: one cluster-wide LIST per type, concurrently.
+    """Every object with the label selector among the types: one cluster-wide LIST per type, concurrently, but for
+    the types `listed` already has (with the same selector).
 
     A user whose rights end at some namespaces may not list cluster-wide: as kapp, kapply then lists a namespaced
     type in each of the `fallback_namespaces` (the namespaces the app uses), and skips what it may not list: a
@@ -62,6 +94,8 @@ async def list_labeled(
     --dangerous-scope-to-fallback-allowed-namespaces) namespaced types are listed in those namespaces only, never
     cluster-wide: what the app has elsewhere is not seen."""
     namespaces = sorted(set(fallback_namespaces) - {"", "(cluster)"})
+    ahead = listed.by_type if listed is not None else {}
+    forbidden = listed.forbidden if listed is not None else frozenset()
 
     async def in_namespace(rtype: ResourceType, namespace: str) -> list[Obj]:
         try:
@@ -72,8 +106,11 @@ async def list_labeled(
             return []
 
     async def one(rtype: ResourceType) -> list[Obj]:
+        cluster_wide = not (scope_to_fallback and rtype.namespaced)
+        if cluster_wide and rtype in ahead:
+            return list(ahead[rtype])
         try:
-            if not (scope_to_fallback and rtype.namespaced):
+            if cluster_wide and rtype not in forbidden:
                 return await cluster.list(rtype, label_selector=selector)
         except ClusterError as e:
             if e.status != 403:
