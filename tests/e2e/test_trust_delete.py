@@ -67,3 +67,58 @@ def test_a_delete_starts_with_the_objects_whose_dependents_it_waits_for(
     assert applied[:1] == [("service", "web")], result.stdout
     assert sorted(applied[1:]) == [("configmap", f"c{i}") for i in range(4)], result.stdout
     assert re.search(r"ok: delete endpointslice/web-", result.stdout + result.stderr), result.stdout
+
+
+def test_a_delete_removes_the_garbage_of_what_it_deleted_without_waiting_for_the_collector(
+    cluster: Cluster, kube: Client, namespace: str
+):
+    """The controller-manager's garbage collector deletes a deleted Service's EndpointSlices at ~20 a second (its
+    client's rate limit): with 100 Services it lags seconds behind. kapply deletes, itself, what the delete waits
+    on whose every owner it deleted and saw gone, each with the UID precondition of the object it saw."""
+    import asyncio
+    from typing import Any
+
+    from lightkube.resources.discovery_v1 import EndpointSlice
+
+    import kapply as api
+    from tests.e2e.harness import eventually
+
+    count = 100
+    services = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"s{i}"},
+            "spec": {"ports": [{"port": 80}], "selector": {"a": f"b{i}"}},
+        }
+        for i in range(count)
+    ]
+
+    def slices() -> dict[str, str]:
+        return {s.metadata.name: s.metadata.uid for s in kube.list(EndpointSlice, namespace=namespace)}
+
+    before: dict[str, str] = {}
+
+    async def scenario() -> list[tuple[str, Any]]:
+        async with api.AsyncClient(cluster.kubeconfig, namespace=namespace) as k:
+            await k.deploy("garbage", resources=services)
+            eventually(lambda: len(slices()) == count, what=f"{count} EndpointSlices")
+            before.update(slices())
+            sent: list[tuple[str, Any]] = []
+            request = k.cluster.request
+
+            async def recorded(method: str, path: str, **kwargs: Any) -> Any:
+                if method == "DELETE" and "/endpointslices/" in path:
+                    sent.append((path, kwargs.get("body")))
+                return await request(method, path, **kwargs)
+
+            k.cluster.request = recorded  # type: ignore[method-assign]
+            assert await k.delete("garbage")
+            return sent
+
+    sent = asyncio.run(scenario())
+    assert slices() == {}
+    assert len(sent) >= count // 2, f"kapply deleted {len(sent)} of {count} EndpointSlices itself"
+    for path, body in sent:
+        name = path.rsplit("/", 1)[1]
+        assert body["preconditions"] == {"uid": before[name]}, (path, body)
