@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER := $(PYTHON) hack/cluster.py
 TOOLS := $(PYTHON) hack/tools.py
 
-.PHONY: venv test unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build lint clean
+.PHONY: venv test unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build browser image mmdebstrap lint clean
 
 venv: $(VENV)/.installed
 
@@ -20,9 +20,25 @@ $(VENV)/.installed: pyproject.toml
 cluster-build:
 	$(CLUSTER) build
 
-# helm and kustomize, which the controller templates with; built once, like the control plane.
+# helm and kustomize, which the controller templates with, and crane (the tests' OCI registry); built once, like the control plane.
 tools-build:
 	$(TOOLS) build
+
+# Chromium from Debian's packages, which the diff UI's browser tests drive with Playwright (tests/e2e/test_diff_ui.py);
+# installed when missing (as root). Never `playwright install`: it downloads a browser build of its own.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || (apt-get update && apt-get install -y chromium)
+
+# The controller's image (hack/image.py; docs/reconciler.md, "Installing"): Debian's packages by mmdebstrap, the
+# project's wheel, helm and kustomize (and ytt, from $$KAPPLY_YTT), as an OCI image layout in ~/.cache/kapply/image/.
+# About a minute; then reused until its inputs change. tests/e2e/test_controller_image.py builds it when it is not.
+image: venv tools-build mmdebstrap
+	$(BIN)/python hack/image.py build
+
+# mmdebstrap, from Debian's packages, builds the image's root file system; installed when missing (as root).
+mmdebstrap:
+	@command -v mmdebstrap >/dev/null || (apt-get update && apt-get install -y mmdebstrap)
 
 cluster-up:
 	$(CLUSTER) up
@@ -35,8 +51,8 @@ cluster-status:
 
 # Every test. The e2e tests start the local control plane (or reuse a running
 # one, or the cluster $KUBECONFIG names) and stop it afterwards if they started it.
-test: venv cluster-build tools-build
-	env $$($(TOOLS) env) $(BIN)/pytest
+test: venv cluster-build tools-build browser mmdebstrap
+	env $$($(TOOLS) env) KAPPLY_CHROMIUM=$(CHROMIUM) $(BIN)/pytest
 
 unit: venv
 	$(BIN)/pytest tests/unit tests/fuzz
@@ -64,8 +80,8 @@ CBENCH_ARGS ?=
 bench-controller: $(VENV)/.bench-installed cluster-build cluster-up
 	$(BIN)/python -m bench.controller_bench $(CBENCH_ARGS)
 
-e2e: venv cluster-build tools-build
-	env $$($(TOOLS) env) $(BIN)/pytest tests/e2e
+e2e: venv cluster-build tools-build browser mmdebstrap
+	env $$($(TOOLS) env) KAPPLY_CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/e2e
 
 demo: venv cluster-up
 	$(BIN)/python hack/demo.py

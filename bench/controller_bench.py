@@ -23,7 +23,11 @@ named kapply-cbench-*, and removed at the end, on Ctrl-C and with --cleanup. The
 cluster has none (then removed at the end if no App is left anywhere).
 
 Results: bench/controller_results.json (raw) and bench/controller_results.md; the controller's log is kept in the
-work directory printed at the start.
+work directory printed at the start. `--baseline` names an earlier run's controller_results.json (the committed one:
+`git show HEAD:bench/controller_results.json > /tmp/base.json`), shown side by side with this run against the goals
+of the watch-fed cache (docs/design.md, "The controller at scale"): per idle sync no LIST and no GET and at most 5 ms
+of controller CPU, drift set back within 2 s (p90); with the delete's time and requests per App, the controller's
+peak RSS and what its cache holds (from the log's `cache:` lines).
 """
 
 from __future__ import annotations
@@ -237,6 +241,32 @@ def parse_log(text: str, namespace: str) -> list[Sync]:
     return syncs
 
 
+_CACHE_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO kapply\.controller: cache: (\d+) objects, ([\d.]+) MB of JSON, "
+    r"in (\d+) stores(?:; (\d+) events in (\d+)s)?"
+)
+
+
+def parse_cache_log(text: str) -> list[dict[str, float]]:
+    """The controller's reports of its cache (`cache: N objects, X MB of JSON, in K stores; E events in 60s`, every
+    minute while it changes), in order: time (epoch seconds), objects, MB of JSON, stores, watch events a minute."""
+    found = []
+    for line in text.splitlines():
+        m = _CACHE_LINE.match(line)
+        if m:
+            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            found.append(
+                {
+                    "t": t,
+                    "objects": int(m.group(2)),
+                    "json_mb": float(m.group(3)),
+                    "stores": int(m.group(4)),
+                    "events_per_min": int(m.group(5)) * 60 / int(m.group(6)) if m.group(5) else 0,
+                }
+            )
+    return found
+
+
 def in_window(syncs: Iterable[Sync], start: float, end: float) -> list[Sync]:
     return [s for s in syncs if start <= s.t < end]
 
@@ -314,6 +344,92 @@ def _mb(kb: float) -> str:
     return f"{kb / 1024:.0f} MB"
 
 
+GOALS = {  # the watch-fed cache's (docs/design.md, "The controller at scale")
+    "idle_list": ("LIST per App per idle sync", 0.0),
+    "idle_get": ("GET per App per idle sync", 0.0),
+    "idle_cpu_ms": ("controller CPU per idle sync (ms)", 5.0),
+    "drift_p90_s": ("drift set back, p90 (s)", 2.0),
+}
+
+
+def summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline numbers of a run (None where a phase is missing): requests per idle sync (both identities,
+    by verb), controller CPU per idle sync, drift p90, delete time and requests per App, initial time, peak RSS and
+    the cache's size at the end of the steady state."""
+    phases, apps = doc["phases"], doc["meta"]["config"]["apps"]
+    out: dict[str, Any] = dict.fromkeys(
+        ("idle", "idle_list", "idle_get", "idle_cpu_ms", "drift_p90_s", "delete_s", "delete_per_app", "initial_s"),
+    )
+    steady = phases.get("steady")
+    if steady and steady.get("syncs"):
+        both = {
+            v: steady["controller"].get(v, 0) + steady["deploys"].get(v, 0)
+            for v in (*steady["controller"], *steady["deploys"])
+        }
+        out["idle"] = per_sync(both, steady["syncs"])
+        out["idle_list"] = both.get("LIST", 0) / steady["syncs"]
+        out["idle_get"] = both.get("GET", 0) / steady["syncs"]
+        out["idle_cpu_ms"] = steady["cpu_s"] / steady["syncs"] * 1000
+    if (phases.get("drift") or {}).get("revert"):
+        out["drift_p90_s"] = phases["drift"]["revert"]["p90"]
+    delete = phases.get("delete")
+    if delete:
+        both = {
+            v: delete["controller"].get(v, 0) + delete["deploys"].get(v, 0)
+            for v in (*delete["controller"], *delete["deploys"])
+        }
+        out["delete_s"] = delete.get("all_gone_s")
+        out["delete_per_app"] = per_sync(both, apps)
+    if phases.get("initial"):
+        out["initial_s"] = phases["initial"].get("all_ready_s")
+    end = doc.get("controller_exit") or {}
+    out["peak_rss_mb"] = end["max_rss_kb"] / 1024 if end.get("max_rss_kb") else None
+    out["cache"] = (steady or {}).get("cache")
+    return out
+
+
+def _goal_met(key: str, value: float | None) -> str:
+    if key not in GOALS or value is None:
+        return ""
+    return " (met)" if round(value, 2) <= GOALS[key][1] else " (**not met**)"
+
+
+def _side_by_side(doc: Mapping[str, Any]) -> list[str]:
+    """The goals table: this run, the baseline run when given, the goal."""
+    now = summary(doc)
+    base = (doc.get("baseline") or {}).get("summary") or {}
+    meta = doc.get("baseline") or {}
+    before = f"before ({meta.get('started', '?')[:10]}, {meta.get('commit', '?')})" if meta else "before"
+
+    def num(value: Any, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    def counts(value: Any) -> str:
+        return "-" if value is None else _fmt_counts(value, 2)
+
+    def cache(value: Any) -> str:
+        return (
+            "-"
+            if not value
+            else f"{value['objects']} objects, {value['json_mb']:.1f} MB of JSON, {value['stores']} stores"
+        )
+
+    rows = [
+        ("requests per App per idle sync", counts(now["idle"]), counts(base.get("idle")), "no LIST, no GET"),
+        *((GOALS[k][0], num(now[k], 2) + _goal_met(k, now[k]), num(base.get(k), 2), f"{GOALS[k][1]:g}") for k in GOALS),
+        ("delete: all Apps gone (s)", num(now["delete_s"], 1), num(base.get("delete_s"), 1), ""),
+        ("delete: requests per App", counts(now["delete_per_app"]), counts(base.get("delete_per_app")), ""),
+        ("initial: all ReconcileSucceeded (s)", num(now["initial_s"], 1), num(base.get("initial_s"), 1), ""),
+        ("controller peak RSS (MB)", num(now["peak_rss_mb"], 0), num(base.get("peak_rss_mb"), 0), ""),
+        ("the cache, end of steady state", cache(now["cache"]), cache(base.get("cache")), ""),
+    ]
+    lines = ["## Against the goals", "", f"| | this run | {before} | goal |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    if meta:
+        lines += ["", f"Before: `{meta.get('command', '')}`, {meta.get('started', '')}."]
+    return [*lines, ""]
+
+
 def render(doc: Mapping[str, Any]) -> str:
     """controller_results.md from controller_results.json's document."""
     meta, phases = doc["meta"], doc["phases"]
@@ -360,6 +476,7 @@ def render(doc: Mapping[str, Any]) -> str:
             f"{_fmt_counts(p['controller'])} | {_fmt_counts(p['deploys'])} |"
         )
     lines.append("")
+    lines += _side_by_side(doc)
     initial = phases.get("initial")
     if initial:
         lines += [
@@ -410,6 +527,17 @@ def render(doc: Mapping[str, Any]) -> str:
             f"{writes(steady['deploys']):.0f} (PUT, PATCH, POST, DELETE).",
             f"- Objects whose resourceVersion moved in `{APPS_NS}` (Apps, ConfigMaps including app records and "
             f"app-changes, Secrets): {_moved_text(steady['moved'])}; Events created: {steady['events_created']}.",
+            *(
+                [
+                    f"- The controller's cache (its last report before the end of the window): "
+                    f"{c['objects']:.0f} objects, {c['json_mb']:.1f} MB of JSON, in {c['stores']:.0f} stores, "
+                    f"{c.get('events_per_min', 0):.0f} watch events applied in the last minute (every kapp app's "
+                    "objects of the watched types count, other tests' included: their events cost the controller CPU "
+                    f"too); controller RSS {_mb(steady['rss_kb'])}."
+                ]
+                if (c := steady.get("cache"))
+                else []
+            ),
             "",
         ]
     drift = phases.get("drift")
@@ -577,6 +705,12 @@ class ControllerBench:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return in_window(parse_log(text, APPS_NS), start, end)
 
+    def cache_at(self, t: float) -> dict[str, float] | None:
+        """The controller's last report of its cache before `t`."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        reports = [r for r in parse_cache_log(text) if r["t"] <= t]
+        return reports[-1] if reports else None
+
     def apps(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.kube.json("GET", APPS_PATH)["items"]
         return items
@@ -641,8 +775,10 @@ class ControllerBench:
         return identity.flow_schemas(DEP_PREFIX, [identity.subject(APPS_NS, DEPLOYER)], LABELS)
 
     def start_controller(self) -> None:
+        profile = ["-m", "cProfile", "-o", str(self.args.controller_profile)] if self.args.controller_profile else []
         argv = [
             sys.executable,
+            *profile,
             "-m",
             "kapply",
             "controller",
@@ -753,6 +889,7 @@ class ControllerBench:
             "intervals": stats(sync_intervals(syncs)),
             "moved": moved(objects_before, objects_after),
             "events_created": len(events_after - events_before),
+            "cache": self.cache_at(end["t"]),
         }
         self.phases["steady"] = phase
         log(
@@ -941,10 +1078,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--controller-debug", action="store_true", help="run the controller with --debug (every request in its log)"
     )
+    p.add_argument(
+        "--controller-profile",
+        type=Path,
+        default=None,
+        help="run the controller under cProfile, writing its profile here when it stops (read it with pstats)",
+    )
     p.add_argument("--kubeconfig", type=Path, default=None, help="admin kubeconfig (default $KUBECONFIG)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="where results go (bench/)")
     p.add_argument("--note", default="", help="a line shown at the top of the results, e.g. 'smoke run'")
     p.add_argument("--render", type=Path, default=None, help="only re-render the .md from this controller_results.json")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="an earlier run's controller_results.json, shown side by side (e.g. the committed one, from git show)",
+    )
     p.add_argument("--cleanup", action="store_true", help="only delete what an earlier run left")
     args = p.parse_args(argv)
     try:
@@ -1009,6 +1158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "phases": {},
     }
+    if args.baseline:
+        base = json.loads(args.baseline.read_text())
+        doc["baseline"] = {
+            "command": base["meta"].get("command", ""),
+            "started": base["meta"].get("started", ""),
+            "commit": base["meta"].get("versions", {}).get("kapply_commit", "?"),
+            "summary": summary(base),
+        }
     previous_sigterm = signal.signal(signal.SIGTERM, _terminate)
     bench = ControllerBench(args, kube, doc)
     log(f"work directory {bench.workdir}")

@@ -69,6 +69,7 @@ async def reconcile(cluster: Cluster, matcher: Matcher, desired: dict) -> str:
     meta = desired["metadata"]
     current = await cluster.get(rtype, meta["namespace"], meta["name"])
     if current is None:
+        # Annotate the object exactly as later loops build it: what the annotation holds is the baseline.
         await cluster.create(rtype, matcher.annotate(desired))
         return "created"
     result = matcher.calculate(current, desired, record=True)

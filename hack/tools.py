@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the templating tools kapply's controller runs: helm and kustomize.
+"""Build the templating tools kapply's controller runs, helm and kustomize, and the tests' OCI registry, crane.
 
 Like the control plane (hack/cluster.py, whose build helpers this reuses), each
 is built with the machine's Go from the Go module proxy at a pinned version,
@@ -7,9 +7,13 @@ into $KAPPLY_CACHE (default ~/.cache/kapply)/<tool>-<version>/bin/<tool>, and
 never rebuilt once there.
 
 Usage:
-    tools.py build [helm|kustomize ...]   build the named tools (default: all) unless built
-    tools.py path TOOL                    print the binary's path; exit 1 if not built
-    tools.py env                          print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... for the built ones
+    tools.py build [helm|kustomize|crane ...]   build the named tools (default: all) unless built
+    tools.py path TOOL                          print the binary's path; exit 1 if not built
+    tools.py env                                print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_CRANE=...
+                                                for the built ones
+
+crane (go-containerregistry's CLI) is not run by kapply: the tests run `crane registry serve` as the OCI
+registry that kapply.oci pulls from, and push images and imgpkg bundles to it with `crane` (tests/e2e/registry.py).
 
 This script uses the standard library only, so it runs before the project's
 virtualenv exists.
@@ -30,8 +34,10 @@ import cluster  # noqa: E402  (hack/cluster.py: Build, bin_dir, go_mod_download,
 # The newest releases whose go.mod (and whose dependencies' go.mod) the machine's Go 1.26 accepts (GOTOOLCHAIN is
 # local, so Go fetches no newer toolchain): helm v3.22.0 says `go 1.26.0`; kustomize v5.8.3 says `go 1.27.0`, so
 # kustomize stays at v5.8.2 (`go 1.26.0`). helm v4 is out, but kapp-controller's App CR templates with helm v3.
+# go-containerregistry v0.22.1, the newest release, says `go 1.25.0` (and `toolchain go1.26.6`, which Go 1.26 meets).
 HELM_VERSION = "v3.22.0"
 KUSTOMIZE_VERSION = "v5.8.2"
+CRANE_VERSION = "v0.22.1"
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,12 @@ TOOLS = {
         Tool("helm", HELM_VERSION, "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm"),
         Tool(
             "kustomize", KUSTOMIZE_VERSION, "sigs.k8s.io/kustomize/kustomize/v5", "sigs.k8s.io/kustomize/kustomize/v5"
+        ),
+        Tool(
+            "crane",
+            CRANE_VERSION,
+            "github.com/google/go-containerregistry",
+            "github.com/google/go-containerregistry/cmd/crane",
         ),
     ]
 }
@@ -124,15 +136,27 @@ def helm_ldflags(version: str, gomod: str) -> str:
     return " ".join(["-s -w", *(f"-X {var}={value}" for var, value in stamps.items())])
 
 
+def crane_ldflags(version: str) -> str:
+    """crane reports the main module's version from the Go build info, and built as a dependency of a throw-away
+    module that is `(devel)`; its release builds stamp the tag in, as this does."""
+    return f"-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version={version}"
+
+
 def build_spec(tool: Tool, gomod: str) -> cluster.Build:
     """The cluster.Build for a tool, given the go.mod of its module at the pinned version.
     kustomize needs no stamps: it reads its version from the Go build info of the dependency."""
+    if tool.name == "helm":
+        ldflags = helm_ldflags(tool.version, gomod)
+    elif tool.name == "crane":
+        ldflags = crane_ldflags(tool.version)
+    else:
+        ldflags = "-s -w"
     return cluster.Build(
         name=tool.name,
         version=tool.version,
         requires={tool.module: tool.version},
         binaries={tool.name: tool.package},
-        ldflags=helm_ldflags(tool.version, gomod) if tool.name == "helm" else "-s -w",
+        ldflags=ldflags,
         gomod_extra=inherited_directives(tool, gomod),
     )
 
@@ -144,7 +168,7 @@ def build(names: list[str]) -> None:
     cluster.CACHE.mkdir(parents=True, exist_ok=True)
     missing = [TOOLS[n] for n in names if not is_built(TOOLS[n])]
     if missing and shutil.which("go") is None:
-        sys.exit("[tools] Go is required to build helm and kustomize; none is on PATH")
+        sys.exit(f"[tools] Go is required to build {', '.join(t.name for t in missing)}; none is on PATH")
     for tool in missing:
         gomod = Path(cluster.go_mod_download(tool.module, tool.version)["GoMod"]).read_text()
         cluster.build_one(build_spec(tool, gomod))

@@ -29,7 +29,9 @@ from kapply.apply.planning import ClusterChange
 from kapply.apply.preflight import parse as parse_preflight
 from kapply.apply.progress import Progress
 from kapply.delete import DeleteOptions, DeletePlan
-from kapply.deploy import DeployOptions, OutsideField, Plan, Result, Source
+from kapply.deploy import DeployOptions, Plan, Result, Source
+from kapply.diff import attribution
+from kapply.diff.attribution import OutsideField
 from kapply.diff.change import Change
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.filter import parse_change_filter
@@ -241,7 +243,7 @@ class AsyncClient:
         """The fields of the plan someone other than kapply or kapp wrote on the cluster (`plan.outside_changes()`,
         or the given fields of its changes), each with who wrote it: the field manager, or for a field no manager
         wrote, the mutating admission webhooks that may have."""
-        return await deploy_pipeline.attribute(
+        return await attribution.attribute(
             self.cluster, plan.discovery, plan.outside_changes() if found is None else found
         )
 

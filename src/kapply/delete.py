@@ -8,6 +8,7 @@ is left; when resource or change filters leave some of its resources out, the ap
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from kapply import objects
@@ -30,7 +31,7 @@ from kapply.resources import api_services
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
-from kapply.resources.labeled import is_transient
+from kapply.resources.labeled import at_written_versions, is_transient, list_labeled, types_in_scope
 
 PARTIAL_DELETE_CHANGES_TO_KEEP = 200  # kapp's app-change GC after a delete that keeps the app
 
@@ -48,6 +49,9 @@ class DeleteOptions:
     prev_app: str = ""  # kapp's --prev-app: the app's earlier name, deleted when the app has no record by its name
     ignore_failing_api_services: bool = False  # kapp's --dangerous-ignore-failing-api-services (see api_services)
     scope_to_fallback_namespaces: bool = False  # kapp's --dangerous-scope-to-fallback-allowed-namespaces
+    # Look for the app's resources only in the kinds its record names, as a deploy does (the controller's delete);
+    # False: in every type, as `kapp delete` does. An app recorded without its kinds is looked for everywhere.
+    used_kinds_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ async def plan(
     used = {api_services.group_version(g, v) for g, v in app.meta.used_gvs}
     api_services.check_required(discovery, used, ignore=options.ignore_failing_api_services)
     config = default_config()
-    listed = await record.list_resources(cluster, app, scope_to_fallback=options.scope_to_fallback_namespaces)
+    listed = await _resources(cluster, app, options.used_kinds_only, options.scope_to_fallback_namespaces)
     owned = listed if options.resource_filter is None else options.resource_filter.apply(listed)
     complete = len(owned) == len(listed)
     changes = [calculate(None, obj, config, transient=_transient(obj)) for obj in owned]
@@ -101,6 +105,21 @@ async def plan(
         )
     )
     return DeletePlan(app, options, config, discovery, planned, order(planned, config), complete)
+
+
+async def _resources(cluster: Cluster, app: record.App, used_kinds_only: bool, scope_to_fallback: bool) -> list[Obj]:
+    """The app's resources (`record.list_resources`), only of the kinds its record names when `used_kinds_only`."""
+    if not used_kinds_only or app.meta.used_gks is None:
+        return await record.list_resources(cluster, app, scope_to_fallback=scope_to_fallback)
+    discovery = await cluster.discovery()
+    found = await list_labeled(
+        cluster,
+        types_in_scope(discovery, app.meta.used_gks),
+        app.label_selector,
+        record.fallback_namespaces(app),
+        scope_to_fallback=scope_to_fallback,
+    )
+    return await at_written_versions(cluster, discovery, found)
 
 
 def _transient(obj: Obj) -> bool:
@@ -127,19 +146,22 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
     except KapplyError as failure:
         await history.record_failure(cluster, app, "", failure)
         raise
+    except asyncio.CancelledError:  # interrupted (Ctrl-C, SIGTERM): recorded as failed too
+        await history.record_interrupted(cluster, app, "")
+        raise
     if not plan.complete:  # filters left resources out: the app stays, as kapp, with at most 200 changes
         app = await history.finish(cluster, app, "", successful=True)
         await history.gc(cluster, app, PARTIAL_DELETE_CHANGES_TO_KEEP)
         return waited
     await history.delete_all(cluster, app)
-    await _check_gone(cluster, app)
+    await _check_gone(cluster, app, plan.options.used_kinds_only)
     await record.delete(cluster, app)
     return waited
 
 
-async def _check_gone(cluster: Cluster, app: record.App) -> None:
+async def _check_gone(cluster: Cluster, app: record.App, used_kinds_only: bool = False) -> None:
     await cluster.discovery(refresh=True)
-    left = [obj for obj in await record.list_resources(cluster, app) if not is_transient(obj)]
+    left = [obj for obj in await _resources(cluster, app, used_kinds_only, False) if not is_transient(obj)]
     if left:
         raise KapplyError("Expected all resources to be gone, but found: " + ", ".join(describe(o) for o in left))
 
@@ -151,5 +173,5 @@ async def _delete_labeled(cluster: Cluster, plan: DeletePlan, progress: Progress
     )
     waited = await loop.run(plan.changes, plan.graph)
     if plan.complete:
-        await _check_gone(cluster, plan.app)
+        await _check_gone(cluster, plan.app, options.used_kinds_only)
     return waited

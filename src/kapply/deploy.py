@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TextIO, TypeVar
 
 from kapply import objects
 from kapply.app import history, record
-from kapply.app.lock import hold
+from kapply.app.lock import changed_since_planned, held_by_other, hold
 from kapply.app.meta import AppMeta, GroupVersionKind, kinds_of
 from kapply.app.rename import rename
 from kapply.apply import preflight
@@ -30,23 +31,31 @@ from kapply.apply.progress import LoggedProgress, Progress
 from kapply.apply.view import ChangeSetText, change_set_text
 from kapply.config.config import Config
 from kapply.config.inputs import split_configs, with_defaults
+from kapply.config.rules import MaskCounter
 from kapply.diff import ghost, server_check, versioned
 from kapply.diff.change import ApplyOp, Change, Op, calculate
 from kapply.diff.drift import DriftPolicy
-from kapply.diff.fields import ABSENT
 from kapply.diff.filter import ChangeFilter
 from kapply.diff.ghost import FieldDrift
 from kapply.diff.render import DiffFormat, Hunk
 from kapply.diff.renew import renewed
-from kapply.errors import AppNotFoundError, KapplyError, ManifestError
+from kapply.errors import AppNotFoundError, ConcurrencyError, KapplyError, ManifestError
 from kapply.graph import ChangeGraph
 from kapply.objects import Document, Obj, ResourceKey, group_of, key_of, namespace
-from kapply.resources import admission, allow, api_services, manifests
+from kapply.resources import allow, api_services, manifests
 from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
-from kapply.resources.labeled import Listed, get_each, is_transient, list_cluster_wide, list_labeled, types_in_scope
+from kapply.resources.labeled import (
+    Listed,
+    at_written_versions,
+    get_each,
+    is_transient,
+    list_cluster_wide,
+    list_labeled,
+    types_in_scope,
+)
 from kapply.resources.names import check_names
 from kapply.resources.ownership import check_disallowed_labels, check_ownership, foreign
 from kapply.resources.preparation import Placement, prepare
@@ -106,6 +115,20 @@ class DeployOptions:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """How `plan` found the app's objects on the cluster, and the ones it found (those the app made, by key and UID):
+    what `run` looks at again when another deploy ran since the plan."""
+
+    scope: frozenset[tuple[str, str]] | None  # the (group, kind)s listed; None: every type
+    fallback_namespaces: frozenset[str]
+    found: frozenset[tuple[ResourceKey, str]]
+
+
+def _found(listed: Iterable[Obj]) -> frozenset[tuple[ResourceKey, str]]:
+    return frozenset((key_of(obj), objects.uid(obj)) for obj in listed if not is_transient(obj))
+
+
+@dataclass(frozen=True)
 class Plan:
     """What a deploy will do; nothing has been written yet."""
 
@@ -121,6 +144,10 @@ class Plan:
     drifted: tuple[Change, ...] = ()  # changes (applied or not) of objects others changed since they were deployed
     renamed_from: record.App | None = None  # the record of the app's earlier name (--prev-app), renamed by `run`
     not_allowed: tuple[str, ...] = ()  # what --allow-check refuses (see check_allowed)
+    listing: Listing | None = None  # how the app's objects were found (None: a new app, which has none)
+    # numbers masked values wherever the plan's changes are shown, and in the diff of a conflict while it runs: one
+    # numbering per deploy, as kapp's is per process
+    masks: MaskCounter = field(default_factory=MaskCounter, compare=False, repr=False)
 
     @property
     def pending(self) -> bool:
@@ -141,7 +168,15 @@ class Plan:
         strategy = self.options.apply.default_update_strategy
         if self.options.diff.anchored:
             fmt = replace(fmt, anchored=True)
-        return change_set_text(self.changes, self.config, fmt, yaml=yaml, diffs=diffs, default_update_strategy=strategy)
+        return change_set_text(
+            self.changes,
+            self.config,
+            fmt,
+            yaml=yaml,
+            diffs=diffs,
+            default_update_strategy=strategy,
+            counter=self.masks,
+        )
 
     def hunks(self, fmt: DiffFormat = DiffFormat()) -> list[Hunk]:
         """The plan's diffs, one per change (a noop's has no lines), Secret values masked."""
@@ -149,11 +184,12 @@ class Plan:
 
     def line_diffs(self, fmt: DiffFormat = DiffFormat()) -> str:
         """The `--diff-changes` text (`@@ op resource @@` and the lines) of the changes that apply something, Secret
-        values masked: what the app-change history keeps."""
+        values masked: what the app-change history keeps. Numbered as shown, but without taking numbers from the
+        plan's: kapp, which keeps no such text, numbers a conflict's diff after what it showed only."""
         applying = [c for c in self.changes if c.apply_op is not ApplyOp.NOOP]
         if self.options.diff.anchored:
             fmt = replace(fmt, anchored=True)
-        return "".join(str(h) for h in change_set_text(applying, self.config, fmt).hunks)
+        return "".join(str(h) for h in change_set_text(applying, self.config, fmt, counter=self.masks.copy()).hunks)
 
     def outside_changes(self) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
         """The changes with fields someone other than kapply/kapp wrote on the cluster, and those fields with who
@@ -161,37 +197,6 @@ class Plan:
         by_key = {c.key: c for c in self.drifted} | {c.change.key: c.change for c in self.changes}
         found = ((c, ghost.outside_changes(c)) for c in by_key.values())
         return [(c, fields) for c, fields in found if fields]
-
-
-@dataclass(frozen=True, slots=True)
-class OutsideField:
-    """A field of a change that someone other than kapply or kapp wrote on the cluster, and who, as one line of text
-    (`kubectl (Update, scale)`, or the mutating webhooks that may have)."""
-
-    change: Change
-    field: FieldDrift
-    written_by: str
-
-
-async def attribute(
-    cluster: Cluster, discovery: Discovery, found: Sequence[tuple[Change, Sequence[FieldDrift]]]
-) -> list[OutsideField]:
-    """Who wrote each field: its field manager; for a field on the cluster that no manager wrote, the mutating
-    admission webhooks the server calls for the object (see `kapply.resources.admission`; listed only when needed)."""
-    configurations: list[Obj] | None = None
-    out = []
-    for change, fields in found:
-        for f in fields:
-            written_by = ghost.writer(f.owner)
-            if f.owner is None and f.live is not ABSENT and change.existing is not None:
-                if configurations is None:
-                    configurations = await admission.mutating_webhook_configurations(cluster)
-                rtype = discovery.find(objects.api_version(change.existing), objects.kind(change.existing))
-                hooks = admission.webhooks_for(configurations, rtype, change.existing) if rtype else []
-                if hooks:
-                    written_by = f"a mutating admission webhook ({', '.join(hooks)}); no recorded field manager"
-            out.append(OutsideField(change, f, written_by))
-    return out
 
 
 @dataclass(frozen=True)
@@ -258,6 +263,7 @@ async def plan(
             "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified."
         )
     labeled: list[Obj] = []
+    listing: Listing | None = None
     if app.stored:
         scope = _used_scope(app, options)
         if scope is not None:
@@ -270,26 +276,40 @@ async def plan(
             fallback,
             scope_to_fallback=options.scope_to_fallback_namespaces,
             listed=listed,
+            needed={(group_of(p.obj), objects.kind(p.obj)) for p in prepared},
         )
-    if options.resource_filter is not None:
-        labeled = options.resource_filter.apply(labeled)
-    resolved = versioned.resolve(prepared, labeled, config)
-    new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
-    origins = {key_of(d.obj): d.origin for d in resolved.desired}
-
+        labeled = await at_written_versions(cluster, discovery, labeled)
+        if options.resource_filter is not None:
+            labeled = options.resource_filter.apply(labeled)
+        listing = Listing(None if scope is None else frozenset(scope), frozenset(fallback), _found(labeled))
     existing_by_key = {key_of(obj): obj for obj in labeled}
-    unlabeled = await get_each(cluster, discovery, [r for k, r in new_by_key.items() if k not in existing_by_key])
+    # kapp looks for the new resources the label did not find by their names in the manifests, before versioning:
+    # an unlabeled `config` is found for a versioned `config` (and deleted, as an older "version"), `config-ver-N`
+    # never is.
+    prepared_by_key = {key_of(p.obj): p.obj for p in prepared}
+    unlabeled = await get_each(cluster, discovery, [r for k, r in prepared_by_key.items() if k not in existing_by_key])
     if not options.override_ownership:
-        others = {owner for _, owner in foreign(unlabeled, new_by_key, label_value, label_key)}
+        others = {owner for _, owner in foreign(unlabeled, prepared_by_key, label_value, label_key)}
         owners = await record.owners(cluster, app.namespace or app_namespace or default_ns, label_key, others)
-        check_ownership(unlabeled, new_by_key, label_value, owners, label_key)
-    check_disallowed_labels(unlabeled, new_by_key, ResourceKey(app.namespace, "", "ConfigMap", app.configmap_name))
+        check_ownership(unlabeled, prepared_by_key, label_value, owners, label_key)
+    check_disallowed_labels(unlabeled, prepared_by_key, ResourceKey(app.namespace, "", "ConfigMap", app.configmap_name))
     if options.resource_filter is not None:
         unlabeled = options.resource_filter.apply(unlabeled)
     existing_by_key.update((key_of(obj), obj) for obj in unlabeled)
+    found_by_name = {key_of(obj) for obj in unlabeled}  # not the app's yet, but never transient (kapp's Get)
 
+    # Renewal comes first, as in kapp: a renewed versioned resource differs from its latest version, so it is a
+    # new version, not an update of the current one.
     now = datetime.now(UTC)
-    new_by_key = {key: renewed(new, existing_by_key.get(key), now) for key, new in new_by_key.items()}
+    current = versioned.current_by_key(list(existing_by_key.values()))
+    prepared = [replace(p, obj=renewed(p.obj, current.get(key_of(p.obj)), now)) for p in prepared]
+    resolved = versioned.resolve(prepared, list(existing_by_key.values()), config)
+    new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
+    origins = {key_of(d.obj): d.origin for d in resolved.desired}
+
+    def transient(obj: Obj) -> bool:
+        return key_of(obj) not in found_by_name and is_transient(obj)
+
     against_last_applied = options.diff.against_last_applied
     changes = [
         calculate(
@@ -309,9 +329,9 @@ async def plan(
     ignored_shown = options.apply.ignored or options.wait.ignored  # else ignored changes are neither shown nor run
     gone = [obj for key, obj in existing_by_key.items() if key not in new_by_key and key not in resolved.keep]
     changes += [
-        calculate(None, obj, config, transient=transient)
-        for obj, transient in ((obj, is_transient(obj)) for obj in gone)
-        if ignored_shown or not transient
+        calculate(None, obj, config, transient=ignored)
+        for obj, ignored in ((obj, transient(obj)) for obj in gone)
+        if ignored_shown or not ignored
     ]
     if options.diff.server_side_check:
         changes = await server_check.check_all(cluster, discovery, changes, config)
@@ -322,7 +342,7 @@ async def plan(
 
     new_used = kinds_of(new_by_key.values())
     kept = new_by_key.keys() if options.patch else existing_by_key.keys()  # patch: only the existing ones named
-    used = new_used | kinds_of(o for k, o in existing_by_key.items() if k in kept and not is_transient(o))
+    used = new_used | kinds_of(o for k, o in existing_by_key.items() if k in kept and not transient(o))
     planned = tuple(
         cluster_changes(
             changes,
@@ -346,6 +366,7 @@ async def plan(
         drifted,
         renamed_from=renamed_from,
         not_allowed=tuple(not_allowed),
+        listing=listing,
     )
 
 
@@ -426,18 +447,57 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
     plan.check_allowed()
     if plan.app.labeled:  # no record and no history: only the resources
         return await _apply_labeled(cluster, plan, progress or LoggedProgress())
+    app = plan.app
     if plan.renamed_from is not None:  # kapp's --prev-app: the earlier record takes the new name
-        await rename(cluster, plan.renamed_from, plan.app.name, plan.app.namespace)
-    if not plan.changes and plan.app.stored:  # nothing to apply: kapp writes nothing but new labels
+        await rename(cluster, plan.renamed_from, app.name, app.namespace)
+    elif app.stored and record.fq_names() and not app.configmap_name.endswith(record.FQ_SUFFIX):
+        app = await _migrated(cluster, app)
+    if not plan.changes and app.stored:  # nothing to apply: kapp writes nothing but new labels
         if options.app_labels:
-            await record.update_record(cluster, plan.app, lambda cm: record.merge_labels(cm, options.app_labels))
+            await record.update_record(cluster, app, lambda cm: record.merge_labels(cm, options.app_labels))
         plan.write_app_metadata()
-        return Result(plan.app, (), "", (), 0)
-    async with hold(cluster, plan.app, options.app_labels) as app:
+        return Result(app, (), "", (), 0)
+    async with hold(cluster, app, options.app_labels, revalidate=partial(_still_as_planned, cluster, plan)) as app:
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
             write_app_metadata(options.app_metadata_file, app)
             return Result(app, (), "", (), 0)
         return await _apply(cluster, plan, app, progress or LoggedProgress())
+
+
+async def _migrated(cluster: Cluster, app: record.App) -> record.App:
+    """kapp's migration under KAPP_FQ_CONFIGMAP_NAMES=true: an app recorded as `<app>` is recorded anew as
+    `<app>.apps.k14s.io` (annotated `kapp.k14s.io/is-configmap-migrated`) and the old record deleted, as every deploy
+    that applies does (not a diff run). Not while another deploy or delete holds the app."""
+    current = await cluster.get(record.CONFIGMAPS, app.namespace, app.configmap_name)
+    other = None if current is None else held_by_other(current, "", datetime.now(UTC))
+    if other is not None:
+        raise ConcurrencyError(f"{app.describe()} is being deployed or deleted by {other}; nothing was applied")
+    await rename(cluster, app, app.name, app.namespace)
+    return replace(app, configmap_name=app.name + record.FQ_SUFFIX)
+
+
+async def _still_as_planned(cluster: Cluster, plan: Plan, recorded: AppMeta) -> None:
+    """Another deploy ran since the plan (its record now holds `recorded`). The deploy goes ahead, as kapp's does,
+    if the app has exactly the objects the plan was made with: each update then checks that its approved diff still
+    holds (`kapply.apply.execute`). Otherwise it is refused: a plan that does not know some of the app's objects
+    would leave them behind, and one that counts on objects gone would fail half-way."""
+    listing = plan.listing
+    if listing is None:
+        raise changed_since_planned(plan.app)
+    scope = None
+    if listing.scope is not None and recorded.used_gks is not None:
+        scope = set(listing.scope) | set(recorded.used_gks)
+    found = await list_labeled(
+        cluster,
+        types_in_scope(plan.discovery, scope),
+        plan.app.label_selector,
+        listing.fallback_namespaces,
+        scope_to_fallback=plan.options.scope_to_fallback_namespaces,
+    )
+    if plan.options.resource_filter is not None:
+        found = plan.options.resource_filter.apply(found)
+    if _found(found) != listing.found:
+        raise changed_since_planned(plan.app)
 
 
 async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Result:
@@ -446,7 +506,14 @@ async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Re
         plan.write_app_metadata()
         return Result(plan.app, (), "", (), 0)
     loop = ApplyLoop(
-        cluster, plan.discovery, plan.config, plan.app.label_selector, options.apply, options.wait, progress
+        cluster,
+        plan.discovery,
+        plan.config,
+        plan.app.label_selector,
+        options.apply,
+        options.wait,
+        progress,
+        plan.masks,
     )
     try:
         waited = await loop.run(plan.changes, plan.graph)
@@ -469,12 +536,16 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
     )
     begun = app.meta  # what kapp's --app-metadata-file-output holds: the change begun, not finished
     loop = ApplyLoop(
-        cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait, progress
+        cluster, plan.discovery, plan.config, app.meta.label_selector, options.apply, options.wait, progress, plan.masks
     )
     try:
         waited = await loop.run(plan.changes, plan.graph)
     except KapplyError as failure:
         await history.record_failure(cluster, app, change_name, failure)
+        write_app_metadata(options.app_metadata_file, app, begun)
+        raise
+    except asyncio.CancelledError:  # interrupted (Ctrl-C, SIGTERM): the change did not finish well either
+        await history.record_interrupted(cluster, app, change_name)
         write_app_metadata(options.app_metadata_file, app, begun)
         raise
     write_app_metadata(options.app_metadata_file, app, begun.with_used(plan.new_used))

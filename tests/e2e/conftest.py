@@ -37,3 +37,16 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
 def kapply(cluster: Cluster) -> KapplyRunner:
     """The kapply CLI, run as a subprocess against the test cluster."""
     return KapplyRunner(cluster.kubeconfig)
+
+
+from tests.e2e import registry  # noqa: E402  (appended with the fixture below)
+from tests.e2e.harness import external_tool  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def oci_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.Registry]:
+    """A real OCI registry (`crane registry serve`, from $KAPPLY_CRANE or PATH) for the test session, on 127.0.0.1,
+    stopped afterwards; tests push to it with its `crane` (tests/e2e/registry.py)."""
+    crane = external_tool("crane", "KAPPLY_CRANE")
+    with registry.serving(crane, tmp_path_factory.mktemp("oci-registry")) as served:
+        yield served

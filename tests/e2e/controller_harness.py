@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +18,37 @@ import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import ConfigMap, Namespace
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccountToken
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from tests.e2e.harness import eventually, external_tool, parse_json_output
+from tests.e2e.faults import http_client
+from tests.e2e.harness import Cluster, eventually, external_tool, parse_json_output
 
 REPO = Path(__file__).resolve().parents[2]
 App = create_namespaced_resource("kapply.dev", "v1alpha1", "App", "apps")
+FlowSchema = create_global_resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas")
 
 
 @contextmanager
 def controller(
     kubeconfig: Path, log: Path, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen]:
-    """`kapply controller` with short sync periods, logging to `log`; stopped (SIGTERM) afterwards."""
+    """`kapply controller` with short sync periods, logging to `log`, its /metrics and probes on a free loopback port
+    (`endpoint` finds it); stopped (SIGTERM) afterwards."""
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kapply", "controller", "--min-sync-period=1s", *args],
+            [
+                sys.executable,
+                "-m",
+                "kapply",
+                "controller",
+                "--min-sync-period=1s",
+                "--metrics-bind-address=127.0.0.1:0",
+                *args,
+            ],
             env={**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})},
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -46,6 +63,19 @@ def controller(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+ENDPOINTS = re.compile(r"serving /metrics, /healthz and /readyz on (http://[^\s,\"]+)")
+
+
+def endpoint(log: Path, timeout: float = 30) -> str:
+    """The URL of a controller's /metrics and probes, from its log (it listens on a free port)."""
+
+    def found() -> str | None:
+        match = ENDPOINTS.search(log.read_text()) if log.exists() else None
+        return match.group(1) if match else None
+
+    return str(eventually(found, timeout=timeout, what=f"the endpoints named in {log.name}"))
 
 
 def deployer(namespace: str, name: str = "deployer", rules: list[dict[str, Any]] | None = None) -> str:
@@ -162,6 +192,79 @@ def installed_controller(kubeconfig: Path, kube: Client) -> Iterator[None]:
         install_crd(kubeconfig, kube)
 
 
+@dataclass(frozen=True)
+class Identity:
+    """A controller's own identity: a kubeconfig file holding a bearer token, and the token."""
+
+    kubeconfig: Path
+    token: str
+
+
+@contextmanager
+def controller_identity(kube: Client, admin_kubeconfig: Path, directory: Path) -> Iterator[Identity]:
+    """An identity for a controller with exactly the rights of config/controller/rbac.yml, without installing it
+    (other modules install the CRD as an app of their own): a ServiceAccount in a namespace of its own, bound to a
+    copy of rbac.yml's ClusterRole, and a kubeconfig in `directory` with a TokenRequest token of it. Removed
+    afterwards."""
+    name = f"kapply-controller-{uuid.uuid4().hex[:6]}"
+    rules = next(d for d in yaml.safe_load_all((CONFIG / "rbac.yml").read_text()) if d["kind"] == "ClusterRole")[
+        "rules"
+    ]
+    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
+    try:
+        create_all(
+            kube,
+            yaml.safe_dump_all(
+                [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ServiceAccount",
+                        "metadata": {"name": "controller", "namespace": name},
+                    },
+                    {
+                        "apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRole",
+                        "metadata": {"name": name},
+                        "rules": rules,
+                    },
+                    {
+                        "apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRoleBinding",
+                        "metadata": {"name": name},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                        "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": name}],
+                    },
+                ]
+            ),
+        )
+        request = ServiceAccountToken(
+            metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=3600)
+        )
+        token = kube.create(request, "controller", namespace=name).status.token
+        cluster = yaml.safe_load(admin_kubeconfig.read_text())["clusters"][0]["cluster"]
+        kubeconfig = directory / "controller.kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "test", "cluster": cluster}],
+                    "users": [{"name": "controller", "user": {"token": token}}],
+                    "contexts": [{"name": "test", "context": {"cluster": "test", "user": "controller"}}],
+                    "current-context": "test",
+                }
+            )
+        )
+        yield Identity(kubeconfig, token)
+    finally:
+        for kind in (ClusterRoleBinding, ClusterRole, Namespace):
+            try:
+                kube.delete(kind, name)
+            except ApiError as e:
+                if e.status.code != 404:
+                    raise
+
+
 TOOL_VARIABLES = {"ytt": "KAPPLY_YTT", "helm": "KAPPLY_HELM", "kustomize": "KAPPLY_KUSTOMIZE"}
 
 
@@ -274,3 +377,91 @@ def strict_validation_errors(kubeconfig: Path, manifest: Path) -> list[str]:
         return errors
 
     return asyncio.run(check())
+
+
+@contextmanager
+def admin_identity(kubeconfig: Path, kube: Client, namespace: str, directory: Path) -> Iterator[Path]:
+    """A kubeconfig for a ServiceAccount `controller` of `namespace` bound to cluster-admin (what a controller runs as
+    when it may do anything); the namespace and the binding go afterwards."""
+    from lightkube.models.authentication_v1 import TokenRequestSpec
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import ServiceAccount
+    from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+
+    def create(obj: Any) -> None:
+        try:
+            kube.create(obj)
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+
+    create(Namespace.from_dict({"metadata": {"name": namespace}}))
+    create(ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": namespace}}))
+    binding = ClusterRoleBinding.from_dict(
+        {
+            "metadata": {"name": f"{namespace}-controller"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": namespace}],
+        }
+    )
+    create(binding)
+    token = kube.create(
+        ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=7200)),
+        "controller",
+        namespace=namespace,
+    ).status.token
+    admin = yaml.safe_load(kubeconfig.read_text())
+    path = directory / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": admin["clusters"][:1],
+                "users": [{"name": "controller", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    try:
+        yield path
+    finally:
+        kube.delete(ClusterRoleBinding, binding.metadata.name)
+        kube.delete(Namespace, namespace)
+
+
+@contextmanager
+def counted(kube: Client, name: str, subjects: list[dict[str, Any]], verbs: list[str]) -> Iterator[None]:
+    """A FlowSchema counting the requests of `subjects` with `verbs`: it sends them to the `exempt` priority level,
+    where the API server counts them by flow schema in `apiserver_flowcontrol_dispatched_requests_total`
+    (`dispatched`), apart from everyone else's."""
+    rule = {
+        "subjects": subjects,
+        "resourceRules": [
+            {"verbs": verbs, "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": True}
+        ],
+    }
+    schema = {
+        "metadata": {"name": name},
+        "spec": {"priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 2, "rules": [rule]},
+    }
+    kube.create(FlowSchema.from_dict(schema))
+    try:
+        yield
+    finally:
+        kube.delete(FlowSchema, name)
+
+
+def dispatched(cluster: Cluster, flow_schema: str) -> int:
+    """The requests the flow schema has counted so far (refused ones included: they are dispatched first)."""
+    with http_client(cluster.kubeconfig) as http:
+        text = http.get("/metrics").raise_for_status().text
+    prefix = "apiserver_flowcontrol_dispatched_requests_total{"
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(prefix) and f'flow_schema="{flow_schema}"' in line
+        )
+    )

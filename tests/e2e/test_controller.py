@@ -54,7 +54,10 @@ def running(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFac
     assert crd.returncode == 0, crd.stdout + crd.stderr
     ytt = external_tool("ytt", "KAPPLY_YTT")
     log = tmp_path_factory.mktemp("controller") / "controller.log"
-    with controller(cluster.kubeconfig, log, "--leader-elect=false", env={"KAPPLY_YTT": str(ytt)}) as process:
+    # --dangerous-allow-file-urls: test_bad_input_fails_the_app_with_a_useful_message_and_others_go_on fetches a
+    # file:// URL that names no repository, to see git's failure reported.
+    flags = ("--leader-elect=false", "--dangerous-allow-file-urls")
+    with controller(cluster.kubeconfig, log, *flags, env={"KAPPLY_YTT": str(ytt)}) as process:
         process.log = log  # type: ignore[attr-defined]
         yield process
 
@@ -145,7 +148,7 @@ def test_a_change_to_the_spec_is_deployed_and_a_paused_app_is_left_alone(running
             {"fetch": [{"inline": {"paths": {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"}}}]},
             "Deploying: Validation errors",
         ),
-        ({"fetch": [{"image": {"url": "x"}}]}, "Fetching (0): Unsupported way to fetch templates"),
+        ({"fetch": [{"helmChart": {"name": "x"}}]}, "Fetching (0): Unsupported way to fetch templates"),
     ],
 )
 def test_bad_input_fails_the_app_with_a_useful_message_and_others_go_on(

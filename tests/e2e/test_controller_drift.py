@@ -28,21 +28,27 @@ from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
-from lightkube.models.authentication_v1 import TokenRequestSpec
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, ServiceAccount
-from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from lightkube.resources.core_v1 import ConfigMap, Event, Namespace
 from lightkube.types import PatchType
 
-from tests.e2e.controller_harness import REPO, App, condition, controller, deployer, inline_app, status
-from tests.e2e.faults import http_client
+from tests.e2e.controller_harness import (
+    REPO,
+    App,
+    admin_identity,
+    condition,
+    controller,
+    counted,
+    deployer,
+    dispatched,
+    inline_app,
+    status,
+)
 from tests.e2e.harness import Cluster, eventually, external_tool
 
 pytestmark = pytest.mark.e2e
 
 IDENTITY_NAMESPACE = "kapply-drift-tests"
-FlowSchema = create_global_resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas")
 MutatingWebhookConfiguration = create_global_resource(
     "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations"
 )
@@ -65,38 +71,8 @@ spec:
 @pytest.fixture(scope="module")
 def controller_kubeconfig(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A kubeconfig for the ServiceAccount the controller runs as (cluster-admin, like the admin user)."""
-    _create(kube, Namespace.from_dict({"metadata": {"name": IDENTITY_NAMESPACE}}))
-    _create(kube, ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": IDENTITY_NAMESPACE}}))
-    binding = ClusterRoleBinding.from_dict(
-        {
-            "metadata": {"name": f"{IDENTITY_NAMESPACE}-controller"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": IDENTITY_NAMESPACE}],
-        }
-    )
-    _create(kube, binding)
-    token = kube.create(
-        ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=7200)),
-        "controller",
-        namespace=IDENTITY_NAMESPACE,
-    ).status.token
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    path = tmp_path_factory.mktemp("identity") / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": admin["clusters"][:1],
-                "users": [{"name": "controller", "user": {"token": token}}],
-                "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"}}],
-                "current-context": "c",
-            }
-        )
-    )
-    yield path
-    kube.delete(ClusterRoleBinding, binding.metadata.name)
-    kube.delete(Namespace, IDENTITY_NAMESPACE)
+    with admin_identity(cluster.kubeconfig, kube, IDENTITY_NAMESPACE, tmp_path_factory.mktemp("identity")) as path:
+        yield path
 
 
 def _create(kube: Client, obj: Any) -> None:
@@ -123,7 +99,13 @@ def running(
     assert crd.returncode == 0, crd.stdout + crd.stderr
     ytt = external_tool("ytt", "KAPPLY_YTT")
     log = tmp_path_factory.mktemp("controller") / "controller.log"
-    with controller(controller_kubeconfig, log, "--leader-elect=false", env={"KAPPLY_YTT": str(ytt)}) as process:
+    with controller(
+        controller_kubeconfig,
+        log,
+        "--leader-elect=false",
+        f"--ghost-diff-quiet-syncs={QUIET_SYNCS}",
+        env={"KAPPLY_YTT": str(ytt)},
+    ) as process:
         process.log = log  # type: ignore[attr-defined]
         yield process
 
@@ -137,6 +119,9 @@ def apps_deleted_first(running: subprocess.Popen, kube: Client, namespace: str) 
         kube.delete(App, app.metadata.name, namespace=namespace)
     eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
     print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))
+
+
+QUIET_SYNCS = 4  # the controller's --ghost-diff-quiet-syncs: 8 s at the tests' 2 s sync period
 
 
 def create_app(kube: Client, namespace: str, name: str, files: dict[str, str], **spec: Any) -> None:
@@ -219,6 +204,32 @@ def ghost(kube: Client, namespace: str, name: str, path_part: str) -> list[dict[
     return [d for d in diffs if path_part in d["path"]]
 
 
+def test_a_ghost_diff_stays_listed_between_its_recurrences_and_goes_after_quiet_syncs(
+    running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
+) -> None:
+    """An HPA that acts now and then: its ghost diff stays in status.ghostDiffs between recurrences, with when it was
+    first and last seen and how many syncs set it back, and leaves only after QUIET_SYNCS syncs in a row without it."""
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)})
+    scale(kube, namespace, 1)  # once: the next sync sets it back, a ghost diff
+    first = eventually(
+        lambda: ghost(kube, namespace, "web", "spec.replicas"), timeout=30, what="the ghost diff on spec.replicas"
+    )[0]  # type: ignore[index]
+    assert first["recurrences"] == 1 and first["firstSeen"] == first["lastSeen"], first
+    eventually(lambda: replicas(kube, namespace) == 2, timeout=10, what="the replicas set back")
+    time.sleep(2 * (QUIET_SYNCS - 1))  # fewer quiet syncs than it takes to drop it
+    assert ghost(kube, namespace, "web", "spec.replicas") == [first], "still listed, unchanged: nothing written"
+    scale(kube, namespace, 1)  # the HPA acts again
+    again = eventually(
+        lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] == 2],
+        timeout=30,
+        what="the second recurrence counted",
+    )[0]  # type: ignore[index]
+    assert again["firstSeen"] == first["firstSeen"] and again["lastSeen"] > first["lastSeen"], again
+    eventually(
+        lambda: "ghostDiffs" not in status(kube, namespace, "web"), timeout=30, what="dropped after the quiet syncs"
+    )
+
+
 def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_ends_it(
     running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
 ) -> None:
@@ -233,6 +244,7 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
         assert diff["resource"] == f"deployment/web (apps/v1) namespace: {namespace}"
         assert (diff["desired"], diff["live"]) == ("2", "1")
         assert diff["writtenBy"].startswith("kubectl (Update, scale)"), diff
+        assert diff["firstSeen"] <= diff["lastSeen"], diff
         assert events(kube, namespace, "GhostDiff"), "a Warning event for the ghost diff"
         shown = subprocess.run(
             [sys.executable, "-m", "kapply", "app", "status", "-a", "web", "-n", namespace, "--tty"],
@@ -256,9 +268,12 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
         eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
         time.sleep(2)  # a sync under way when the rule arrived may still record its change
         settled = app_changes(kube, namespace)
+        last = ghost(kube, namespace, "web", "spec.replicas")
         time.sleep(10)  # five sync periods, the other actor still at work
         assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
-    assert "ghostDiffs" not in status(kube, namespace, "web")
+        # The ghost diff stays listed, no longer recurring, until QUIET_SYNCS syncs in a row passed without it.
+        assert ghost(kube, namespace, "web", "spec.replicas") in ([], last)
+    eventually(lambda: "ghostDiffs" not in status(kube, namespace, "web"), timeout=30, what="the ghost diff dropped")
     assert replicas(kube, namespace) == 1  # the cluster's value is kept
 
 
@@ -437,39 +452,6 @@ def test_a_webhook_that_stamps_configmaps_is_named_and_its_suggested_rule_ends_t
         assert "ghostDiffs" not in status(kube, namespace, "cms")
 
 
-@contextmanager
-def counted(kube: Client, name: str, subjects: list[dict[str, Any]], verbs: list[str]) -> Iterator[None]:
-    """A FlowSchema counting the requests of `subjects` with `verbs` (see the module's docstring)."""
-    rule = {
-        "subjects": subjects,
-        "resourceRules": [
-            {"verbs": verbs, "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": True}
-        ],
-    }
-    schema = {
-        "metadata": {"name": name},
-        "spec": {"priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 2, "rules": [rule]},
-    }
-    kube.create(FlowSchema.from_dict(schema))
-    try:
-        yield
-    finally:
-        kube.delete(FlowSchema, name)
-
-
-def dispatched(cluster: Cluster, flow_schema: str) -> int:
-    with http_client(cluster.kubeconfig) as http:
-        text = http.get("/metrics").raise_for_status().text
-    prefix = "apiserver_flowcontrol_dispatched_requests_total{"
-    return int(
-        sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            if line.startswith(prefix) and f'flow_schema="{flow_schema}"' in line
-        )
-    )
-
-
 def test_an_unchanged_app_writes_nothing_across_ten_syncs(
     running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
 ) -> None:
@@ -488,5 +470,43 @@ def test_an_unchanged_app_writes_nothing_across_ten_syncs(
         before = dispatched(cluster, writes), dispatched(cluster, reads)
         time.sleep(12)  # at least ten sync periods of 1 s
         after = dispatched(cluster, writes), dispatched(cluster, reads)
-    assert after[1] - before[1] >= 10, f"the App was synced (reads: {after[1] - before[1]})"
+    synced = running.log.read_text().count(f"{namespace}/web: no changes")  # type: ignore[attr-defined]
+    assert synced >= 10, f"the App was synced ({synced} syncs)"
     assert after[0] - before[0] == 0, f"{after[0] - before[0]} writes (dry runs included) by an unchanged App"
+    assert after[1] - before[1] == 0, f"{after[1] - before[1]} reads by an unchanged App (served from the cache)"
+
+
+def reported_paths(kube: Client, namespace: str) -> set[str]:
+    """Every field the App's status reports, as ghost diff or drift."""
+    reported = status(kube, namespace, "web")
+    found = ((reported.get("ghostDiffs") or {}).get("diffs") or []) + (
+        (reported.get("drift") or {}).get("fields") or []
+    )
+    return {str(f["path"]) for f in found}
+
+
+def test_seed_000_omitted_replicas_the_syncs_after_the_suggested_rule_report_no_server_default(
+    running: subprocess.Popen, kube: Client, namespace: str
+) -> None:
+    """Seed 000's own case: the Deployment leaves `replicas` to its HPA. The ghost diff names spec.replicas alone (no
+    server-defaulted field), and once its suggested rule is deployed the syncs that follow report nothing new."""
+    omitted = "\n".join(line for line in deployment(1).splitlines() if "replicas" not in line) + "\n"
+    create_app(kube, namespace, "web", {"web.yml": omitted})
+    with keeps_scaling(kube, namespace, 3):
+        found = eventually(
+            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 2],
+            timeout=60,
+            what="the ghost diff on spec.replicas, recurring",
+        )
+        assert reported_paths(kube, namespace) == {"spec.replicas"}
+        assert (found[0]["desired"], found[0]["live"]) == ("(none)", "3")  # type: ignore[index]
+        config = (status(kube, namespace, "web").get("ghostDiffs") or {})["suggestedConfig"]
+        generation = set_files(kube, namespace, "web", {"web.yml": omitted, "rebase.yml": config})
+        eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
+        time.sleep(2)  # a sync under way when the rule arrived may still count
+        last = ghost(kube, namespace, "web", "spec.replicas")
+        for _ in range(4):  # the syncs right after the rule
+            time.sleep(1.5)
+            assert reported_paths(kube, namespace) <= {"spec.replicas"}
+            assert ghost(kube, namespace, "web", "spec.replicas") in ([], last), "no recurrence once the rule is in"
+    assert replicas(kube, namespace) == 3

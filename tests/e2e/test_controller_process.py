@@ -8,8 +8,11 @@ from __future__ import annotations
 import base64
 import os
 import signal
+import ssl
 import stat
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +27,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import ConfigMap, Event, ServiceAccountToken
+from lightkube.resources.core_v1 import ConfigMap, Event, Secret, ServiceAccountToken
 from lightkube.types import PatchType
 
 from kapply.controller.leader import DURATION, RENEW  # the Lease's timing: the tests' bounds
@@ -78,8 +81,8 @@ def test_the_install_manifests_are_accepted_and_the_deployment_rolls_out_on_simu
     # A field the API server does not know is dropped with a warning by a plain write: strict validation finds it.
     for manifest in ("crd.yml", "rbac.yml", "deployment.yml"):
         assert strict_validation_errors(cluster.kubeconfig, CONFIG / manifest) == []
-    # deployment.yml's image cannot be built here, but kwok's node "runs" any pod: the rollout completes. It goes in
-    # as an app of its own, deleted at once.
+    # kwok's node "runs" any pod without pulling its image (test_controller_image.py runs the image's kapply): the
+    # rollout completes. It goes in as an app of its own, deleted at once.
     try:
         kapply(
             cluster.kubeconfig,
@@ -123,6 +126,22 @@ def mounted_service_account(kube: Client, kubeconfig: Path, directory: Path) -> 
     }
 
 
+def env_token(env: dict[str, str]) -> str:
+    return (Path(env["KAPPLY_SERVICE_ACCOUNT_DIR"]) / "token").read_text()
+
+
+def as_token(kubeconfig: Path, token: str, path: str) -> int:
+    """The HTTP status of a GET of `path` with a bearer token (TLS checked against the cluster's CA)."""
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+    request = urllib.request.Request(cluster["server"] + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
 def test_in_cluster_with_the_rbac_manifest_the_controller_reconciles_reports_watches_and_deletes(
     installed: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
 ):
@@ -150,6 +169,7 @@ def test_in_cluster_with_the_rbac_manifest_the_controller_reconciles_reports_wat
     template = (
         '#@ load("@ytt:data", "data")\n'
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata:\n  text: #@ data.values.greeting\n"
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: deployed}\nstringData: {password: s3cret}\n"
     )
     app = inline_app(
         "hello",
@@ -185,6 +205,22 @@ def test_in_cluster_with_the_rbac_manifest_the_controller_reconciles_reports_wat
             timeout=10,
             what="drift reverted",
         )
+        # The controller may not watch Secrets (rbac.yml leaves them out): the App's own account watches them in its
+        # namespace, so drift of a deployed Secret is reverted at once too.
+        kube.patch(
+            Secret, "deployed", {"stringData": {"password": "edited"}}, namespace=namespace, field_manager="kubectl"
+        )
+        eventually(
+            lambda: (
+                (kube.get(Secret, "deployed", namespace=namespace).data or {}).get("password")
+                == base64.b64encode(b"s3cret").decode()
+            ),
+            timeout=10,
+            what="Secret drift reverted",
+        )
+        token = env_token(env)
+        for path in ("/api/v1/secrets", f"/api/v1/namespaces/{namespace}/secrets/values"):
+            assert as_token(cluster.kubeconfig, token, path) == 403, f"the controller may read {path}"
         # Deleted with its resources: the finalizer removed through an update of the App.
         kube.delete(App, "hello", namespace=namespace)
         eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=30, what="the App deleted")

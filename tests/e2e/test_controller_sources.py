@@ -71,8 +71,11 @@ def controllers(crd: None, cluster: Cluster, kube: Client, namespace: str, tmp_p
 
 
 def serve(controllers: Controllers, *tools: str, **env: str) -> subprocess.Popen:
-    """One controller for the test's namespace, with ytt and `tools` (and `env` over them)."""
-    return controllers.start("--leader-elect=false", env={**tool_env("ytt", *tools), **env})
+    """One controller for the test's namespace, with ytt and `tools` (and `env` over them); its Apps may fetch the
+    tests' local git repositories (file:// URLs)."""
+    return controllers.start(
+        "--leader-elect=false", "--dangerous-allow-file-urls", env={**tool_env("ytt", *tools), **env}
+    )
 
 
 # --- git ----------------------------------------------------------------------------------------------------------
@@ -344,35 +347,31 @@ def test_a_missing_template_tool_fails_the_app_clearly_and_other_apps_go_on(
 
 # --- malformed Apps -------------------------------------------------------------------------------------------------
 
-# name -> (spec fields, message, whether the reconcile got as far as the deploy stage, which adds the finalizer)
+# name -> (spec fields, message); none of them deploys anything, so none gets the finalizer
 MALFORMED = {
     "template-step-not-a-map": (
         {"template": [{"ytt": "yes"}]},
         "Expected spec.template[0].ytt to be a map, got str",
-        False,
     ),
     "unknown-fetch": (
-        {"fetch": [{"http": {"url": "https://example.invalid/x.tgz"}}]},
-        "Fetching (0): Unsupported way to fetch templates (http; kapply fetches inline, git)",
-        False,
+        {"fetch": [{"helmChart": {"name": "x", "repository": {"url": "https://example.invalid/charts"}}}]},
+        "Fetching (0): Unsupported way to fetch templates (helmChart; kapply fetches inline, image, http, git, "
+        "imgpkgBundle)",
     ),
-    "bogus-sync-period": ({"syncPeriod": "bogus"}, "Expected spec.syncPeriod to be a duration", False),
-    "two-deploys": ({"deploy": [{"kapp": {}}, {"kapp": {}}]}, "Expected exactly one deploy option", False),
+    "bogus-sync-period": ({"syncPeriod": "bogus"}, "Expected spec.syncPeriod to be a duration"),
+    "two-deploys": ({"deploy": [{"kapp": {}}, {"kapp": {}}]}, "Expected exactly one deploy option"),
     "no-service-account": (
         {"serviceAccountName": None},
         "Preparing kapp: Expected service account or cluster specified",
-        False,
     ),
-    "cluster": ({"cluster": {"namespace": "elsewhere"}}, "spec.cluster is not supported", False),
+    "cluster": ({"cluster": {"namespace": "elsewhere"}}, "spec.cluster is not supported"),
     "missing-secret": (
         {"fetch": [{"inline": {"pathsFrom": [{"secretRef": {"name": "not-there"}}]}}]},
         "Fetching resources: Secret 'not-there' not found",
-        False,
     ),
     "bad-raw-option": (
         {"deploy": [{"kapp": {"rawOptions": ["--app=other"]}}]},
         "Deploying: Unexpected flag 'app' specified (either forbidden or unknown)",
-        True,
     ),
 }
 
@@ -388,18 +387,17 @@ def test_malformed_apps_fail_with_useful_messages_and_the_controller_serves_the_
     assert refused.value.status.code == 422 and "spec.fetch" in refused.value.status.message
 
     cm = config_map("good", a="b")
-    for name, (spec, _, _) in MALFORMED.items():
+    for name, (spec, _) in MALFORMED.items():
         app = inline_app(name, namespace, {"cm.yml": config_map(name, a="b")}, **spec)
         app["spec"] = {k: v for k, v in app["spec"].items() if v is not None}
         kube.create(App(**app))
     kube.create(App(**inline_app("good", namespace, {"cm.yml": cm})))
     process = serve(controllers)
 
-    for name, (_, message, deploying) in MALFORMED.items():
+    for name, (_, message) in MALFORMED.items():
         reported = failed_with(kube, namespace, name, message)
         assert reported["observedGeneration"] == 1, reported
-        finalizers = kube.get(App, name, namespace=namespace).metadata.finalizers or []
-        assert ("finalizers.kapply.dev/delete" in finalizers) == deploying, finalizers
+        assert not kube.get(App, name, namespace=namespace).metadata.finalizers, "a finalizer before any deploy"
         assert config_map_data(kube, namespace, name) is None  # nothing of a malformed App was deployed
     succeeded(kube, namespace, "good")
     kube.patch(

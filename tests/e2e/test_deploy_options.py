@@ -212,4 +212,8 @@ def test_an_exists_resource_that_never_appears_times_out(kapply, namespace):
     assert result.returncode == 1
     assert f"exists configmap/never-made (v1) namespace: {namespace}" in result.stdout
     assert "Retryable error: External resource doesn't exists" in result.stdout
-    assert "Timed out waiting after 2s: Last error: External resource doesn't exists" in result.stderr
+    assert result.stderr.endswith(  # kapp's words, laid out as kapp lays them out
+        "kapply: Error: Timed out waiting after 2s:\n"
+        f"  Last error: exists configmap/never-made (v1) namespace: {namespace}:\n"
+        "    External resource doesn't exists\n"
+    )

@@ -10,6 +10,7 @@ import copy
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,18 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType as LightkubePatchType
 
-from kapply.matcher import Mode, PatchType, Schema, annotate, calculate, fetch_schema, schema_from_kubeconfig
+from kapply.matcher import (
+    Matcher,
+    Mode,
+    PatchResult,
+    PatchType,
+    Schema,
+    annotate,
+    calculate,
+    fetch_schema,
+    fetch_schema_sync,
+    schema_from_kubeconfig,
+)
 from kapply.resources.cluster import Cluster as KapplyCluster
 from kapply.resources.kubeconfig import KubeconfigFlags, load
 from tests.e2e.harness import Cluster, eventually
@@ -33,15 +45,19 @@ REPO = Path(__file__).resolve().parents[2]
 GROUP = "matcher.kapply.test"
 Widget = create_namespaced_resource(GROUP, "v1", "Widget", "widgets")
 
-CRD = f"""
+
+def crd_manifest(group: str, kind: str) -> str:
+    """A namespaced CRD with a keyed list (`parts`, by name) and a defaulted field in its items."""
+    plural = kind.lower() + "s"
+    return f"""
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: widgets.{GROUP}
+  name: {plural}.{group}
 spec:
-  group: {GROUP}
+  group: {group}
   scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}
+  names: {{plural: {plural}, singular: {kind.lower()}, kind: {kind}, listKind: {kind}List}}
   versions:
   - name: v1
     served: true
@@ -66,6 +82,9 @@ spec:
                     name: {{type: string}}
                     count: {{type: integer, default: 1}}
 """
+
+
+CRD = crd_manifest(GROUP, "Widget")
 
 POD_SPEC = """
       containers:
@@ -274,6 +293,19 @@ spec:
         lambda o: o["spec"].update(maxReplicas=6),
         {"spec": {"maxReplicas": 6}},
     ),
+    "pdb": Case(
+        """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, labels: {app: web}}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web, tier: front}}
+""",
+        lambda o: o["spec"]["selector"]["matchLabels"].update(tier="back"),
+        # The server replaces a PDB's selector whole: the patch carries all of it.
+        {"spec": {"selector": {"matchLabels": {"app": "web", "tier": "back"}}}},
+    ),
     "custom-resource": Case(
         f"""
 apiVersion: {GROUP}/v1
@@ -292,9 +324,9 @@ spec:
 }
 
 
-@pytest.fixture(scope="module")
-def widget_crd(kube: Client) -> Iterator[None]:
-    crd = codecs.from_dict(yaml.safe_load(CRD))
+def _establish(kube: Client, manifest: str) -> str:
+    """Creates a CRD (or finds it there) and waits until its kind is served; its name."""
+    crd = codecs.from_dict(yaml.safe_load(manifest))
     try:
         kube.create(crd)
     except ApiError as e:
@@ -305,10 +337,16 @@ def widget_crd(kube: Client) -> Iterator[None]:
             c.type == "Established" and c.status == "True"
             for c in (kube.get(CustomResourceDefinition, crd.metadata.name).status.conditions or [])
         ),
-        what="the Widget CRD to be established",
+        what=f"the CRD {crd.metadata.name} to be established",
     )
+    return str(crd.metadata.name)
+
+
+@pytest.fixture(scope="module")
+def widget_crd(kube: Client) -> Iterator[None]:
+    name = _establish(kube, CRD)
     yield
-    kube.delete(CustomResourceDefinition, crd.metadata.name)
+    kube.delete(CustomResourceDefinition, name)
 
 
 @pytest.fixture(scope="module")
@@ -465,3 +503,76 @@ def test_schema_is_fetched_once_and_then_read_from_the_file_cache(
     current["spec"]["parts"].reverse()
     assert calculate(current, desired, schema=cached).is_empty
     assert not calculate(current, desired, schema=Schema.builtin()).is_empty  # no list keys without the CRD's schema
+
+
+def test_fields_an_autoscaler_writes_are_left_alone_when_ignored(kube: Client, namespace: str) -> None:
+    desired = yaml.safe_load(CASES["deployment"].manifest)
+    desired["metadata"]["namespace"] = namespace
+    _create(kube, desired)
+    _patch(kube, desired, {"spec": {"replicas": 5}}, PatchType.MERGE)  # as a HorizontalPodAutoscaler scales it
+    scaled = _read(kube, desired)
+    assert calculate(scaled, desired).patch == {"spec": {"replicas": 2}}
+    assert calculate(scaled, desired, ignore_fields=["spec.replicas"]).is_empty
+
+
+def test_an_object_annotated_with_its_namespace_matches_desired_without_one(kube: Client, namespace: str) -> None:
+    desired = yaml.safe_load(CASES["configmap"].manifest)
+    desired["metadata"]["namespace"] = namespace
+    _create(kube, desired)  # annotated with the namespace
+    unnamespaced = copy.deepcopy(desired)
+    del unnamespaced["metadata"]["namespace"]
+    assert calculate(_read(kube, desired), unnamespaced).is_empty
+
+
+def _openapi_paths(kubeconfig: Path) -> set[str]:
+    async def index() -> dict:
+        async with KapplyCluster(load(KubeconfigFlags(str(kubeconfig)))) as client:
+            return await client.request("GET", "/openapi/v3")
+
+    return set(asyncio.run(index())["paths"])
+
+
+def test_a_crd_created_after_the_matcher_is_built_is_compared_by_its_own_schema(
+    kube: Client, namespace: str, cluster: Cluster
+) -> None:
+    """Matchers from a kubeconfig, the official client and kapply's Cluster, all built (and used) inside a running
+    event loop, as an async operator handler would: each fetches the new kind on first use."""
+    kubernetes = pytest.importorskip("kubernetes")
+    group = f"late-{uuid.uuid4().hex[:6]}.{GROUP}"
+    gizmos = create_namespaced_resource(group, "v1", "Gizmo", "gizmos")
+    desired = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "g", "namespace": namespace},
+        "spec": {"size": 1, "parts": [{"name": "cog"}, {"name": "axle", "count": 2}]},
+    }
+    reordered = copy.deepcopy(desired)
+    reordered["spec"]["parts"].reverse()
+
+    def create_crd_and_object() -> dict:
+        _establish(kube, crd_manifest(group, "Gizmo"))
+        eventually(lambda: f"apis/{group}/v1" in _openapi_paths(cluster.kubeconfig), what="the CRD's OpenAPI")
+        kube.create(codecs.from_dict(annotate(desired)))
+        return kube.get(gizmos, "g", namespace=namespace).to_dict()
+
+    async def operator() -> tuple[dict, list[PatchResult]]:
+        from_kubeconfig = Matcher(schema_from_kubeconfig(str(cluster.kubeconfig)))
+        official_client = kubernetes.config.new_client_from_config(str(cluster.kubeconfig))
+        from_official_client = Matcher(fetch_schema_sync(official_client))
+        async with KapplyCluster(load(KubeconfigFlags(str(cluster.kubeconfig)))) as client:
+            from_cluster = Matcher(await fetch_schema(client))
+            matchers = [from_kubeconfig, from_official_client, from_cluster]
+            assert all((f"{group}/v1", "Gizmo") not in matcher.schema.kinds() for matcher in matchers)
+            current = await asyncio.to_thread(create_crd_and_object)
+            return current, [matcher.calculate(current, reordered) for matcher in matchers]
+
+    try:
+        current, results = asyncio.run(operator())
+    finally:
+        try:
+            kube.delete(CustomResourceDefinition, f"gizmos.{group}")
+        except ApiError as e:
+            if e.status.code != 404:
+                raise
+    assert [(result.patch, result.patch_type) for result in results] == [({}, PatchType.MERGE)] * 3
+    assert not calculate(current, reordered).is_empty  # without the kind's schema its list compares by position

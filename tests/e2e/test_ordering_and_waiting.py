@@ -177,8 +177,8 @@ def job(image: str) -> str:
 def test_a_failing_job_fails_the_deploy_and_a_fixed_one_succeeds(kapply, kube: Client, namespace):
     failed = kapply.deploy(namespace, job("registry.invalid/kapply-test:exit-1"), app="job", check=False)
     assert failed.returncode == 1
-    assert (
-        f"waiting on reconcile job/migrate (batch/v1) namespace: {namespace}: Finished unsuccessfully "
+    assert (  # laid out as kapp lays errors out
+        f"waiting on reconcile job/migrate (batch/v1) namespace: {namespace}:\n  Finished unsuccessfully "
         "(Failed with reason BackoffLimitExceeded: Job has reached the specified backoff limit)"
     ) in failed.stderr
     [change] = kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})

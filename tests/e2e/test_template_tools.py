@@ -34,10 +34,11 @@ def pinned_version(tool: str) -> str:
 
 @pytest.fixture(scope="session")
 def template_tools() -> dict[str, Path]:
-    """KAPPLY_HELM / KAPPLY_KUSTOMIZE -> binary, built through the script unless they are."""
+    """KAPPLY_HELM / KAPPLY_KUSTOMIZE (and KAPPLY_CRANE, the tests' registry) -> binary, built through the script
+    unless they are."""
     subprocess.run([sys.executable, str(SCRIPT), "build"], check=True)  # builds nothing when built
     paths = dict(line.split("=", 1) for line in script("env").splitlines())
-    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE"}
+    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE", "KAPPLY_CRANE"}
     return {name: Path(path) for name, path in paths.items()}
 
 

@@ -37,9 +37,10 @@ pytestmark = pytest.mark.e2e
 
 APP = "faulty"
 UNFINISHED = "0001-01-01T00:00:00Z"  # an app-change's finishedAt until it is finished
-# The request and why it failed (a timeout's own message is empty: the reason must not be).
+# The request and why it failed (a timeout's own message is empty: the reason must not be). The reason is on the next,
+# deeper-indented line when it starts with a capital letter, as kapp lays errors out.
 FAILED_REQUEST = re.compile(
-    r"Request (GET|POST|PUT|PATCH|DELETE) /\S+ to https://\S+ failed( \(after \d+ attempts\))?: \S"
+    r"Request (GET|POST|PUT|PATCH|DELETE) /\S+ to https://\S+ failed( \(after \d+ attempts\))?:( |\n +)\S"
 )
 
 

@@ -26,6 +26,9 @@ CASES = [
     ),
     (["kapply", "completion", ""], ["bash", "zsh", "fish", "powershell"]),
     (["kapply", "deploy", "-a", ""], []),  # an app name: nothing to offer
+    (["kapply", "package", ""], ["available", "install", "installed", "repository"]),
+    (["kapply", "pkg", "i", "k"], ["kick"]),  # kctrl's aliases lead to their command
+    (["kapply", "p", "r", "add", "--wait-"], ["--wait-check-interval", "--wait-timeout"]),
 ]
 
 
@@ -57,8 +60,8 @@ def test_flags_kapply_does_not_implement_yet_are_not_offered():
     deploy = next(level for level in levels(tree(), groups.GLOBAL) if level.path == "deploy")
     offered = {flag for flag, _ in deploy.flags}
     assert "--diff-run" in offered and "-c" in offered and "--yes" in offered
-    assert "--diff-anchored" in offered
-    assert "--profile" not in offered and "--diff-ui-alpha" not in offered
+    assert "--diff-anchored" in offered and "--diff-ui-alpha" in offered
+    assert "--profile" not in offered and "--profile-output" not in offered
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")

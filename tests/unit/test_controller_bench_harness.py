@@ -296,3 +296,41 @@ def test_results_md_says_when_apps_never_became_ready_and_when_objects_moved():
     assert "deploys 7 (PUT, PATCH, POST, DELETE)" in text
     assert "7 updated (`apps/a000`, `apps/a001`, `apps/a002`, `apps/a003`, `apps/a004` and 2 more)" in text
     assert "## 3. Drift" not in text
+
+
+def test_the_controllers_cache_reports_are_read_from_its_log():
+    text = (
+        "2026-11-26 20:00:00,000 INFO kapply.controller: cache: 4229 objects, 6.2 MB of JSON, in 3 stores; "
+        "120 events in 60s\n"
+        "2026-11-26 20:01:00,000 INFO kapply.controller: cache: 10 objects, 0.0 MB of JSON, in 1 stores\n"
+        "2026-11-26 20:02:00,000 INFO kapply.controller: kapply-cbench-apps/a000: no changes\n"
+    )
+    first, second = cb.parse_cache_log(text)
+    assert (first["objects"], first["json_mb"], first["stores"], first["events_per_min"]) == (4229, 6.2, 3, 120)
+    assert second["objects"] == 10 and second["events_per_min"] == 0
+    assert second["t"] - first["t"] == 60
+
+
+def test_results_md_shows_the_run_against_the_goals_beside_the_baseline():
+    steady = _phase(
+        120.0,
+        periods=4,
+        syncs=800,
+        expected_syncs=800,
+        outcomes={"unchanged": 800},
+        intervals=None,
+        moved={"created": [], "updated": [], "deleted": []},
+        events_created=0,
+        cache={"objects": 4000, "json_mb": 6.0, "stores": 3, "events_per_min": 0},
+    )
+    steady["controller"], steady["deploys"], steady["cpu_s"] = {}, {"LIST": 2}, 4.0
+    doc = _doc(steady=steady)
+    before = _doc(steady=_phase(120.0, syncs=800))
+    doc["baseline"] = {"command": "controller_bench", "started": "2026-11-24T00:00:00", "commit": "abc"}
+    doc["baseline"]["summary"] = cb.summary(before)
+    text = cb.render(doc)
+    assert "| | this run | before (2026-11-24, abc) | goal |" in text
+    assert "| requests per App per idle sync | LIST 0.00 | LIST 0.50, GET 1.00 | no LIST, no GET |" in text
+    assert "| LIST per App per idle sync | 0.00 (met) | 0.50 | 0 |" in text
+    assert "| controller CPU per idle sync (ms) | 5.00 (met) | 37.50 | 5 |" in text
+    assert "| the cache, end of steady state | 4000 objects, 6.0 MB of JSON, 3 stores | - |  |" in text

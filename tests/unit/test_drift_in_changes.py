@@ -90,7 +90,7 @@ def test_preserve_and_warn_keep_the_outside_change_and_send_nothing():
     for policy in (DriftPolicy.PRESERVE, DriftPolicy.WARN):
         change = calculate(CM, live, CONFIG, policy=policy)
         assert change.op is Op.KEEP, policy
-        assert change.new == CM  # what is recorded as last applied stays the desired state
+        assert change.new == CM  # the desired state (nothing is written, so nothing is recorded)
         [field] = outside_changes(change)
         assert (str(field.path), field.live) == ("data.text", "edited")
 

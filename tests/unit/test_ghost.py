@@ -235,3 +235,14 @@ def test_a_dry_run_side_reports_the_users_desired_value_not_what_a_webhook_added
     assert (field.desired, field.live) == (ABSENT, "10")
     [field] = explain(live, dry_run, live)
     assert field.desired == "11"
+
+
+def test_a_secret_key_set_through_string_data_has_its_desired_value_not_none():
+    import base64
+
+    desired = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"password": "wanted"}}
+    stored = base64.b64encode(b"wanted").decode()
+    live = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "ZWRpdGVk"}}
+    left, right = {"data": {"password": "ZWRpdGVk"}}, {"data": {"password": stored}}
+    [field] = explain(left, right, live, desired)
+    assert (str(field.path), field.desired, field.live) == ("data.password", stored, "ZWRpdGVk")

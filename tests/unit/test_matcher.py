@@ -632,3 +632,175 @@ def test_applying_a_json_merge_patch_replaces_lists_and_deletes_nulls() -> None:
     live = served(widget())
     after = apply_patch(live, {"spec": {"parts": [{"name": "gear"}], "color": None}}, PatchType.MERGE)
     assert after["spec"] == {"size": 1, "parts": [{"name": "gear"}]}
+
+
+# Ignored fields: k8s-objectmatcher's CalculateOptions, ported
+
+
+def test_ignored_top_level_field_is_never_changed_as_objectmatchers_ignore_field_does() -> None:
+    desired = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "data": {"a": "1"},
+    }
+    live = served(desired, lambda o: o["data"].update(a="written by the app", b="2"))
+    assert calculate(live, desired).patch == {"data": {"a": "1"}}
+    assert calculate(live, desired, ignore_fields=["data"]).is_empty
+    assert calculate(live, edited(desired, lambda d: d.pop("data")), ignore_fields=["data"]).is_empty
+
+
+def test_ignored_nested_field_is_not_added_changed_or_deleted_and_its_siblings_still_are() -> None:
+    scaled = served(deployment(), lambda o: o["spec"].update(replicas=7))  # an autoscaler's write
+    assert calculate(scaled, deployment()).patch == {"spec": {"replicas": 2}}
+    matcher = Matcher(ignore_fields=("spec.replicas",))
+    assert matcher.calculate(scaled, deployment()).is_empty
+    assert matcher.calculate(scaled, edited(deployment(), lambda d: d["spec"].pop("replicas"))).is_empty
+    changed = edited(deployment(), lambda d: d["spec"].update(replicas=5, minReadySeconds=3))
+    result = matcher.calculate(scaled, changed)
+    assert result.patch == {"spec": {"minReadySeconds": 3}}
+    assert "replicas" not in result.current["spec"] and "replicas" not in result.modified["spec"]
+
+
+def test_ignored_map_key_with_dots_is_named_by_a_tuple_of_keys() -> None:
+    owner = ("metadata", "annotations", "example.com/owner")
+    desired = edited(deployment(), lambda d: d["metadata"].update(annotations={"example.com/owner": "me"}))
+    live = served(desired, lambda o: o["metadata"]["annotations"].update({"example.com/owner": "someone else"}))
+    assert calculate(live, desired, ignore_fields=["metadata.annotations.example.com/owner"]).patch != {}
+    assert calculate(live, desired, ignore_fields=[owner]).is_empty
+    assert calculate(live, edited(desired, lambda d: d["metadata"].pop("annotations")), ignore_fields=[owner]).is_empty
+
+
+def test_ignoring_fields_leaves_the_callers_objects_and_the_recorded_state_whole() -> None:
+    desired = edited(deployment(), lambda d: d["spec"].update(paused=True))
+    live = served(deployment(), lambda o: o["spec"].update(replicas=7))
+    before = copy.deepcopy((desired, live))
+    result = calculate(live, desired, ignore_fields=["spec.replicas"], record=True)
+    assert (desired, live) == before
+    assert result.patch["spec"] == {"paused": True}
+    assert result.patch["metadata"]["annotations"] == annotate(desired)["metadata"]["annotations"]
+
+
+def test_a_lone_ignored_path_is_one_path_not_its_letters() -> None:
+    scaled = served(deployment(), lambda o: o["spec"].update(replicas=7))
+    assert calculate(scaled, deployment(), ignore_fields="spec.replicas").is_empty
+
+
+def test_an_empty_ignored_path_is_refused() -> None:
+    with pytest.raises(ValueError, match="whole object"):
+        calculate(served(deployment()), deployment(), ignore_fields=[()])
+
+
+def test_pod_matches_when_an_ignored_field_differs_locally_and_remotely() -> None:
+    # objectmatcher's "pod matchs when an ignored field has different values locally and remotely", which it
+    # ran with IgnoreField("annotations"): both sides replace the annotations, the last-applied one included.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "test-1", "namespace": "ns"},
+        "spec": {"containers": [{"name": "test-container", "image": "test-image"}]},
+    }
+    live = served(pod, lambda o: o["metadata"].update(annotations={"key1": "remote"}))
+    local = edited(pod, lambda d: d["metadata"].update(annotations={"key1": "local"}))
+    assert calculate(live, local).patch == {"metadata": {"annotations": {"key1": "local"}}}
+    assert calculate(live, local, ignore_fields=["metadata.annotations"]).is_empty
+
+
+def pdb(**selector: object) -> dict:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "test-1", "namespace": "ns"},
+        "spec": {"minAvailable": 1, "selector": selector or {"matchLabels": {"app": "example"}}},
+    }
+
+
+def test_pdb_matches_without_an_option_to_ignore_its_selector() -> None:
+    # objectmatcher's "pdb match", which needed IgnorePDBSelector: its strategic merge of the `replace` selector
+    # always differed. Equal selectors are no difference here.
+    assert calculate(served(pdb()), pdb()).is_empty
+
+
+def test_pdb_matches_even_though_status_changes_without_an_option_to_ignore_status() -> None:
+    # objectmatcher's "pdb match even though status changes" (IgnoreStatusFields): status is never compared.
+    status = {"currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1, "observedGeneration": 1}
+    assert calculate(served(pdb(), lambda o: o.update(status=status)), pdb()).is_empty
+
+
+def test_pdb_selector_changed_remotely_is_patched_back_whole() -> None:
+    # objectmatcher's "pdb diff on matchlabels". The server replaces a PDB's selector whole on a strategic merge
+    # patch, so the patch carries all of it, not just the label that differs.
+    desired = pdb(matchLabels={"app": "example", "tier": "web"})
+    live = served(desired, lambda o: o["spec"]["selector"]["matchLabels"].update(app="example2"))
+    result = calculate(live, desired)
+    assert result.patch == {"spec": {"selector": {"matchLabels": {"app": "example", "tier": "web"}}}}
+    assert apply_patch(live, result.patch, result.patch_type)["spec"]["selector"] == desired["spec"]["selector"]
+
+
+def test_pdb_selector_emptied_in_desired_is_patched_to_empty() -> None:
+    every_pod = edited(pdb(), lambda d: d["spec"].update(selector={}))
+    result = calculate(served(pdb()), every_pod)
+    assert result.patch == {"spec": {"selector": {}}}
+    assert apply_patch(served(pdb()), result.patch, result.patch_type)["spec"]["selector"] == {}
+
+
+def statefulset() -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "test-1", "namespace": "default"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {}},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "vault-raft"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "2G"}},
+                        "volumeMode": "Filesystem",
+                    },
+                    "status": {"phase": "Pending"},
+                }
+            ],
+        },
+    }
+
+
+def test_statefulset_claim_templates_match_without_an_option_to_ignore_their_type_meta_and_status() -> None:
+    # objectmatcher's "statefulset match for volumeclaimtemplates", which needed
+    # IgnoreVolumeClaimTemplateTypeMetaAndStatus: the server adds apiVersion and kind to each template and
+    # defaults its status, and a strategic merge replaces the atomic list. Items compare three-way here.
+    def server(o: dict) -> None:
+        for template in o["spec"]["volumeClaimTemplates"]:
+            template.update(apiVersion="v1", kind="PersistentVolumeClaim", status={"phase": "Pending"})
+
+    assert calculate(served(statefulset(), server), statefulset()).is_empty
+    without_status = edited(statefulset(), lambda d: d["spec"]["volumeClaimTemplates"][0].pop("status"))
+    assert calculate(served(without_status, server), without_status).is_empty
+
+
+def test_statefulset_template_labels_changed_locally_differ() -> None:
+    # objectmatcher's "statefulset diff for template".
+    changed = edited(statefulset(), lambda d: d["spec"]["template"]["metadata"].update(labels={"c": "d"}))
+    assert calculate(served(statefulset()), changed).patch == {
+        "spec": {"template": {"metadata": {"labels": {"a": None, "c": "d"}}}}
+    }
+
+
+# What annotate saw is the baseline
+
+
+def test_namespace_annotated_but_left_out_of_desired_is_not_deleted() -> None:
+    unnamespaced = edited(deployment(), lambda d: d["metadata"].pop("namespace"))
+    live = served(deployment())  # annotated with the namespace it was created in
+    assert calculate(live, unnamespaced).is_empty
+    assert calculate(live, edited(unnamespaced, lambda d: d["metadata"].pop("labels"))).patch == {
+        "metadata": {"labels": None}
+    }
+
+
+def test_other_fields_annotated_but_left_out_of_desired_are_deleted() -> None:
+    live = served(edited(deployment(), lambda d: d["spec"].update(minReadySeconds=5)))
+    assert calculate(live, deployment()).patch == {"spec": {"minReadySeconds": None}}

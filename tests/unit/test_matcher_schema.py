@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import orjson
 import pytest
 
 from kapply.matcher import BUILTIN_KINDS, Mode, PatchType, Schema, annotate, calculate
@@ -55,6 +56,11 @@ BUILTIN_DOC = {
                     },
                     "nested": {"$ref": REF + "io.k8s.api.demo.v1.Nested"},
                     "note": {"type": "string"},
+                    "selector": {
+                        "type": "object",
+                        "properties": {"matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}},
+                        "x-kubernetes-patch-strategy": "replace",
+                    },
                 },
             },
             "io.k8s.api.demo.v1.Part": {
@@ -177,6 +183,15 @@ def test_retain_keys_strategy_lists_the_kept_keys(schema: Schema) -> None:
     assert result.patch == {"spec": {"mode": {"type": "slow", "$retainKeys": ["type"]}}}
 
 
+def test_replace_strategy_sends_the_whole_struct_when_any_of_it_differs(schema: Schema) -> None:
+    desired = gadget(selector={"matchLabels": {"a": "1", "b": "2"}})
+    current = live(desired, selector={"matchLabels": {"a": "1", "b": "3"}})
+    assert calculate(current, desired, schema=schema).patch == {
+        "spec": {"selector": {"matchLabels": {"a": "1", "b": "2"}}}
+    }
+    assert calculate(live(desired), desired, schema=schema).is_empty
+
+
 def test_self_referencing_schemas_are_followed(schema: Schema) -> None:
     desired = gadget(nested={"children": [{"children": [{}]}]})
     assert calculate(live(desired), desired, schema=schema).is_empty
@@ -207,6 +222,7 @@ def test_pruned_schema_is_smaller_and_compares_the_same(schema: Schema) -> None:
         port=1,
         mode={"type": "t"},
         note="n",
+        selector={"matchLabels": {"a": "1", "b": "2"}},
     )
     current = live(
         desired,
@@ -217,6 +233,7 @@ def test_pruned_schema_is_smaller_and_compares_the_same(schema: Schema) -> None:
         port=2,
         mode={"type": "u"},
         note="m",
+        selector={"matchLabels": {"a": "1", "b": "3"}},
     )
     for mode in Mode:
         assert calculate(current, desired, schema=pruned, mode=mode) == calculate(
@@ -257,3 +274,56 @@ def test_a_kind_whose_schema_prunes_to_nothing_still_compares_as_any_json() -> N
     current = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"x": 1}}
     desired = {**current, "spec": {"x": 2}, "extra": [1]}
     assert calculate(current, desired, schema=pruned).patch == {"spec": {"x": 2}, "extra": [1]}
+
+
+def as_openapi_v2(*documents: dict) -> dict:
+    """The documents' schemas as `GET /openapi/v2` serves them: one document, `definitions`, direct `$ref`s."""
+    definitions = {name: schema for doc in documents for name, schema in doc["components"]["schemas"].items()}
+    text = orjson.dumps(definitions).decode().replace("#/components/schemas/", "#/definitions/")
+    return {"swagger": "2.0", "definitions": orjson.loads(text)}
+
+
+def test_openapi_v2_document_compares_as_its_v3_documents(schema: Schema) -> None:
+    v2 = Schema.from_openapi([as_openapi_v2(BUILTIN_DOC, CRD_DOC)])
+    assert v2.kinds() == schema.kinds()
+    desired = gadget(merged=[{"name": "a"}], tags=["x"], limits={"cpu": "1"}, port=1, selector={"matchLabels": {}})
+    current = live(desired, merged=[{"name": "b"}], tags=["y"], limits={"cpu": "1000m"}, port="2", selector={})
+    for mode in Mode:
+        assert calculate(current, desired, schema=v2, mode=mode) == calculate(
+            current, desired, schema=schema, mode=mode
+        )
+    widget = widget_with_parts("a", "b")
+    reordered = calculate(live(widget, parts=[{"name": "b"}, {"name": "a"}]), widget, schema=v2)
+    assert reordered.is_empty and reordered.patch_type is PatchType.MERGE
+
+
+def widget_with_parts(*names: str) -> dict:
+    parts = [{"name": name} for name in names]
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"parts": parts}}
+
+
+def test_update_adds_the_kinds_of_more_documents() -> None:
+    grown = Schema.from_openapi([BUILTIN_DOC])
+    desired = widget_with_parts("a", "b")
+    reordered = live(desired, parts=[{"name": "b"}, {"name": "a"}])
+    assert not calculate(reordered, desired, schema=grown).is_empty  # unknown: the list compares by position
+    grown.update([CRD_DOC])
+    assert ("example.com/v1", "Widget") in grown.kinds()
+    assert calculate(reordered, desired, schema=grown).is_empty
+
+
+def test_refresh_is_asked_for_each_kind_the_schema_does_not_know_until_it_does() -> None:
+    asked: list[int] = []
+
+    def refresh(schema: Schema) -> None:
+        asked.append(1)
+        if len(asked) == 2:
+            schema.update([CRD_DOC])
+
+    refreshing = Schema.from_openapi([BUILTIN_DOC], refresh=refresh)
+    refreshing.root("demo.k8s.io/v1", "Gadget")
+    assert asked == []
+    assert list(refreshing.root("example.com/v1", "Widget")[0].fields) == ["metadata"]  # still unknown: JSON
+    assert refreshing.root("example.com/v1", "Widget")[0].fields["spec"].fields["parts"].keys == ("name",)
+    refreshing.root("example.com/v1", "Widget")
+    assert len(asked) == 2

@@ -59,12 +59,18 @@ exclude (
 def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
     assert re.fullmatch(r"v3\.\d+\.\d+", tools.HELM_VERSION)
     assert re.fullmatch(r"v5\.\d+\.\d+", tools.KUSTOMIZE_VERSION)
+    assert re.fullmatch(r"v0\.\d+\.\d+", tools.CRANE_VERSION)
     assert {n: (t.version, t.module, t.package) for n, t in tools.TOOLS.items()} == {
         "helm": (tools.HELM_VERSION, "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm"),
         "kustomize": (
             tools.KUSTOMIZE_VERSION,
             "sigs.k8s.io/kustomize/kustomize/v5",
             "sigs.k8s.io/kustomize/kustomize/v5",
+        ),
+        "crane": (
+            tools.CRANE_VERSION,
+            "github.com/google/go-containerregistry",
+            "github.com/google/go-containerregistry/cmd/crane",
         ),
     }
 
@@ -131,6 +137,14 @@ def test_build_spec_requires_the_pinned_module_and_builds_its_main_package(tools
     assert kustomize.ldflags == "-s -w"  # kustomize reads its version from the Go build info
     assert kustomize.gomod_extra == ()
 
+    crane = tools.build_spec(tools.TOOLS["crane"], "module github.com/google/go-containerregistry\n\ngo 1.25.0\n")
+    assert crane.requires == {"github.com/google/go-containerregistry": tools.CRANE_VERSION}
+    assert crane.binaries == {"crane": "github.com/google/go-containerregistry/cmd/crane"}
+    # built as a dependency, crane would report `(devel)`: its release version is stamped in
+    assert (
+        crane.ldflags == f"-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version={tools.CRANE_VERSION}"
+    )
+
 
 def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(tools, tmp_path):
     result = run_script(tmp_path, "path", "helm")
@@ -152,5 +166,5 @@ def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(to
 def test_unknown_tools_are_refused(tmp_path):
     result = run_script(tmp_path, "build", "helm", "kubectl")
     assert result.returncode == 2
-    assert "unknown tool kubectl (known: helm, kustomize)" in result.stderr
+    assert "unknown tool kubectl (known: helm, kustomize, crane)" in result.stderr
     assert not (tmp_path / "build").exists()  # nothing was built, not even helm

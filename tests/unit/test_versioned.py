@@ -86,9 +86,12 @@ def test_a_new_versions_create_is_shown_as_its_diff_against_the_previous(config)
     result = versioned.resolve([Document(config_map("cfg", {"a": "2"}), "o")], [previous], config)
     new = result.desired[0].obj
     change = versioned.against_previous(calculate(new, None, config), previous, config)
-    assert change.op is Op.ADD
+    assert change.op is Op.ADD and change.describe() == "configmap/cfg-ver-2 (v1) namespace: ns"
     assert change.left is not None and change.left["data"] == {"a": "1"}
-    assert change.right is not None and change.right["metadata"]["name"] == "cfg-ver-2"
+    # as kapp shows it: the update of the previous version it stands for, whose name (and all the metadata the server
+    # keeps) the new side takes by the rebase, so that only what the user changed shows
+    assert change.right is not None and change.right["data"] == {"a": "2"}
+    assert change.right["metadata"] == change.left["metadata"] and change.right["metadata"]["name"] == "cfg-ver-1"
 
 
 @pytest.mark.parametrize(("value", "message"), [("x", "to be an integer"), ("0", "to be a >= 1")])

@@ -8,6 +8,8 @@ change did. Masking happens before it is stored: Secret values never reach it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass, replace
 
 import orjson
@@ -20,6 +22,9 @@ from kapply.resources.cluster import Cluster
 
 DIFF_KEY = "diff"
 MAX_DIFF_BYTES = 512 * 1024  # a ConfigMap holds at most 1 MiB
+# seconds an interrupted run spends recording its change as failed: a process asked to stop has little time (a pod's
+# grace period is 30 s by default), and the API server may be the very thing the run was waiting on
+INTERRUPTED_GRACE = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,15 @@ async def record_failure(cluster: Cluster, app: App, name: str, failure: KapplyE
         await finish(cluster, app, name, successful=False)
     except KapplyError as e:
         failure.add_note(f"(recording the app-change as failed did not work either: {e})")
+
+
+async def record_interrupted(cluster: Cluster, app: App, name: str) -> None:
+    """Mark the change failed when the run was interrupted (Ctrl-C, SIGTERM: its task cancelled), within
+    INTERRUPTED_GRACE seconds; if that does not work, the change stays unfinished, as kapp leaves every interrupted
+    change."""
+    with contextlib.suppress(KapplyError, TimeoutError):
+        async with asyncio.timeout(INTERRUPTED_GRACE):
+            await finish(cluster, app, name, successful=False)
 
 
 async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:

@@ -7,7 +7,9 @@ at once naming the holder. A holder that died stops renewing, and after TTL seco
 
 Taking the hold also checks that the record is the one the plan was made from: a deploy or delete that ran between
 planning and applying (while a user read the diff, say) changed it, and the approved plan may no longer be true. A
-new app's record is created with the hold on it, so of two first deploys of one app only one goes ahead.
+deploy may say how to check its plan again instead (`revalidate`): when the app still has the objects it planned
+with, it goes ahead, and each update checks its own approved diff (kapp's granularity: see `kapply.apply.execute`).
+A new app's record is created with the hold on it, so of two first deploys of one app only one goes ahead.
 
 kapp knows nothing of this annotation (it keeps it, as it keeps any annotation on the record): kapply and kapp can
 still interleave; two kapplys (or kapply controllers) cannot.
@@ -21,7 +23,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -36,6 +38,7 @@ from kapply.resources.cluster import Cluster
 
 TTL = timedelta(seconds=60)
 RENEW = 15.0
+INTERRUPTED_GRACE = 10.0  # seconds an interrupted holder spends releasing the app (else the hold lapses after TTL)
 _log = logging.getLogger("kapply")
 
 
@@ -62,12 +65,19 @@ def held_by_other(cm: Obj, holder: str, now: datetime) -> str | None:
     return f"{other} (renewed {value['renewed']})"
 
 
+# Called, when the app's record changed since the plan, with the metadata it holds now; raises ConcurrencyError when
+# the plan no longer holds.
+Revalidate = Callable[[AppMeta], Awaitable[None]]
+
+
 @contextlib.asynccontextmanager
-async def hold(cluster: Cluster, app: App, labels: Mapping[str, str] | None = None) -> AsyncIterator[App]:
+async def hold(
+    cluster: Cluster, app: App, labels: Mapping[str, str] | None = None, *, revalidate: Revalidate | None = None
+) -> AsyncIterator[App]:
     """Hold the app for the duration of the block (see the module docs); yields the stored app. `labels` are kapp's
-    `--labels`, written with the hold."""
+    `--labels`, written with the hold. Without `revalidate`, a record changed since the plan refuses the hold."""
     holder = holder_id()
-    app = await _take(cluster, app, holder, labels or {})
+    app = await _take(cluster, app, holder, labels or {}, revalidate)
     renewing = asyncio.create_task(_renew(cluster, app, holder))
     try:
         yield app
@@ -75,10 +85,42 @@ async def hold(cluster: Cluster, app: App, labels: Mapping[str, str] | None = No
         renewing.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await renewing
-        await _release(cluster, app, holder)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # interrupted (Ctrl-C, SIGTERM): release if it can be done soon
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(INTERRUPTED_GRACE):
+                    await _release(cluster, app, holder)
+        else:
+            await _release(cluster, app, holder)
 
 
-async def _take(cluster: Cluster, app: App, holder: str, labels: Mapping[str, str]) -> App:
+def changed_since_planned(app: App) -> ConcurrencyError:
+    return ConcurrencyError(
+        f"{app.describe()} changed since this deploy was planned (another deploy or delete ran in between); "
+        "nothing was applied (run again to see the current diff)"
+    )
+
+
+async def _revalidated(cluster: Cluster, app: App, holder: str, now: datetime, revalidate: Revalidate) -> AppMeta:
+    """The app's metadata as recorded now, once `revalidate` accepted it if it changed since the plan. The record
+    of an app deployed anew (another label) is refused at once: the plan's resources carry the old label."""
+    cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
+    if cm is None:
+        raise AppNotFoundError(f"{app.describe()} does not exist")
+    other = held_by_other(cm, holder, now)
+    if other is not None:
+        raise ConcurrencyError(f"{app.describe()} is being deployed or deleted by {other}; nothing was applied")
+    current = AppMeta.from_json((cm.get("data") or {}).get("spec", "{}"))
+    if current != app.meta:
+        if (current.label_key, current.label_value) != (app.meta.label_key, app.meta.label_value):
+            raise changed_since_planned(app)
+        await revalidate(current)
+    return current
+
+
+async def _take(
+    cluster: Cluster, app: App, holder: str, labels: Mapping[str, str], revalidate: Revalidate | None
+) -> App:
     now = datetime.now(UTC)
     if not app.stored:
         try:
@@ -91,17 +133,17 @@ async def _take(cluster: Cluster, app: App, holder: str, labels: Mapping[str, st
                 ) from e
             raise
         return replace(app, stored=True)
+    accepted = [app.meta]
+    if revalidate is not None:
+        accepted.append(await _revalidated(cluster, app, holder, now, revalidate))
 
     def take(cm: Obj) -> None:
         other = held_by_other(cm, holder, now)
         if other is not None:
             raise ConcurrencyError(f"{app.describe()} is being deployed or deleted by {other}; nothing was applied")
         current = AppMeta.from_json((cm.get("data") or {}).get("spec", "{}"))
-        if current != app.meta:
-            raise ConcurrencyError(
-                f"{app.describe()} changed since this deploy was planned (another deploy or delete ran in between); "
-                "nothing was applied (run again to see the current diff)"
-            )
+        if current not in accepted:
+            raise changed_since_planned(app)
         merge_labels(cm, labels)
         cm["metadata"].setdefault("annotations", {})[objects.DEPLOY_LOCK] = _value(holder, now)
 

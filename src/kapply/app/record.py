@@ -18,7 +18,7 @@ from kapply.objects import Obj
 from kapply.resources.api_services import check_required, group_version
 from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.filters import FilterError, Operator, parse_selector
-from kapply.resources.labeled import list_labeled, types_in_scope
+from kapply.resources.labeled import at_written_versions, list_labeled, types_in_scope
 
 CONFIGMAPS = ResourceType(
     "",
@@ -310,10 +310,15 @@ async def list_resources(cluster: Cluster, app: App, *, scope_to_fallback: bool 
     """Everything labeled for the app, of every listable type (not only the kinds the app recorded), controller-made
     (transient) objects included; with `scope_to_fallback`, namespaced ones only in the app's namespaces (see
     `list_labeled`)."""
-    types = types_in_scope(await cluster.discovery(), None)
-    return await list_labeled(
-        cluster, types, app.label_selector, fallback_namespaces(app), scope_to_fallback=scope_to_fallback
+    discovery = await cluster.discovery()
+    found = await list_labeled(
+        cluster,
+        types_in_scope(discovery, None),
+        app.label_selector,
+        fallback_namespaces(app),
+        scope_to_fallback=scope_to_fallback,
     )
+    return await at_written_versions(cluster, discovery, found)
 
 
 async def inspect_resources(

@@ -1,11 +1,17 @@
 """Applying one change to the cluster: create, update, delete, with kapp's strategies.
 (The order of changes and the waiting are `kapply.apply.loop`'s.)
 
-Every create and update records the last-applied copy (kapp's `kapp.k14s.io/original` and `original-diff-md5`).
+Every create and update records the last-applied copy (kapp's `kapp.k14s.io/original` and `original-diff-md5`): what
+it applied, which for an update under `preserve` or `warn` is the desired state with the drifted fields it keeps at
+their live value (`Change.recorded`, see `kapply.diff.change.calculate`).
 kapp does it with a second write after each one; kapply sends the annotations with the write itself, computed as if
 the server stored the object as sent, and checks them against what the server returned: only when the server changed
 the object (defaults, allocated fields, a webhook) does a second write correct them, so that the record is always
-exactly kapp's.
+exactly kapp's. That second write is an update (PUT) of the stored object, as kapp's: a user with kapp's rights
+(`create`, `update`, no `patch`) can deploy.
+
+A change that fails is reported as kapp reports it: `<op> <resource>: <why>`, with the API server's list of errors
+laid out as kapp lays it out (`error_text.semi_structured`) and kapp's hint when the resource's scope looks wrong.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from kapply import objects
+from kapply.apply.error_text import semi_structured
 from kapply.apply.options import ApplyOptions
-from kapply.apply.progress import Progress
+from kapply.apply.progress import Notices, Progress
 from kapply.apply.strategies import (
     CreateStrategy,
     DeleteStrategy,
@@ -39,24 +46,51 @@ from kapply.diff.ops_diff import fingerprint
 from kapply.diff.render import masked
 from kapply.diff.text_diff import diff_lines, render_minimal
 from kapply.diff.yaml_text import to_yaml
-from kapply.errors import ApplyError, ClusterError
-from kapply.objects import Obj, describe
+from kapply.errors import ApplyError, ClusterError, KapplyError
+from kapply.objects import Obj, ResourceKey, describe
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
-from kapply.resources.labeled import with_identity
+from kapply.resources.labeled import identity_value, with_identity
+from kapply.values import format_duration
 
 CONFLICT_RETRIES = 10
 DISCOVERY_RETRIES = 20
+EXISTS_CHECK_INTERVAL = 1.0  # kapp's --apply-check-interval default, between checks of a `kapp.k14s.io/exists` resource
+# kapp's hints for an API server answer that suggests the resource's scope is wrong
+SCOPE_HINTS = {
+    "the server does not allow this method on the requested resource": (
+        "resource is possibly not namespaced but must be"
+    ),
+    "the server could not find the requested resource": "resource is possibly namespaced but cannot be",
+}
+
+
+def failed(change: Change, why: str) -> ApplyError:
+    """kapp's error for a change that did not apply: `<op> <resource>: <why>`, an API server's list of errors laid out
+    as kapp's, and kapp's hint when the answer suggests a wrong scope."""
+    hint = next((f" (hint: {text})" for found, text in SCOPE_HINTS.items() if found in why), "")
+    return ApplyError(f"{change.op.apply_op} {change.describe()}: {semi_structured(why)}{hint}")
 
 
 class Applier:
     def __init__(
-        self, cluster: Cluster, discovery: Discovery, config: Config, options: ApplyOptions, progress: Progress
+        self,
+        cluster: Cluster,
+        discovery: Discovery,
+        config: Config,
+        options: ApplyOptions,
+        progress: Progress,
+        masks: MaskCounter | None = None,
     ) -> None:
         self.cluster = cluster
         self.discovery = discovery
         self.config = config
         self.options = options
         self.progress = progress
+        self.notices = Notices(progress)  # shared with the apply loop: one de-duplication per run, as kapp's
+        # numbers masked values in a recalculated diff as the plan's diffs did (kapp's numbering is process-wide)
+        self.masks = MaskCounter() if masks is None else masks
+        # the names the server gave resources created with only `generateName` (kapp's `<generateName>*`)
+        self.generated: dict[ResourceKey, str] = {}
 
     async def _rtype(self, res: Obj) -> ResourceType:
         """The resource's type; an unknown kind (one whose CRD was just created) re-reads discovery, which
@@ -74,9 +108,7 @@ class Applier:
         try:
             return await call()
         except ClusterError as e:
-            raise ApplyError(
-                f"{change.op.apply_op} {change.describe()}: {verb} resource {change.describe()}: {e}"
-            ) from e
+            raise ApplyError(f"{verb} resource {change.describe()}: {e}") from e
 
     def _recording(self, body: Obj, applied: Obj) -> Obj:
         """`body` with the annotations that record `applied`, computed as if the server stores `body` unchanged (it
@@ -92,24 +124,27 @@ class Applier:
         return {**body, "metadata": {**body["metadata"], "annotations": merged}}
 
     async def _record(self, rtype: ResourceType, saved: Obj, applied: Obj) -> None:
-        """Annotate the stored object with the copy kapply applied, unless the write already did so correctly."""
-        if not (records_original(applied) and records_original(saved)):
-            return
-        annotations = last_applied_annotations(saved, applied, self.config)
+        """Annotate the stored object with the copy kapply applied, unless the write already did so correctly; and
+        with its identity when the server named it (`generateName`: it was written as `<generateName>*`), as kapp's
+        second write after a create does."""
+        annotations = {objects.IDENTITY: identity_value(saved)}
+        if records_original(applied) and records_original(saved):
+            recording = last_applied_annotations(saved, applied, self.config)
+            if recording is None:
+                self.progress.warn(
+                    f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
+                    f"{MAX_ANNOTATION_VALUE} bytes, the limit of an annotation value; the next deploy "
+                    "diffs it against the live object"
+                )
+            else:
+                annotations |= recording
         current = objects.annotations(saved)
-        if annotations is not None and all(current.get(k) == v for k, v in annotations.items()):
-            return
-        if annotations is None:
-            self.progress.warn(
-                f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
-                f"{MAX_ANNOTATION_VALUE} bytes, the limit of an annotation value; the next deploy "
-                "diffs it against the live object"
-            )
+        if all(current.get(k) == v for k, v in annotations.items()):
             return
         meta = saved["metadata"]
-        patch = {"metadata": {"annotations": annotations, "resourceVersion": meta["resourceVersion"]}}
+        recorded = {**saved, "metadata": {**meta, "annotations": current | annotations}}
         try:
-            await self.cluster.patch(rtype, meta.get("namespace"), meta["name"], patch, "application/merge-patch+json")
+            await self.cluster.update(rtype, recorded)  # with the resourceVersion read: a change in between is a 409
         except ClusterError as e:
             if e.status == 422:  # the annotations together exceed what the server accepts
                 self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: {e}")
@@ -131,27 +166,29 @@ class Applier:
             if e.status == 409 and strategy is not CreateStrategy.PLAIN:
                 await self._update_after_create(change, rtype, strategy)
                 return
-            raise ApplyError(f"create {change.describe()}: Creating resource {change.describe()}: {e}") from e
+            raise ApplyError(f"Creating resource {change.describe()}: {e}") from e
+        if not objects.metadata(res).get("name"):
+            self.generated[change.key] = objects.name(saved)
         await self._record(rtype, saved, change.new)
 
     async def _update_after_create(self, change: Change, rtype: ResourceType, strategy: CreateStrategy) -> None:
         meta = change.resource["metadata"]
         live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
         if live is None:
-            raise ApplyError(f"create {change.describe()}: resource disappeared while falling back to update")
+            raise ApplyError("resource disappeared while falling back to update")
         live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
         recalculated = calculate(change.new, live, self.config, policy=change.policy)
         if recalculated.op is not Op.UPDATE:
             if strategy is CreateStrategy.FALLBACK_ON_UPDATE_OR_NOOP:
                 return
             raise ApplyError(
-                f"create {change.describe()}: Recalculated change was a noop but those are not allowed "
+                "Recalculated change was a noop but those are not allowed "
                 "(try adding annotation kapp.k14s.io/create-strategy: fallback-on-update-or-noop)"
             )
         await self._update(recalculated)
 
     async def _update(self, change: Change) -> None:
-        assert change.to_apply is not None and change.new is not None
+        assert change.to_apply is not None and change.new is not None and change.recorded is not None
         rtype = await self._rtype(change.to_apply)
         strategy = update_strategy(change.new, self.options.default_update_strategy)
         if strategy is UpdateStrategy.SKIP:
@@ -162,39 +199,37 @@ class Applier:
         approved = fingerprint(change.left, change.right)
         for _ in range(CONFLICT_RETRIES):
             try:
-                saved = await self.cluster.update(rtype, self._recording(with_identity(change.to_apply), change.new))
-                await self._record(rtype, saved, change.new)
+                body = self._recording(with_identity(change.to_apply), change.recorded)
+                saved = await self.cluster.update(rtype, body)
+                await self._record(rtype, saved, change.recorded)
                 return
             except ClusterError as e:
                 if e.status == 422 and strategy is UpdateStrategy.FALLBACK_ON_REPLACE:
                     await self._replace(change, rtype)
                     return
                 if e.status != 409:
-                    raise ApplyError(f"update {change.describe()}: Updating resource {change.describe()}: {e}") from e
+                    raise ApplyError(f"Updating resource {change.describe()}: {e}") from e
                 conflict = e
             meta = change.to_apply["metadata"]
             live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
             if live is None:
-                raise ApplyError(f"update {change.describe()}: resource was deleted while updating it")
+                raise ApplyError("resource was deleted while updating it")
             live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
             recalculated = calculate(change.new, live, self.config, policy=change.policy)
             if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
                 raise ApplyError(
-                    f"update {change.describe()}: Failed to update due to resource conflict (approved "
+                    "Failed to update due to resource conflict (approved "
                     f"diff no longer matches): {conflict}: Recalculated diff:\n"
                     f"{self._minimal_diff(recalculated)}"
                 )
             if recalculated.op is not Op.UPDATE:
                 return
             change = recalculated
-        raise ApplyError(
-            f"update {change.describe()}: Failed to update due to resource conflict (tried multiple times): {conflict}"
-        )
+        raise ApplyError(f"Failed to update due to resource conflict (tried multiple times): {conflict}")
 
     def _minimal_diff(self, change: Change) -> str:
-        counter = MaskCounter()
         left, right = (
-            to_yaml(masked(side, self.config, counter)).split("\n") if side is not None else []
+            to_yaml(masked(side, self.config, self.masks)).split("\n") if side is not None else []
             for side in (change.left, change.right)
         )
         return render_minimal(diff_lines(left, right))
@@ -230,26 +265,40 @@ class Applier:
             # answers 409, which is reported: the object the plan showed was not the one deleted).
             await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         except ClusterError as e:
-            raise ApplyError(f"delete {change.describe()}: Deleting resource {change.describe()}: {e}") from e
+            raise ApplyError(f"Deleting resource {change.describe()}: {e}") from e
 
     async def _exists(self, change: Change) -> None:
+        """Wait until the resource exists, as kapp retries the change: each miss is its retryable error (which kapp's
+        de-duplication shows once a minute), until `--apply-timeout`."""
         res = change.resource
         rtype = await self._rtype(res)
         meta = res["metadata"]
         deadline = asyncio.get_running_loop().time() + self.options.timeout
+        missing = "External resource doesn't exists"
         while await self.cluster.get(rtype, meta.get("namespace"), meta["name"]) is None:
+            self.notices.lines([f"exists {change.describe()}", f" ^ Retryable error: {missing}"])
             if asyncio.get_running_loop().time() > deadline:
-                raise ApplyError(
-                    f"exists {change.describe()}: Timed out waiting after {self.options.timeout:.0f}s: "
-                    "Last error: External resource doesn't exists"
+                raise ApplyTimedOut(
+                    f"Timed out waiting after {format_duration(self.options.timeout)}: "
+                    f"Last error: exists {change.describe()}: {missing}"
                 )
-            self.progress.line(f"exists {change.describe()}")
-            self.progress.line(" ^ Retryable error: External resource doesn't exists")
-            await asyncio.sleep(1)
+            await asyncio.sleep(EXISTS_CHECK_INTERVAL)
 
     async def apply_one(self, change: Change) -> None:
+        """Apply the change; a failure is raised as kapp reports it (see `failed`)."""
         action = {Op.ADD: self._create, Op.UPDATE: self._update, Op.DELETE: self._delete, Op.EXISTS: self._exists}.get(
             change.op
         )
-        if action is not None:
+        if action is None:
+            return
+        try:
             await action(change)
+        except ApplyTimedOut:
+            raise
+        except KapplyError as e:
+            raise failed(change, str(e)) from e
+
+
+class ApplyTimedOut(ApplyError):
+    """`--apply-timeout` passed while a change could not be applied yet (a `kapp.k14s.io/exists` resource still
+    missing): reported as kapp reports it, naming the last error, after which kapp prints nothing for the change."""

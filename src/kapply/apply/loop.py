@@ -11,6 +11,10 @@ the changes being waited on converges (or unblocks its dependents), and repeat.
     ...
     ---- applying complete [3/3 done] ----
     ---- waiting complete [3/3 done] ----
+
+As kapp's, every applied change is waited on, one with nothing to wait for (`--wait=false`, `disable-wait`) as
+`ok: noop ...` at once; and progress goes through kapp's de-duplication (`progress.Notices`): a section or a change's
+lines identical to those shown in the last minute are not shown again.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ import time
 from collections.abc import Callable, Sequence
 
 from kapply import objects
-from kapply.apply.execute import Applier
+from kapply.apply.error_text import semi_structured
+from kapply.apply.execute import Applier, ApplyTimedOut
 from kapply.apply.observe import Snapshot, snapshot
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, WaitOp
 from kapply.apply.progress import Progress
 from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, which_children
 from kapply.config.config import Config
+from kapply.config.rules import MaskCounter
 from kapply.diff.change import ApplyOp, Change
 from kapply.errors import ApplyError, KapplyError
 from kapply.graph import ChangeGraph
@@ -45,14 +51,15 @@ class ApplyLoop:
         apply_options: ApplyOptions,
         wait_options: WaitOptions,
         progress: Progress,
+        masks: MaskCounter | None = None,
     ) -> None:
-        self.applier = Applier(cluster, discovery, config, apply_options, progress)
+        self.applier = Applier(cluster, discovery, config, apply_options, progress, masks)
         self.cluster = cluster
         self.config = config
         self.selector = selector
         self.options = wait_options
         self.progress = progress
-        self._shown: dict[int, list[str]] = {}
+        self.notices = self.applier.notices
         self._unseen: dict[ResourceKey, int] = {}  # consecutive checks that did not find an applied resource
         self._gone: set[str] = set()  # UIDs of objects whose deletion this run waited on and saw done
         self._collected: set[str] = set()  # UIDs of garbage this run deleted (see _collect_garbage)
@@ -76,22 +83,18 @@ class ApplyLoop:
         while True:
             ready = sorted((i for i in graph.ready(finished | unblocked) if i not in applied), key=first)
             if ready:
-                self.progress.section(f"applying {len(ready)} changes [{len(applied)}/{total} done]")
+                self.notices.section(f"applying {len(ready)} changes [{len(applied)}/{total} done]")
                 failed = await self._apply(planned, ready)
                 failures += failed.values()
                 applied.update(ready)
-                for i in ready:
-                    if i in failed:
-                        continue
-                    if waits[i] is WaitOp.NOOP:
-                        finished.add(i)
-                    else:
-                        tracking[i] = time.monotonic()
+                tracking.update((i, time.monotonic()) for i in ready if i not in failed)
                 continue
             if not tracking:
                 break
-            self.progress.section(f"waiting on {len(tracking)} changes [{len(finished) + failed_waits}/{total} done]")
-            done, newly_unblocked, wait_failures = await self._wait_for_any(changes, waits, tracking)
+            section = f"waiting on {len(tracking)} changes [{len(finished) + failed_waits}/{total} done]"
+            done, newly_unblocked, wait_failures = await self._wait_for_any(
+                changes, waits, tracking, unblocked, section
+            )
             for i in done | wait_failures.keys():
                 del tracking[i]
             finished.update(done)
@@ -126,14 +129,15 @@ class ApplyLoop:
                         await self.applier.apply_one(cc.change)
             except KapplyError as e:
                 if not first:
-                    self.progress.line(f"{cc.apply_op} {cc.describe()}")
+                    if not isinstance(e, ApplyTimedOut):
+                        self.notices.lines([f"{cc.apply_op} {cc.describe()}"])
                     if exit_early:
                         first.append(e)
                     else:
                         failures[i] = str(e)
                 return
             if not first:
-                self.progress.line(f"{cc.apply_op} {cc.describe()}")
+                self.notices.lines([f"{cc.apply_op} {cc.describe()}"])
 
         results = await asyncio.gather(*(one(i) for i in ready), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -143,8 +147,14 @@ class ApplyLoop:
             raise first[0]
         return failures
 
+    def _waited(self, change: Change) -> Obj:
+        """The resource waited on: the change's, by the name the server gave it when it was created with only
+        `generateName`."""
+        generated = self.applier.generated.get(change.key)
+        return change.resource if generated is None else objects.with_metadata(change.resource, name=generated)
+
     def _converge(self, change: Change, op: WaitOp, snap: Snapshot) -> Convergence:
-        live = snap.get(change.resource)
+        live = snap.get(self._waited(change))
         if op is WaitOp.DELETE:
             uid = objects.uid(change.existing or {})
             if live is None or objects.uid(live) != uid:
@@ -167,18 +177,18 @@ class ApplyLoop:
             ignore_failing_api_services=self.options.ignore_failing_api_services,
         )
 
-    def _print(self, i: int, lines: list[str]) -> None:
-        if self._shown.get(i) != lines:
-            self._shown[i] = lines
-            for line in lines:
-                self.progress.line(line)
-
     async def _wait_for_any(
-        self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: dict[int, float]
+        self,
+        changes: Sequence[Change],
+        waits: Sequence[WaitOp],
+        tracking: dict[int, float],
+        unblocked_before: set[int],
+        section: str,
     ) -> tuple[set[int], set[int], dict[int, tuple[str, bool]]]:
-        """Poll the tracked changes until one converges, unblocks its dependents or fails: the converged ones, the
-        unblocking ones and (with `exit_early` off; else the first is raised) the failed ones, each with its message
-        and whether it counts as done (converged unsuccessfully, as opposed to errored)."""
+        """Poll the tracked changes until one converges, unblocks its dependents (for the first time) or fails: the
+        converged ones, the newly unblocking ones and (with `exit_early` off; else the first is raised) the failed
+        ones, each with its message and whether it counts as done (converged unsuccessfully, as opposed to errored).
+        A change with nothing to wait for (wait op noop) is done at once. `section` heads each poll, as kapp's."""
         started = time.monotonic()
         child_types = {
             t
@@ -187,10 +197,12 @@ class ApplyLoop:
             for t in which_children(changes[i].resource, self.config.wait_rules)
         }
         while True:
+            self.notices.section(section)
+            waited = [i for i in tracking if waits[i] is not WaitOp.NOOP]
             snap = await snapshot(
                 self.cluster,
                 self.applier.discovery,
-                [changes[i].resource for i in tracking],
+                [self._waited(changes[i]) for i in waited],
                 self.selector,
                 child_types,
                 concurrency=self.options.concurrency,
@@ -200,8 +212,12 @@ class ApplyLoop:
             failed: dict[int, tuple[str, bool]] = {}
 
             for i in tracking:
+                if waits[i] is WaitOp.NOOP:
+                    self.notices.lines([f"ok: noop {changes[i].describe()}"])
+                    done.add(i)
+                    continue
                 result = self._converge(changes[i], waits[i], snap)
-                self._print(i, wait_lines(result, waits[i].value))
+                self.notices.lines(wait_lines(result, waits[i].value))
                 description = f"{waits[i].value} {changes[i].describe()}"
                 failure: tuple[str, bool] | None = None
                 if result.error:
@@ -211,7 +227,7 @@ class ApplyLoop:
                     failure = (message, True)
                 elif result.state.done:
                     done.add(i)
-                elif result.state.unblock:
+                elif result.state.unblock and i not in unblocked_before:
                     unblocked.add(i)
                 elif self.options.resource_timeout and time.monotonic() - tracking[i] > self.options.resource_timeout:
                     timeout = _duration(self.options.resource_timeout)
@@ -225,8 +241,10 @@ class ApplyLoop:
                 return done, unblocked, failed
             if time.monotonic() - started > self.options.timeout:
                 waiting = ", ".join(changes[i].describe() for i in tracking)
-                raise ApplyError(
-                    f"Timed out waiting after {_duration(self.options.timeout)} for resources: [{waiting}]"
+                raise ApplyError(  # a list of several resources laid out as kapp's (see error_text)
+                    semi_structured(
+                        f"Timed out waiting after {_duration(self.options.timeout)} for resources: [{waiting}]"
+                    )
                 )
             awaited = [snap.get(changes[i].resource) for i in tracking if waits[i] is WaitOp.DELETE]
             if not await self._collect_garbage([obj for obj in awaited if obj is not None]):

@@ -64,10 +64,11 @@ def change_set_text(
     diffs: bool = True,
     default_update_strategy: str = "",
     known_strategies: bool = True,
+    counter: MaskCounter | None = None,
 ) -> ChangeSetText:
     """The YAML blocks (when `yaml`) and the line diffs (when `diffs`) of the planned changes. The YAML is masked
-    whatever `fmt.mask` says, as kapp's."""
-    counter = MaskCounter()
+    whatever `fmt.mask` says, as kapp's. Masked values are numbered by `counter` (a new one when None)."""
+    counter = MaskCounter() if counter is None else counter
     blocks = tuple(
         yaml_block(cc, config, counter, default_update_strategy, known=known_strategies)
         for cc in planned

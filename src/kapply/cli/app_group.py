@@ -56,7 +56,7 @@ async def _group_apps(api: AsyncClient, namespace: str, group: str) -> list[str]
 async def _deploy(args: Args, out: Output) -> None:
     group = _group(args)
     directories = _subdirectories(args["directory"])
-    async with client(args, args["namespace"]) as api:
+    async with client(args, args["namespace"], out) as api:
         namespace = api.namespace(args["app-namespace"] or None)
         flags = {**args.parsed.flags, "labels": [*args["labels"], f"{APP_GROUP_LABEL}={group}"]}
         statuses: list[ExitStatus] = []
@@ -83,7 +83,7 @@ async def _deploy(args: Args, out: Output) -> None:
 
 async def _delete(args: Args, out: Output) -> None:
     group = _group(args)
-    async with client(args, args["namespace"]) as api:
+    async with client(args, args["namespace"], out) as api:
         out.line(await api.target())
         namespace = api.namespace(args["app-namespace"] or None)
         statuses: list[ExitStatus] = []

@@ -17,7 +17,7 @@ def status(args: Args, out: Output) -> None:
 
 
 async def _status(args: Args, out: Output) -> None:
-    from kapply.controller.reconciler import APPS
+    from kapply.controller.apps import APPS
     from kapply.ui.app_status import show_app_status
 
     app = require_app_name(args)

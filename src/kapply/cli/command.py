@@ -102,7 +102,9 @@ def resolve(root: Command, argv: Sequence[str], global_flags: Sequence[Flag], pr
         return None
     if command is root and parsed.flags.get("version"):
         return Args(names, parsed, command)
-    if command.children:
+    # A command with children runs its own handler when it has one and is given no arguments (`kapply controller`,
+    # beside `kapply controller manifests`); kapp's command groups only print their help.
+    if command.children and not (command.handler and command is not root and not parsed.args):
         if parsed.args and parsed.args[0] == "help" and command is root:
             target, _ = _find(root, parsed.args[1:], global_flags)
             print(help_text(target[-1], target, global_flags, program))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kapply.cli import groups
@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from kapply.ui.output import Output
 
 T = TypeVar("T")
+
+
+class Terminated(Exception):
+    """SIGTERM (a CI job cancelled, a pod stopping, `timeout`): the command stops as on Ctrl-C, after recording what
+    it must (the app-change as failed, the app's hold released), and exits 143 (128 + SIGTERM, what a shell reports
+    for a process the signal ends)."""
+
+    STATUS = 143
 
 
 class ExitStatus(KapplyError):
@@ -35,12 +43,37 @@ def output(args: Args) -> Output:
     return Output(tty=args["tty"] or sys.stdout.isatty(), as_json=args["json"], columns=args["column"])
 
 
-def client(args: Args, namespace: str = "") -> AsyncClient:
-    """A client of the public API, connected as the kubeconfig flags say; `namespace` is `-n` ("" when not given)."""
+def client(args: Args, namespace: str = "", out: Output | None = None) -> AsyncClient:
+    """A client of the public API, connected as the kubeconfig flags say; `namespace` is `-n` ("" when not given).
+    The API server's warnings (a deprecated API version, say) are shown as kapp shows them, once each, unless
+    `--warnings=false`: `Warning: <text>` among `out`'s progress lines, or on stderr without `out`."""
     from kapply.api import AsyncClient
 
     kube = groups.kubeconfig(args)
-    return AsyncClient(kube.path, context=kube.context, kubeconfig_yaml=kube.yaml, namespace=namespace or None)
+    api = AsyncClient(kube.path, context=kube.context, kubeconfig_yaml=kube.yaml, namespace=namespace or None)
+    api.cluster.on_warning = _show_warning(out) if args["warnings"] else _ignore_warning
+    return api
+
+
+def _show_warning(out: Output | None) -> Callable[[str], None]:
+    shown: set[str] = set()
+
+    def show(text: str) -> None:
+        if text in shown:
+            return
+        shown.add(text)
+        if out is None:
+            from kapply.ui.escape import escaped
+
+            print(escaped(f"Warning: {text}"), file=sys.stderr, flush=True)
+        else:
+            out.begin_line(f"Warning: {text}\n")
+
+    return show
+
+
+def _ignore_warning(_text: str) -> None:
+    """`--warnings=false`."""
 
 
 def require_app_name(args: Args) -> groups.AppFlags:
@@ -55,25 +88,77 @@ async def existing_app(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClie
     """Connect (saying where, as kapp does), resolve the app namespace (`--app-namespace`, else `-n` and its
     defaults) and find the app."""
     app = require_app_name(args)
-    async with client(args, app.namespace) as api:
+    async with client(args, app.namespace, out) as api:
         out.line(await api.target())
         yield api, await api.get_app(app.name, namespace=app.app_namespace or None)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run the command's coroutine. SIGTERM stops it as Ctrl-C does: the coroutine is cancelled, so that what it
+    holds is released and what it was doing is recorded as failed on the way out, then `Terminated` is raised; a
+    second SIGTERM while that runs raises `Terminated` at once."""
     import asyncio  # not at the top: `kapply version` and `--help` never start a loop (0.03 s of imports)
+    import signal
 
-    return asyncio.run(coro)
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        requested = False
+
+        def terminate(_signal: int, _frame: object) -> None:
+            nonlocal requested
+            if requested:
+                raise Terminated
+            requested = True
+            task.cancel()  # as asyncio's own SIGINT handler does, then wakes the loop
+            loop.call_soon_threadsafe(lambda: None)
+
+        previous = signal.signal(signal.SIGTERM, terminate)
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            if requested:
+                raise Terminated from None
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    return asyncio.run(main())
 
 
 def confirm(args: Args, out: Output) -> None:
-    """kapp's `Continue? [yN]:` unless `--yes`; any answer but y/yes stops the command."""
+    """kapp's `Continue? [yN]:` unless `--yes`; any answer but y/yes stops the command. Ctrl-C or SIGTERM while the
+    question waits ends the command at once (nothing was applied)."""
     if args["yes"]:
         return
-    out.prompt("Continue? [yN]: ")
-    answer = sys.stdin.readline()
+    with _interruptible():
+        out.prompt("Continue? [yN]: ")
+        answer = sys.stdin.readline()
     if answer.strip().lower() not in ("y", "yes"):
         raise KapplyError("Stopped")
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """A blocking read that Ctrl-C (KeyboardInterrupt) and SIGTERM (Terminated) interrupt. Within the event loop,
+    both signals only cancel the running coroutine (asyncio's own SIGINT handler, and `run`'s), which a read that
+    blocks the loop would never see; one that came just before is honoured at once."""
+    import asyncio
+    import signal
+
+    def terminate(_signal: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler), signal.signal(signal.SIGTERM, terminate)
+    try:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
 
 
 def exit_status(message: str, pending: bool) -> ExitStatus:

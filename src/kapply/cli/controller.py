@@ -1,4 +1,5 @@
-"""`kapply controller`: the App controller in the foreground, logging to stderr, until interrupted."""
+"""`kapply controller`: the App controller (and the packaging controllers) in the foreground, logging to stderr, until
+interrupted."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import asyncio
 import logging
 import os
 import signal
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
+from kapply.cli.flags import UsageError
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -18,21 +21,43 @@ if TYPE_CHECKING:
 
 def controller(args: Args, out: Output) -> None:
     from kapply.api import AsyncClient
-    from kapply.controller.main import ControllerOptions
-    from kapply.controller.main import run as run_controller
-    from kapply.controller.reconciler import Settings
+    from kapply.controller import health, logs
+    from kapply.controller.main import LEASE_NAMESPACE, ControllerOptions
+    from kapply.controller.settings import Settings
+    from kapply.packaging.process import run as run_controller
+    from kapply.packaging.settings import from_flags
 
-    logging.basicConfig(
-        level=logging.DEBUG if args["debug"] else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    try:
+        log_format = logs.LogFormat(args["log-format"])
+    except ValueError:
+        raise UsageError(f"--log-format {args['log-format']!r}: expected text or json") from None
+    try:
+        endpoints = health.parse_address(args["metrics-bind-address"])
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
+        raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
+    logs.configure(logging.DEBUG if args["debug"] else logging.INFO, log_format)
     options = ControllerOptions(
-        settings=Settings(default_sync_period=args["default-sync-period"], min_sync_period=args["min-sync-period"]),
+        settings=Settings(
+            default_sync_period=args["default-sync-period"],
+            min_sync_period=args["min-sync-period"],
+            ghost_quiet_syncs=args["ghost-diff-quiet-syncs"],
+            progress_interval=args["progress-interval"],
+            allow_file_urls=args["dangerous-allow-file-urls"],
+            allow_plain_http_registries=args["dangerous-allow-plain-http-registries"],
+        ),
         namespace=args["namespace"] or None,
         workers=args["concurrency"],
         leader_election=args["leader-elect"],
         lease_namespace=args["lease-namespace"],
         lease_name=args["lease-name"],
+        shards=args["shards"],
+        endpoints=endpoints,
+    )
+    # The packaging controllers (PackageRepositories, PackageInstalls) run in the same process, as kapp-controller's.
+    packaging = from_flags(
+        args["packaging"], args["package-install-default-sync-period"], args["packaging-global-namespace"]
     )
 
     async def main() -> None:
@@ -56,7 +81,12 @@ def controller(args: Args, out: Output) -> None:
                 in_cluster=args["in-cluster"],
                 service_account_dir=os.environ.get("KAPPLY_SERVICE_ACCOUNT_DIR"),
             ) as api:
-                await run_controller(api, options)
+                # The Lease goes where the shipped RBAC lets the controller hold it: in cluster, the pod's own namespace
+                # (as controller-runtime does); out of cluster, kapply-system.
+                default = (api.cluster.namespace if args["in-cluster"] else None) or LEASE_NAMESPACE
+                await run_controller(
+                    api, replace(options, lease_namespace=options.lease_namespace or default), packaging
+                )
         except asyncio.CancelledError:
             if not terminated.is_set():
                 raise

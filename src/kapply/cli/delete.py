@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
-from kapply.cli import groups
+from kapply.cli import diff_ui, groups
 from kapply.cli.command import Args
-from kapply.cli.common import ExitStatus, client, confirm, exit_status, require_app_name, run
+from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -19,7 +20,7 @@ def delete(args: Args, out: Output) -> None:
 
 async def _delete(args: Args, out: Output) -> None:
     app = require_app_name(args)
-    async with client(args, app.namespace) as api:
+    async with client(args, app.namespace, out) as api:
         out.line(await api.target())
         status = await delete_app(api, args, out, app.name, api.namespace(app.app_namespace or None))
         if status is not None:
@@ -64,12 +65,15 @@ async def delete_app(
     if not plan.complete:
         out.line(partly(namespace, plan.app.name))  # the previous app, when --prev-app found it
     pending = any(c.apply_op is not ApplyOp.NOOP for c in plan.changes)
+    review = partial(diff_ui.delete_review, api, plan, diff.format())
     if diff.run:
+        async with diff_ui.confirmation(args, out, review, asks=False):
+            pass
         if diff.exit_status:
             return exit_status("Exiting after diffing with {maybe_no}pending changes (exit status {code})", pending)
         return None
-    confirm(args, out)
-    await api.run_delete(plan, progress=ProgressLines(out))
+    async with diff_ui.confirmation(args, out, review, asks=True):
+        await api.run_delete(plan, progress=ProgressLines(out))
     if args[f"{prefix}apply-exit-status"]:
         return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", pending)
     return None

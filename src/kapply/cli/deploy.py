@@ -6,11 +6,12 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kapply.cli import groups
+from kapply.cli import diff_ui, groups
 from kapply.cli.command import Args
-from kapply.cli.common import ExitStatus, client, confirm, exit_status, require_app_name, run
+from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -24,7 +25,7 @@ def deploy(args: Args, out: Output) -> None:
 
 async def _deploy(args: Args, out: Output) -> None:
     app = require_app_name(args)
-    async with client(args, app.namespace) as api:
+    async with client(args, app.namespace, out) as api:
         status = await deploy_app(
             api, args, out, app.name, args["file"], app.app_namespace or None, args.parsed.flags, show_target=True
         )
@@ -74,17 +75,17 @@ async def deploy_app(
     if args["diff-field-owners"]:
         show_outside_changes(out, await api.outside_changes(plan), plan.config, options.drift_policy)
     plan.check_allowed()  # kapp shows the plan before refusing what --allow-* does not allow
+    review = partial(diff_ui.deploy_review, api, plan, diff.format())
     if diff.run:
-        plan.write_app_metadata()
+        async with diff_ui.confirmation(args, out, review, asks=False):
+            plan.write_app_metadata()
         if diff.exit_status:
             return exit_status(
                 "Exiting after diffing with {maybe_no}pending changes (exit status {code})", plan.pending
             )
         return None
     await api.check_deploy(plan)  # --preflight
-    if plan.pending:
-        confirm(args, out)
-    async with _logs(api, args, out, plan):
+    async with diff_ui.confirmation(args, out, review, asks=plan.pending), _logs(api, args, out, plan):
         result = await api.run_deploy(plan, progress=ProgressLines(out))
     if result.deleted_app_changes:
         out.line(f"Deleted {result.deleted_app_changes} older app changes")
@@ -101,6 +102,6 @@ async def _logs(api: AsyncClient, args: Args, out: Output, plan: Plan) -> AsyncI
         return
     from kapply.cli.deploy_logs import deploy_logs
 
-    namespaces = [ns for ns in plan.namespaces if ns != "(cluster)"] or [plan.app.namespace]
+    namespaces = list(dict.fromkeys([plan.app.namespace, *(ns for ns in plan.namespaces if ns != "(cluster)")]))
     async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=args["logs-all"]):
         yield

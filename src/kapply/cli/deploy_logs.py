@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_lines, _running
+from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_lines, _running, watching_forbidden
 from kapply.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ async def deploy_logs(
     cluster: Cluster, out: Output, selector: str, namespaces: list[str], *, logs_all: bool
 ) -> AsyncIterator[None]:
     """Follow the logs of the app's Pods (those with `selector`) while the body runs; stop when it ends. Where Pods
-    may not be listed cluster-wide, those in `namespaces`."""
+    may not be listed cluster-wide, those in `namespaces` (the app's first, as kapp's), with kapp's note naming those
+    where they may not be listed either."""
     from kapply.ui.logs import LogView
 
     pods = (await cluster.discovery()).preferred("", "Pod")
@@ -80,10 +81,20 @@ async def deploy_logs(
         except ClusterError as e:
             if e.status != 403:
                 raise
-            scopes = list(namespaces)
+            scopes = []
+            forbidden = []
             for namespace in namespaces:
-                listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
+                try:
+                    listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
+                except ClusterError as refused:
+                    if refused.status != 403:
+                        raise
+                    forbidden.append(namespace)
+                    continue
+                scopes.append(namespace)
                 existing |= {objects.uid(p) for p in listed}
+            if forbidden:
+                out.notice(watching_forbidden(forbidden))
     except ClusterError:
         yield  # Pods may not be seen: no logs
         return

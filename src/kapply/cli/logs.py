@@ -39,6 +39,15 @@ class TailOptions:
     containers: tuple[str, ...]  # patterns of container names; () for all
 
 
+def watching_forbidden(namespaces: list[str]) -> str:
+    """kapp's note when the user may not list Pods (neither cluster-wide nor in these namespaces): no logs follow."""
+    quoted = ", ".join(f'"{namespace}"' for namespace in namespaces)
+    return (
+        'Pod watching error: pods is forbidden: User cannot list resource "pods" in API group "" '
+        f"in the namespace(s) {quoted}"
+    )
+
+
 def logs(args: Args, out: Output) -> None:
     if not args["follow"] and args["lines"] <= 0:
         raise KapplyError("Expected --lines to be greater than zero since --follow is not specified")
@@ -70,7 +79,7 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
         if pods is None:
             raise KapplyError("The cluster serves no Pods")
         tails = []
-        async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options):
+        async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options, out):
             tails += [
                 asyncio.create_task(_tail(api.cluster, pods, pod, container, options, view))
                 for container in _containers(pod, options.containers)
@@ -80,11 +89,11 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
 
 
 async def _pods(
-    cluster: Cluster, pods: ResourceType, selector: str, app_namespace: str, options: TailOptions
+    cluster: Cluster, pods: ResourceType, selector: str, app_namespace: str, options: TailOptions, out: Output
 ) -> AsyncIterator[Obj]:
     """The app's Pods that match `-m`, each once: those there now and, when following, those created later (a
     watch from nothing lists the existing ones first). Where Pods may not be listed cluster-wide, those in the
-    app's namespace."""
+    app's namespace; where not there either, none, with kapp's note."""
     from kapply import objects
     from kapply.resources.filters import pattern_matches
 
@@ -110,6 +119,9 @@ async def _pods(
         except ClusterError as e:
             if e.status == 403 and namespace is None:
                 namespace = app_namespace
+            elif e.status == 403:
+                out.notice(watching_forbidden([app_namespace]))
+                return
             elif e.status != 410:  # 410: the watch expired; a new one starts (the server ended it otherwise)
                 raise
 

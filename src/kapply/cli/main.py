@@ -1,8 +1,11 @@
 """The `kapply` command: kapp's command tree, flags, help and exit statuses.
 
 Handlers are imported when their command runs (`kapply version` imports no Kubernetes client). Errors print as
-`kapply: Error: <message>` (in `--json` output, as the last line) and exit 1; `--diff-exit-status` and
-`--apply-exit-status` exit 2 or 3, as kapp's do.
+`kapply: Error: <message>` (in `--json` output, as the last line), laid out on several lines as kapp lays out its
+errors, and exit 1; `--diff-exit-status` and `--apply-exit-status` exit 2 or 3, as kapp's do.
+
+Installed as a drop-in (a link or copy named `kapp`), the program says `kapp` where kapp does: in its version, its
+errors, its help and usage messages.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kapply import __version__
 from kapply.cli.command import handler, resolve
@@ -17,48 +21,80 @@ from kapply.cli.flags import UsageError
 from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.errors import KapplyError
 
+if TYPE_CHECKING:
+    from kapply.cli.command import Args
+    from kapply.ui.output import Output
 
-def version(_args: object, _out: object) -> None:
-    print(f"kapply version {__version__}")
+DROP_IN = "kapp"
+
+
+def program() -> str:
+    """The name the user knows the program by: `kapp` when it was run under that name (a drop-in install), else
+    kapply's own."""
+    return DROP_IN if os.path.basename(sys.argv[0]) == DROP_IN else PROGRAM
+
+
+def version_text() -> str:
+    """`kapply version <kapply's version>`; as a drop-in, `kapp version <the kapp release kapply follows>` (the
+    version `minimumRequiredVersion` in a Config is checked against), for scripts that check kapp's version."""
+    if program() == DROP_IN:
+        from kapply.config.config import KAPP_COMPAT_VERSION
+
+        return f"{DROP_IN} version {KAPP_COMPAT_VERSION}"
+    return f"{PROGRAM} version {__version__}"
+
+
+def version(_args: Args, out: Output) -> None:
+    out.block(version_text() + "\n")
+    out.finish()
 
 
 def run(argv: Sequence[str]) -> int:
     """Run the command line; returns the exit status."""
-    from kapply.cli.common import ExitStatus, output
+    from kapply.cli.common import ExitStatus, Terminated, output
 
     out = None
+    name = program()
     try:
         root = tree()
-        args = resolve(root, argv, global_flags(), PROGRAM)
+        args = resolve(root, argv, global_flags(), name)
         if args is None:
             return 0
         if args.command is root:  # only `--version` runs the root command
-            print(f"kapply version {__version__}")
+            print(version_text())
             return 0
         out = output(args)
         handler(args.command)(args, out)
         return 0
     except ExitStatus as e:
-        _fail(out, f"{PROGRAM}: Error: {e}")
+        _fail(out, name, str(e))
         return e.code
     except (KapplyError, UsageError) as e:
-        _fail(out, f"{PROGRAM}: Error: " + "\n".join([str(e), *getattr(e, "__notes__", ())]))
+        _fail(out, name, "\n".join([str(e), *getattr(e, "__notes__", ())]))
         return 1
     except BrokenPipeError:  # the reader went away (`kapply ... | head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush is quiet too
         return 1
     except KeyboardInterrupt:
-        _fail(out, f"{PROGRAM}: Error: Interrupted (changes applied so far stay applied)")
+        _fail(out, name, "Interrupted (changes applied so far stay applied)")
         return 130
+    except Terminated:
+        _fail(out, name, "Terminated (changes applied so far stay applied)")
+        return Terminated.STATUS
 
 
-def _fail(out: object, message: str) -> None:
+def _fail(out: object, name: str, message: str) -> None:
+    """`<program>: Error: <message>`, the message laid out as kapp lays out its errors."""
+    from kapply.apply.error_text import multi_line
     from kapply.ui.output import Output
 
+    text = f"{name}: Error: {multi_line(message)}"
     if isinstance(out, Output):
-        out.fail(message)
+        out.fail(text)
     else:
-        print(message, file=sys.stderr, flush=True)
+        from kapply.ui.escape import escaped
+
+        print(escaped(text), file=sys.stderr, flush=True)
 
 
 def main() -> None:

@@ -9,7 +9,9 @@ from dataclasses import replace
 
 from kapply.cli import groups as g
 from kapply.cli.command import Command, FlagSection
+from kapply.cli.controller_manifests import manifests_command
 from kapply.cli.flags import Flag, Kind
+from kapply.cli.package.commands import package_command
 
 PROGRAM = "kapply"
 APP_SECTION, SUPPORT_SECTION, MISC_SECTION = "App Commands", "App Support Commands", "Misc Commands"
@@ -55,10 +57,9 @@ FILE2 = Flag("file2", Kind.STRINGS, [], "Set second file (format: /tmp/foo, http
 # command; a (command path, name) pair, the flag on that command only.
 NOT_YET: frozenset[str | tuple[str, str]] = frozenset(
     {
-        # cannot work without Go, or an alpha UI (see docs/compatibility.md)
+        # cannot work without Go (see docs/compatibility.md)
         "profile",
         "profile-output",
-        "diff-ui-alpha",
     }
 )
 
@@ -468,6 +469,7 @@ def tree() -> Command:
                 "Run the App controller: reconcile kapply.dev Apps on their sync period and on drift (kapply)",
                 "kapply.cli.controller:controller",
                 section=MISC_SECTION,
+                children=(manifests_command(),),
                 flag_sections=_sections(
                     (
                         "Flags",
@@ -478,13 +480,72 @@ def tree() -> Command:
                             Flag("default-sync-period", Kind.DURATION, 30.0, "Sync period of Apps that set none"),
                             Flag("min-sync-period", Kind.DURATION, 30.0, "Shortest sync period an App may set"),
                             Flag("leader-elect", Kind.BOOL, True, "Reconcile only while holding the leader Lease"),
-                            Flag("lease-namespace", Kind.STRING, "default", "Namespace of the leader Lease"),
+                            Flag(
+                                "lease-namespace",
+                                Kind.STRING,
+                                "",
+                                "Namespace of the leader Lease (default: the pod's in cluster, else kapply-system)",
+                            ),
                             Flag("lease-name", Kind.STRING, "kapply-controller", "Name of the leader Lease"),
+                            Flag(
+                                "shards",
+                                Kind.INT,
+                                1,
+                                "Shards the objects are divided into, one Lease each, shared by the replicas "
+                                "(1: one leader reconciles everything)",
+                            ),
+                            Flag(
+                                "metrics-bind-address",
+                                Kind.STRING,
+                                ":8080",
+                                "Address of /metrics, /healthz and /readyz ([HOST]:PORT; 0: not served)",
+                            ),
+                            Flag("log-format", Kind.STRING, "text", "Log lines as text or json (one object per line)"),
+                            Flag(
+                                "ghost-diff-quiet-syncs",
+                                Kind.INT,
+                                10,
+                                "Syncs in a row without a ghost diff before it leaves the App's status",
+                            ),
+                            Flag(
+                                "progress-interval", Kind.DURATION, 10.0, "Seconds between status updates of a deploy"
+                            ),
+                            Flag(
+                                "dangerous-allow-file-urls",
+                                Kind.BOOL,
+                                False,
+                                "Let Apps fetch file:// git URLs (repositories on the controller's own disk)",
+                            ),
+                            Flag(
+                                "dangerous-allow-plain-http-registries",
+                                Kind.BOOL,
+                                False,
+                                "Let Apps pull images over plain http from registries on localhost, 127.0.0.1 or [::1]",
+                            ),
+                            Flag(
+                                "packaging",
+                                Kind.BOOL,
+                                True,
+                                "Also reconcile PackageRepositories and PackageInstalls (packaging.kapply.dev)",
+                            ),
+                            Flag(
+                                "package-install-default-sync-period",
+                                Kind.DURATION,
+                                600.0,
+                                "Sync period of the Apps of PackageInstalls that set none (at least 30s)",
+                            ),
+                            Flag(
+                                "packaging-global-namespace",
+                                Kind.STRING,
+                                "kapply-packaging-global",
+                                "Namespace whose Packages and PackageMetadatas every namespace sees",
+                            ),
                             g.tty(),
                         ),
                     ),
                 ),
             ),
+            package_command(MISC_SECTION),
             Command("version", "Print client version", "kapply.cli.main:version", flag_sections=plain_tty),
         ),
     )

@@ -149,6 +149,12 @@ class MaskCounter:
             number = self._numbers[key] = self._last
         return number
 
+    def copy(self) -> MaskCounter:
+        """A counter that goes on from this one's numbers without changing them."""
+        other = MaskCounter()
+        other._numbers, other._last = dict(self._numbers), self._last
+        return other
+
     def mask_map(self, values: dict[str, Any]) -> dict[str, Any]:
         """Each value replaced by its mask; numbers are given in sorted key order."""
         numbers = {key: self.number(values[key]) for key in sorted(values)}

@@ -32,8 +32,15 @@ class YttOverlay:
     def apply(self, current: dict[str, Any], new: dict[str, Any], existing: dict[str, Any]) -> dict[str, Any]:
         if self.native is not None:
             return self.native(current, new, existing)
-        values = {"new": new, "existing": existing, "_current": current}
-        out = run_ytt({"resource.yml": json.dumps(current), "overlay.yml": self.text, "values.yml": _values(values)})
+        # As kapp gives them: each map's keys sorted (kapp marshals through JSON), the live object as kapp reads
+        # objects, without its identity annotation.
+        values = {
+            "new": new,
+            "existing": objects.without_annotations(existing, (objects.IDENTITY,)),
+            "_current": current,
+        }
+        resource = json.dumps(current, sort_keys=True)
+        out = run_ytt({"resource.yml": resource, "overlay.yml": self.text, "values.yml": _values(values)})
         docs = [doc for doc in load_all(out, "ytt's output", ConfigError) if doc is not None]
         if len(docs) != 1 or not isinstance(docs[0], dict):
             raise ConfigError(f"Expected ytt overlay to produce exactly one resource, but it produced {len(docs)}")
@@ -45,8 +52,8 @@ YTT_TIMEOUT = 60.0  # seconds for one ytt run
 
 
 def _values(values: Any) -> str:
-    """A ytt data values document (JSON is YAML)."""
-    return "#@data/values\n---\n" + json.dumps(values) + "\n"
+    """A ytt data values document (JSON is YAML), keys sorted as kapp writes them."""
+    return "#@data/values\n---\n" + json.dumps(values, sort_keys=True) + "\n"
 
 
 def run_ytt(files: dict[str, str]) -> str:

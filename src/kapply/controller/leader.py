@@ -27,7 +27,9 @@ from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
 
-LEASES = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, frozenset({"get", "create", "update"}))
+LEASES = ResourceType(
+    "coordination.k8s.io", "v1", "Lease", "leases", True, frozenset({"get", "list", "create", "update"})
+)
 DURATION = 15.0
 RENEW = 5.0
 RELEASE_TIMEOUT = 5.0  # seconds to give the lease up when stopping
@@ -80,8 +82,12 @@ class Election:
 
     async def try_acquire(self) -> bool:
         """Take or renew the lease; False when another holder's lease is still valid (or someone won the race)."""
+        return await self.acquire(await self.cluster.get(LEASES, self.namespace, self.name))
+
+    async def acquire(self, lease: Obj | None) -> bool:
+        """Take or renew the lease as last read (`lease`; None: there is none). The write carries the version read:
+        False when the read was stale (someone else wrote since) or another holder's lease is still valid."""
         now = datetime.now(UTC)
-        lease = await self.cluster.get(LEASES, self.namespace, self.name)
         try:
             if lease is None:
                 body = {
@@ -136,7 +142,10 @@ class Election:
     async def release(self) -> bool:
         """Give the lease up, as client-go's ReleaseOnCancel does: no holder, so the next candidate takes it at once
         rather than after the lease duration."""
-        lease = await self.cluster.get(LEASES, self.namespace, self.name)
+        return await self.release_read(await self.cluster.get(LEASES, self.namespace, self.name))
+
+    async def release_read(self, lease: Obj | None) -> bool:
+        """Give the lease up as last read (`lease`); False when it is not this process's (or changed since)."""
         if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
             return False
         now = datetime.now(UTC)

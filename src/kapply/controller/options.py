@@ -109,5 +109,7 @@ def from_spec(deploy: Deploy) -> tuple[DeployOptions, dict[str, Any]]:
         values["into-ns"] = deploy.into_ns
     if deploy.map_ns:
         values["map-ns"] = list(deploy.map_ns)
-    values |= parse_raw_options(deploy.raw_options, DEPLOY)
+    for name, value in parse_raw_options(deploy.raw_options, DEPLOY).items():
+        # kapp-controller passes `mapNs` and the raw options both to kapp, whose list flags accumulate.
+        values[name] = values[name] + value if DEPLOY[name] is _strings and name in values else value
     return deploy_options(values), values

@@ -70,5 +70,10 @@ class WorkQueue(Generic[K]):
         if requeue_after is not None:
             self.add(key, requeue_after)
 
+    def ready(self) -> int:
+        """Keys due now, waiting for a worker (`len` counts the keys scheduled later too)."""
+        now = time.monotonic()
+        return sum(1 for due in self._due.values() if due <= now)
+
     def __len__(self) -> int:
         return len(self._due)

@@ -1,149 +1,243 @@
-"""Reconciling one App: fetch, template, deploy with the App's service account, inspect, and report in its status,
-as kapp-controller does; deleting its resources when the App goes (unless `noopDelete`).
+"""Reconciling one App, as kapp-controller's app_reconcile.go: an App being deleted takes its resources with it; a
+paused one is left alone; any other goes through the stages fetch, template and deploy (each in its own module), and
+its status says how each went.
 
-Everything goes through kapply's Python API in this process: the deploy is `AsyncClient.plan_deploy` and
-`run_deploy`, so the controller gets what a CLI user gets (one deploy of an app at a time, retries, masking).
-A sync of an unchanged App writes nothing: no app-change, no status update (kapp-controller bumps its counters and
-times on every sync; kapply only when something changed), no token request while the cached token lives.
+Everything an App reads or deploys goes through its own service account's token (Secrets and ConfigMaps of
+`pathsFrom`/`valuesFrom`/`secretRef` included), never the controller's rights. A sync of an unchanged App writes
+nothing: no app-change, no status update, no token request while the cached token lives; and it reads nothing from
+the API server: the App comes from the App watch, its objects and record from the watch-fed cache (cache.py), read
+through the App's own client, which serves an App only what its account was allowed to read.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from kapply.api import AsyncClient
+from kapply.controller import apps, ghosts, timing
 from kapply.controller import status as st
+from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
-from kapply.controller.fetch import FetchError, fetch
-from kapply.controller.options import DELETE, from_spec, parse_raw_options
-from kapply.controller.spec import API_VERSION, FINALIZER, KIND, PLURAL, AppSpec, SpecError, parse_spec
-from kapply.controller.template import TemplateError, template
-from kapply.controller.tools import ToolError
-from kapply.delete import DeleteOptions
-from kapply.deploy import OutsideField, Plan
-from kapply.diff.change import Change, Op
+from kapply.controller.delete import delete
+from kapply.controller.deploy import Deployed, DeployFailed, deploy, field_key
+from kapply.controller.events import Recorder
+from kapply.controller.fetch import FetchPolicy, ReadSource, fetch
+from kapply.controller.settings import Settings
+from kapply.controller.spec import AppSpec, SpecError, parse_spec
+from kapply.controller.template import template
+from kapply.controller.watch import Connect
 from kapply.diff.drift import DriftPolicy
-from kapply.diff.ghost import FieldDrift, explain
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import ResourceType
+from kapply.resources.cluster import Cluster, ResourceType
 
 _log = logging.getLogger("kapply.controller")
-APPS = ResourceType("kapply.dev", "v1alpha1", KIND, PLURAL, True, frozenset({"get", "list", "watch", "update"}))
+Key = tuple[str, str]
 CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get"}))
 SECRETS = ResourceType("", "v1", "Secret", "secrets", True, frozenset({"get"}))
 NAMESPACES = ResourceType("", "v1", "Namespace", "namespaces", False, frozenset({"get"}))
-EVENTS = ResourceType("", "v1", "Event", "events", True, frozenset({"create"}))
+# Told, before an App's deploy applies anything, its label value, the types of its objects, their namespaces, and
+# how to connect with the App's service account (see watch.DriftWatches).
+Track = Callable[[Key, str, list[ResourceType], tuple[str, ...], Connect], None]
+# Told how long each deploy stage took (seconds) and whether it succeeded: the controller's metrics.
+ObserveDeploy = Callable[[float, bool], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    default_sync_period: float = 30.0
-    min_sync_period: float = 30.0  # kapp-controller's appMinimumSyncPeriod; lower it for tests
+def reader(client: AsyncClient, namespace: str) -> ReadSource:
+    """Reads ConfigMaps and Secrets of the App's namespace with the App's service account: an App reads only what its
+    account may read."""
 
+    async def read(kind: str, name: str) -> Obj | None:
+        return await client.cluster.get(SECRETS if kind == "Secret" else CONFIGMAPS, namespace, name)
 
-@dataclass
-class Memory:
-    """What the controller remembers of an App between syncs (not in its status: that would be a write per sync)."""
-
-    digest: str = ""  # of the desired state last deployed
-    ghosts: dict[tuple[str, str], int] = field(default_factory=dict)  # (resource, field) -> consecutive recurrences
-    reported_drift: frozenset[tuple[str, ...]] = frozenset()  # drift already told in an Event (warn, preserve)
-
-
-def ghost_diffs(plan: Plan) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
-    """The fields each update of the plan changes, for a plan whose desired state is the one deployed last time:
-    every one of them was changed on the cluster since (a ghost diff)."""
-    found = []
-    for change in (c.change for c in plan.changes if c.change.op is Op.UPDATE):
-        if change.left is not None and change.right is not None and change.existing is not None:
-            found.append((change, tuple(explain(change.left, change.right, change.existing, change.new))))
-    return found
-
-
-def _field_key(item: OutsideField) -> tuple[str, str]:
-    return item.change.describe(), str(item.field.path)
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """What the drift watches need of an App's kapp app: its label value and the types of its objects."""
-
-    label_value: str
-    types: list[ResourceType]
-
-
-def kapp_app_name(name: str) -> str:
-    """The kapp app an App deploys as: `<name>.app`, as kapp-controller names it (so records carry over)."""
-    return f"{name}.app"
+    return read
 
 
 class Reconciler:
     def __init__(
         self,
         api: AsyncClient,
-        settings: Settings = Settings(),
-        track: Callable[[tuple[str, str], Record], None] = lambda app, record: None,
+        settings: Settings | None = None,
+        track: Track | None = None,
+        observe_deploy: ObserveDeploy | None = None,
+        *,
+        cache: Cache | None = None,
     ) -> None:
-        """`track` is told which objects an App's deploy covers before it applies anything, so that a change made to
-        them right after the deploy is seen as drift."""
         self.api = api
-        self.settings = settings
-        self.track = track
+        self.settings = settings or Settings()
+        self.track = track or (lambda app, label, types, namespaces, connect: None)
+        self.observe_deploy = observe_deploy or (lambda seconds, ok: None)
+        self.cache = cache or Cache()  # without the watches' cache (main.py's), every read goes to the API server
         self.tokens = Tokens(api)
-        self.memory: dict[tuple[str, str], Memory] = {}
+        self.events = Recorder(api.cluster)
+        self.memory: dict[Key, ghosts.Memory] = {}
         self._clients: dict[tuple[str, str, str], AsyncClient] = {}
         self._retired: dict[tuple[str, str], list[AsyncClient]] = {}
 
     def sync_period(self, spec: AppSpec | None) -> float:
-        period = spec.sync_period if spec and spec.sync_period is not None else self.settings.default_sync_period
-        return max(period, self.settings.min_sync_period)
+        return timing.sync_period(spec, self.settings)
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
-        """One pass; returns when to come back (seconds), or None when the App is gone."""
-        app = await self.api.cluster.get(APPS, namespace, name)
+        """One pass; returns when to come back (seconds), or None when the App is gone. The App is read as the App
+        watch last showed it (it asked for this reconcile, or the last pass did); a write to a version that is no
+        longer the latest is refused (409) and made again on the App read afresh (apps.py)."""
+        app = self.cache.apps.get((namespace, name)) or await apps.get(self.api.cluster, namespace, name)
         if app is None:
             self.memory.pop((namespace, name), None)
             return None
         try:
             spec: AppSpec | None = parse_spec(app)
+            problem = ""
         except SpecError as e:
-            spec = None
-            spec_error: SpecError | None = e
-        else:
-            spec_error = None
+            spec, problem = None, str(e)
         if app["metadata"].get("deletionTimestamp"):
             return await self._delete(app, spec)
+        status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}
         if spec is None:
-            assert spec_error is not None
-            await self._report_failure(app, st.Condition.RECONCILE_FAILED, str(spec_error), "")
-            return self._backoff(app, spec)
+            return await self._fail(app, status, spec, problem, "")
         if spec.paused or spec.canceled:
-            await self._write_status(app, st.paused(app.get("status") or {}, app["metadata"].get("generation", 0)))
+            await apps.write_status(self.api.cluster, app, st.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
-        return await self._deploy(app, spec)
+        return await self._reconcile(app, spec, status)
 
-    def _backoff(self, app: Obj, spec: AppSpec | None) -> float:
-        """After a failure: 2^F seconds (F consecutive failures), capped at the sync period, as kapp-controller."""
-        failures = int((app.get("status") or {}).get("consecutiveReconcileFailures") or 0) + 1
-        return float(min(2 ** min(failures, 29), self.sync_period(spec)))
+    async def _reconcile(self, app: Obj, spec: AppSpec, status: Obj) -> float:
+        """Fetch, template, deploy; the status says how each stage went."""
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        previous: Obj = app.get("status") or {}
+        if _starts_anew(previous, status):  # a new spec or a retry says so at once (kubectl wait sees it)
+            await apps.write_status(self.api.cluster, app, st.reconciling(status))
+        started = st.now()
+        try:
+            client = await self._as_app(namespace, spec.service_account)
+        except KapplyError as e:
+            return await self._fail(app, status, spec, str(e), str(e))
+        read = reader(client, namespace)
+        with tempfile.TemporaryDirectory(prefix="kapply-app-") as work:
+            # The App's files only: the manifests kapply deploys go to a directory of the deploy stage's own, made only
+            # when it plans (an idle sync whose plan holds makes none: every directory made and removed costs about a
+            # millisecond of system CPU on a journaling file system).
+            root = Path(work)
+            try:
+                lock = await fetch(spec.fetch, root, read, FetchPolicy.from_settings(self.settings))
+            except KapplyError as e:
+                error, stderr = f"Fetching resources: {e}", getattr(e, "stderr", "")
+                status["fetch"] = st.Stage(1, stderr=stderr, error=error, started_at=started).to_status()
+                return await self._fail(app, status, spec, error, stderr)
+            status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
+            try:
+                manifests = await template(spec.template, root, read, name, namespace)
+            except KapplyError as e:
+                stderr = getattr(e, "stderr", "")
+                status["template"] = st.Stage(1, stderr=stderr, error=str(e)).to_status(with_stdout=False)
+                return await self._fail(app, status, spec, str(e), stderr)
+            status["template"] = st.Stage(0).to_status(with_stdout=False)
+            memory = self._memory(namespace, name, previous)
+            started = st.now()
 
-    async def _read(self, namespace: str) -> Callable[[str, str], Awaitable[Obj | None]]:
-        async def read(kind: str, name: str) -> Obj | None:
-            return await self.api.cluster.get(SECRETS if kind == "Secret" else CONFIGMAPS, namespace, name)
+            async def connect() -> Cluster:
+                return (await self._as_app(namespace, spec.service_account)).cluster
 
-        return read
+            async def owns() -> None:  # from the first deploy that applies anything on (kapp-controller: at its start)
+                await apps.add_finalizer(self.api.cluster, app)
 
-    async def _as_app(self, namespace: str, account: str) -> AsyncClient:
-        """A client with the App's service account, kept while its token is (its connection and discovery too)."""
-        token = await self.tokens.token(namespace, account)
+            async def progress(output: str) -> None:
+                running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
+                await apps.write_status(self.api.cluster, app, st.reconciling({**status, "deploy": running}))
+
+            deploying = time.monotonic()
+            try:
+                deployed = await deploy(
+                    self.api,
+                    client,
+                    name,
+                    namespace,
+                    spec,
+                    manifests,
+                    memory.digest,
+                    quiet=memory.quiet,
+                    track=lambda label, types, namespaces: self.track(
+                        (namespace, name), label, types, namespaces, connect
+                    ),
+                    owns=owns,
+                    report=progress,
+                    interval=self.settings.progress_interval,
+                )
+            except DeployFailed as e:
+                memory.quiet = None
+                self.observe_deploy(time.monotonic() - deploying, False)
+                status["deploy"] = st.Stage(
+                    1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
+                ).to_status(finished=True)
+                return await self._fail(app, status, spec, f"Deploying: {e}", str(e))
+            self.observe_deploy(time.monotonic() - deploying, True)
+        return await self._succeeded(app, spec, status, previous, deployed, started)
+
+    async def _succeeded(
+        self, app: Obj, spec: AppSpec, status: Obj, previous: Obj, deployed: Deployed, started: str
+    ) -> float:
+        """Report a deploy that went well; `previous` is the status the pass started from."""
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        memory = self._memory(namespace, name, previous)
+        if memory.digest == deployed.digest:  # the same desired state as last time: every update was a ghost diff
+            found = {
+                field_key(f): (st.entry(f, deployed.config), f.change.resource, f.field.path) for f in deployed.ghosts
+            }
+            memory.ghosts = ghosts.after_sync(memory.ghosts, found, st.now(), self.settings.ghost_quiet_syncs)
+        memory.digest = deployed.digest
+        memory.quiet = deployed.quiet
+        reports = {
+            "ghostDiffs": st.ghost_diffs(memory.ghosts, previous),
+            "drift": st.drift(deployed.drift, spec.drift_policy, deployed.config),
+        }
+        unchanged_spec = previous.get("observedGeneration") == status["observedGeneration"]
+        if not deployed.changed and unchanged_spec and previous.get("friendlyDescription") == "Reconcile succeeded":
+            # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
+            # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
+            # written as reconciled.
+            await apps.write_status(self.api.cluster, app, st.with_reports(previous, reports))
+        else:
+            status["deploy"] = st.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
+            await apps.write_status(self.api.cluster, app, st.with_reports(st.succeeded(status), reports))
+        _log.info(
+            "%s/%s: %s%s",
+            namespace,
+            name,
+            f"deployed {deployed.changes} changes" if deployed.changed else "no changes",
+            f", {len(deployed.ghosts)} ghost diffs" if deployed.ghosts else "",
+        )
+        if deployed.changed:
+            await self.events.emit(app, "Deployed", f"Applied {deployed.changes} changes")
+        if deployed.ghosts:
+            await self.events.emit(app, "GhostDiff", st.ghost_message(deployed.ghosts, memory.ghosts), warning=True)
+        if deployed.drift and spec.drift_policy is DriftPolicy.WARN:  # every sync while it lasts, counted as one Event
+            await self.events.emit(app, "Drift", st.drift_message(deployed.drift, spec.drift_policy), warning=True)
+        return self.sync_period(spec)
+
+    def _memory(self, namespace: str, name: str, status: Obj) -> ghosts.Memory:
+        memory = self.memory.get((namespace, name))
+        if memory is None:
+            memory = self.memory[(namespace, name)] = ghosts.Memory(ghosts=ghosts.read_back(status))
+        return memory
+
+    async def _fail(self, app: Obj, status: Obj, spec: AppSpec | None, message: str, useful: str) -> float:
+        failed = st.failed(status, st.Condition.RECONCILE_FAILED, message, useful)
+        again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
+        _log.warning(
+            "%s/%s: %s (retrying in %.0fs)", app["metadata"]["namespace"], app["metadata"]["name"], message, again
+        )
+        await apps.write_status(self.api.cluster, app, failed)
+        await self.events.emit(app, "ReconcileFailed", message, warning=True)
+        return again
+
+    async def _as_app(self, namespace: str, account: str, *, verify: bool = False) -> AsyncClient:
+        """A client with the App's service account, kept while its token is (its connection and discovery too);
+        `verify`: read the account even while its token lives (see Tokens.token)."""
+        token = await self.tokens.token(namespace, account, verify=verify)
         key = (namespace, account, token)
         client = self._clients.get(key)
         if client is None:
@@ -152,169 +246,64 @@ class Reconciler:
             for old in self._retired.pop(key[:2], []):
                 await old.close()
             self._retired[key[:2]] = [self._clients.pop(k) for k in [k for k in self._clients if k[:2] == key[:2]]]
-            client = self._clients[key] = self.api.with_token(token, namespace)
+            # (`partial` of the Tokens' method, not a lambda over the reconciler, which holds the client: no cycle
+            # for the garbage collector to find and finalise while its connections are open.)
+            client = self._clients[key] = app_client(
+                self.api, token, namespace, self.cache, partial(self.tokens.forget, namespace, account, token)
+            )
         return client
 
-    async def _deploy(self, app: Obj, spec: AppSpec) -> float:
-        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
-        status: Obj = dict(app.get("status") or {})
-        status["observedGeneration"] = app["metadata"].get("generation", 0)
-        started = st.now()
-        read = await self._read(namespace)
-        with tempfile.TemporaryDirectory(prefix="kapply-app-") as work:
-            root = Path(work)
-            try:
-                lock = await fetch(spec.fetch, root, read)
-            except (FetchError, ToolError) as e:
-                error = f"Fetching resources: {e}"
-                stderr = getattr(e, "stderr", "")
-                status["fetch"] = st.Stage(1, stderr=stderr, error=error, started_at=started).to_status()
-                return await self._fail(app, status, spec, error, stderr)
-            status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
-            try:
-                manifests = await template(spec.template, root, read, name, namespace)
-            except (TemplateError, FetchError) as e:
-                stderr = getattr(e, "stderr", "")
-                status["template"] = st.Stage(1, stderr=stderr, error=str(e)).to_status(with_stdout=False)
-                return await self._fail(app, status, spec, str(e), stderr)
-            status["template"] = st.Stage(0).to_status(with_stdout=False)
-            await self._ensure_finalizer(app)
-            return await self._apply(app, spec, status, manifests, root)
-
-    async def _apply(self, app: Obj, spec: AppSpec, status: Obj, manifests: str, root: Path) -> float:
-        from kapply.ui.changes import changes_table, show_hunks
-        from kapply.ui.messages import ProgressLines
-        from kapply.ui.output import Output
-
-        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
-        memory = self.memory.setdefault((namespace, name), Memory())
-        previous: Obj = app.get("status") or {}
-        started = st.now()
-        text = io.StringIO()
-        out = Output(tty=True, out=text)
-        try:
-            options, raw = from_spec(spec.deploy)
-            options = replace(options, drift_policy=spec.drift_policy)
-            client = await self._as_app(namespace, spec.service_account)
-            out.line(await client.target())
-            path = root / ".kapply-deploy.yml"
-            path.write_text(manifests)
-            plan = await client.plan_deploy(
-                kapp_app_name(name),
-                files=[str(path)],
-                namespace=spec.default_namespace or namespace,
-                app_namespace=namespace,
-                options=options,
-            )
-            self.track(
-                (namespace, name),
-                Record(
-                    plan.app.meta.label_value,
-                    [t for g, v, k in plan.used if (t := plan.discovery.find(f"{g}/{v}" if g else v, k)) is not None],
-                ),
-            )
-            if raw.get("diff-changes"):
-                show_hunks(out, plan.hunks())
-            out.table(changes_table(plan.changes))
-            digest = hashlib.sha256(
-                manifests.encode() + repr(sorted(raw.items())).encode() + spec.drift_policy.encode()
-            ).hexdigest()
-            ghosts = ghost_diffs(plan) if memory.digest == digest else []
-            kept = await self.api.outside_changes(plan) if spec.drift_policy is not DriftPolicy.ENFORCE else []
-            ghost_fields = await self.api.outside_changes(plan, ghosts)
-            changed = bool(plan.pending and not raw.get("diff-run"))
-            if changed:
-                await client.run_deploy(plan, progress=ProgressLines(out))
-            out.finish()
-        except KapplyError as e:
-            status["deploy"] = st.Stage(
-                1, stdout=text.getvalue(), stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
-            ).to_status(finished=True)
-            return await self._fail(app, status, spec, f"Deploying: {e}", str(e))
-        memory.digest = digest
-        memory.ghosts = {_field_key(f): memory.ghosts.get(_field_key(f), 0) + 1 for f in ghost_fields}
-        reports = {
-            "ghostDiffs": st.ghost_diffs(ghost_fields, memory.ghosts, plan.config),
-            "drift": st.drift(kept, spec.drift_policy, plan.config),
-        }
-        unchanged_spec = previous.get("observedGeneration") == status["observedGeneration"]
-        if not changed and unchanged_spec and previous.get("friendlyDescription") == "Reconcile succeeded":
-            # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
-            # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
-            # written as reconciled.
-            await self._write_status(app, st.with_reports(previous, reports))
-        else:
-            status["deploy"] = st.Stage(0, stdout=text.getvalue(), started_at=started).to_status(finished=True)
-            await self._write_status(app, st.with_reports(st.succeeded(status), reports))
-        _log.info(
-            "%s/%s: %s%s",
-            namespace,
-            name,
-            f"deployed {len(plan.changes)} changes" if changed else "no changes",
-            f", {len(ghost_fields)} ghost diffs" if ghost_fields else "",
-        )
-        if changed:
-            await self._event(app, "Deployed", f"Applied {len(plan.changes)} changes")
-        if ghost_fields:
-            await self._event(app, "GhostDiff", st.ghost_message(ghost_fields, memory.ghosts), warning=True)
-        drifted = frozenset(_field_key(f) + (repr(f.field.live),) for f in kept)
-        if drifted and drifted != memory.reported_drift:
-            await self._event(app, "Drift", st.drift_message(kept, spec.drift_policy), warning=True)
-        memory.reported_drift = drifted
-        return self.sync_period(spec)
-
-    async def _fail(self, app: Obj, status: Obj, spec: AppSpec | None, message: str, useful: str) -> float:
-        _log.warning("%s/%s: %s", app["metadata"]["namespace"], app["metadata"]["name"], message)
-        await self._write_status(app, st.failed(status, st.Condition.RECONCILE_FAILED, message, useful))
-        await self._event(app, "ReconcileFailed", message, warning=True)
-        return self._backoff(app, spec)
-
-    async def _report_failure(self, app: Obj, condition: st.Condition, message: str, useful: str) -> None:
-        status: Obj = dict(app.get("status") or {})
-        status["observedGeneration"] = app["metadata"].get("generation", 0)
-        await self._write_status(app, st.failed(status, condition, message, useful))
+    async def close(self) -> None:
+        """Close the connections of the Apps' clients (the process stops working); a later reconcile makes new ones."""
+        clients = [*self._clients.values(), *(c for old in self._retired.values() for c in old)]
+        self._clients.clear()
+        self._retired.clear()
+        for client in clients:
+            await client.close()
 
     async def _delete(self, app: Obj, spec: AppSpec | None) -> float | None:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
-        if FINALIZER not in (app["metadata"].get("finalizers") or []):
+        if not apps.has_finalizer(app):  # never deployed anything (or already done): nothing to wait for
+            self.memory.pop((namespace, name), None)
             return None
-        status = st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING)
-        await self._write_status(app, status)
+        await apps.write_status(
+            self.api.cluster, app, st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING)
+        )
         if spec is not None and not spec.noop_delete:
             try:
-                values = parse_raw_options(spec.deploy.delete_raw_options, DELETE)
-                client = await self._as_app(namespace, spec.service_account)
-                options = DeleteOptions()
-                if "wait" in values or "wait-timeout" in values:
-                    from kapply.api import deploy_options
-
-                    built = deploy_options(values)
-                    options = DeleteOptions(built.apply, built.wait)
-                await client.delete(kapp_app_name(name), namespace=namespace, options=options)
+                await delete(await self._as_app(namespace, spec.service_account, verify=True), name, namespace, spec)
             except KapplyError as e:
                 if await self._namespace_terminating(namespace):
-                    # The namespace's deletion took the service account (or forbids its token): there is no identity
-                    # left to delete with, and the namespace takes the App's namespaced resources anyway. Staying
-                    # would keep the namespace Terminating forever (kapp-controller's behaviour); say what is left.
-                    await self._event(
-                        app,
-                        "DeleteSkipped",
-                        f"Namespace {namespace} is being deleted and the App's resources cannot be deleted as its "
-                        f"service account ({e}); resources of the App outside the namespace are left in place",
-                        warning=True,
-                    )
-                    await self._remove_finalizer(namespace, name)
-                    self.memory.pop((namespace, name), None)
-                    return None
-                latest = await self.api.cluster.get(APPS, namespace, name) or app
-                await self._write_status(
-                    latest,
-                    st.failed(dict(latest.get("status") or {}), st.Condition.DELETE_FAILED, f"Deleting: {e}", str(e)),
-                )
-                return self._backoff(latest, spec)
-        await self._remove_finalizer(namespace, name)
+                    await self._skip_delete(app, e)
+                else:
+                    return await self._delete_failed(app, spec, e)
+        await apps.remove_finalizer(self.api.cluster, namespace, name)
         self.memory.pop((namespace, name), None)
         return None
+
+    async def _skip_delete(self, app: Obj, error: KapplyError) -> None:
+        """The namespace's deletion took the service account (or forbids its token): there is no identity left to
+        delete with, and the namespace takes the App's namespaced resources anyway. Staying would keep the namespace
+        Terminating forever (kapp-controller's behaviour); say what is left, in an Event and in the log."""
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        message = (
+            f"Namespace {namespace} is being deleted and the App's resources cannot be deleted as its service account "
+            f"({error}); resources of the App outside the namespace are left in place"
+        )
+        _log.warning("%s/%s: %s", namespace, name, message)
+        await self.events.emit(app, "DeleteSkipped", message, warning=True)
+
+    async def _delete_failed(self, app: Obj, spec: AppSpec, error: KapplyError) -> float:
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        latest = await apps.get(self.api.cluster, namespace, name) or app
+        failed = st.failed(
+            dict(latest.get("status") or {}), st.Condition.DELETE_FAILED, f"Deleting: {error}", str(error)
+        )
+        again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
+        _log.warning("%s/%s: Deleting: %s (retrying in %.0fs)", namespace, name, error, again)
+        await apps.write_status(self.api.cluster, latest, failed)
+        await self.events.emit(latest, "DeleteFailed", f"Deleting: {error}", warning=True)
+        return again
 
     async def _namespace_terminating(self, namespace: str) -> bool:
         try:
@@ -323,69 +312,9 @@ class Reconciler:
             return False
         return ns is None or bool(ns["metadata"].get("deletionTimestamp"))
 
-    async def _ensure_finalizer(self, app: Obj) -> None:
-        finalizers = app["metadata"].get("finalizers") or []
-        if FINALIZER in finalizers:
-            return
-        app["metadata"]["finalizers"] = [*finalizers, FINALIZER]
-        saved = await self.api.cluster.update(APPS, app)
-        app["metadata"]["resourceVersion"] = saved["metadata"]["resourceVersion"]
 
-    async def _remove_finalizer(self, namespace: str, name: str) -> None:
-        for _ in range(5):
-            app = await self.api.cluster.get(APPS, namespace, name)
-            if app is None:
-                return
-            app["metadata"]["finalizers"] = [f for f in app["metadata"].get("finalizers") or [] if f != FINALIZER]
-            try:
-                await self.api.cluster.update(APPS, app)
-                return
-            except ClusterError as e:
-                if e.status != 409:
-                    raise
-
-    async def _write_status(self, app: Obj, status: Obj) -> None:
-        """PUT the status (GET again on a conflict, up to 5 times), unless only times would change."""
-        current = app
-        for _ in range(5):
-            if st.same_but_times(current.get("status") or {}, status):
-                return
-            body = {**current, "status": status}
-            path = APPS.path(current["metadata"]["namespace"], current["metadata"]["name"]) + "/status"
-            try:
-                saved = await self.api.cluster.request("PUT", path, body=body)
-                app["metadata"]["resourceVersion"] = saved["metadata"]["resourceVersion"]
-                app["status"] = saved.get("status")
-                return
-            except ClusterError as e:
-                if e.status != 409:
-                    raise
-            latest = await self.api.cluster.get(APPS, current["metadata"]["namespace"], current["metadata"]["name"])
-            if latest is None:
-                return
-            current = latest
-
-    async def _event(self, app: Obj, reason: str, message: str, *, warning: bool = False) -> None:
-        """A Kubernetes Event on the App; failing to write one never fails the reconcile."""
-        meta = app["metadata"]
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": API_VERSION,
-                "kind": KIND,
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta.get("uid", ""),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": "kapply-controller"},
-            "firstTimestamp": st.now(),
-            "lastTimestamp": st.now(),
-            "count": 1,
-        }
-        with contextlib.suppress(ClusterError):
-            await self.api.cluster.create(EVENTS, event)
+def _starts_anew(previous: Obj, status: Obj) -> bool:
+    """A pass for a spec not yet reconciled, or after a failure (not an idle periodic sync, which writes nothing)."""
+    return previous.get("observedGeneration") != status["observedGeneration"] or bool(
+        previous.get("consecutiveReconcileFailures")
+    )

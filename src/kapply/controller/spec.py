@@ -7,6 +7,8 @@ reconcile as ReconcileFailed with the message of the SpecError.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -50,10 +52,45 @@ class Git:
 
 
 @dataclass(frozen=True, slots=True)
+class TagSelection:
+    """`tagSelection.semver`: the highest tag that is a version (`v` prefix allowed) within `constraints`, as vendir
+    selects it."""
+
+    constraints: str = ""  # a carvel semver range; empty: any version
+    prereleases: tuple[str, ...] | None = None  # None: no prerelease tag; (): any; else those with one of these
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    url: str  # an image reference; with tag_selection, a repository without tag or digest
+    secret: str = ""  # secretRef.name: .dockerconfigjson, or username/password/token
+    sub_path: str = ""
+    tag_selection: TagSelection | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImgpkgBundle:
+    image: str  # as Image.url
+    secret: str = ""
+    tag_selection: TagSelection | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Http:
+    url: str
+    sha256: str = ""  # 64 lower-case hex digits, checked against what was downloaded
+    secret: str = ""  # secretRef.name: username/password
+    sub_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class FetchSource:
     path: str  # the directory under the fetch root ("" for a single source)
     inline: Inline | None = None
     git: Git | None = None
+    image: Image | None = None
+    imgpkg_bundle: ImgpkgBundle | None = None
+    http: Http | None = None
 
 
 class TemplateTool(StrEnum):
@@ -105,7 +142,9 @@ class AppSpec:
     drift_policy: DriftPolicy = DriftPolicy.ENFORCE
 
 
-def _map(value: Any, where: str) -> dict[str, Any]:
+def read_map(value: Any, where: str) -> dict[str, Any]:
+    """`value` as a map ({} when absent); SpecError naming `where` otherwise. The `read_*` functions read any
+    kapp-controller-shaped spec (Apps here, packaging objects in kapply.packaging.spec)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -113,7 +152,7 @@ def _map(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _list(value: Any, where: str) -> list[Any]:
+def read_list(value: Any, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -121,7 +160,7 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
-def _str(value: Any, where: str) -> str:
+def read_str(value: Any, where: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -129,7 +168,7 @@ def _str(value: Any, where: str) -> str:
     return value
 
 
-def _bool(value: Any, where: str) -> bool:
+def read_bool(value: Any, where: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
@@ -137,30 +176,49 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    return tuple(_str(item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _name(value: Any, where: str) -> str:
+    """The name of an object of the App's namespace (a ConfigMap, a Secret, a ServiceAccount): a DNS subdomain, as
+    the API server requires, so that it can never reach another object's path."""
+    name = read_str(value, where)
+    if not name:
+        raise SpecError(f"Expected {where} to be non-empty")
+    if len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
+        shown = json.dumps(name[:80] + ("..." if len(name) > 80 else ""))
+        raise SpecError(
+            f"Expected {where} to be a lowercase RFC 1123 subdomain ('a'-'z', '0'-'9', '-' and '.', at most 253 "
+            f"characters), got {shown}"
+        )
+    return name
+
+
+def read_strings(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(read_str(item, f"{where}[{i}]") for i, item in enumerate(read_list(value, where)))
 
 
 def _ref(value: Any, where: str, directory: str = "") -> SourceRef | None:
-    item = _map(value, where)
+    item = read_map(value, where)
     for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
         if key in item:
-            ref = _map(item[key], f"{where}.{key}")
-            name = _str(ref.get("name"), f"{where}.{key}.name")
-            if not name:
-                raise SpecError(f"Expected {where}.{key}.name to be non-empty")
-            return SourceRef(kind, name, _str(ref.get("directoryPath"), f"{where}.{key}.directoryPath") or directory)
+            ref = read_map(item[key], f"{where}.{key}")
+            name = _name(ref.get("name"), f"{where}.{key}.name")
+            return SourceRef(
+                kind, name, read_str(ref.get("directoryPath"), f"{where}.{key}.directoryPath") or directory
+            )
     return None
 
 
 def _inline(value: Any, where: str) -> Inline:
-    item = _map(value, where)
+    item = read_map(value, where)
     paths = tuple(
-        (_str(name, f"{where}.paths key"), _str(content, f"{where}.paths[{name}]"))
-        for name, content in sorted(_map(item.get("paths"), f"{where}.paths").items())
+        (read_str(name, f"{where}.paths key"), read_str(content, f"{where}.paths[{name}]"))
+        for name, content in sorted(read_map(item.get("paths"), f"{where}.paths").items())
     )
     refs = []
-    for i, source in enumerate(_list(item.get("pathsFrom"), f"{where}.pathsFrom")):
+    for i, source in enumerate(read_list(item.get("pathsFrom"), f"{where}.pathsFrom")):
         ref = _ref(source, f"{where}.pathsFrom[{i}]")
         if ref is None:
             raise SpecError(f"Expected {where}.pathsFrom[{i}] to have secretRef or configMapRef")
@@ -168,87 +226,166 @@ def _inline(value: Any, where: str) -> Inline:
     return Inline(paths, tuple(refs))
 
 
+def _secret(item: dict[str, Any], where: str) -> str:
+    """`secretRef.name`, or "" without a secretRef."""
+    if item.get("secretRef") is None:
+        return ""
+    return _name(read_map(item["secretRef"], f"{where}.secretRef").get("name"), f"{where}.secretRef.name")
+
+
+def _required(item: dict[str, Any], key: str, where: str) -> str:
+    value = read_str(item.get(key), f"{where}.{key}")
+    if not value:
+        raise SpecError(f"Expected {where}.{key} to be non-empty")
+    return value
+
+
+def _tag_selection(value: Any, where: str) -> TagSelection | None:
+    if value is None:
+        return None
+    selection = read_map(value, where)
+    if "semver" not in selection:
+        raise SpecError(f"Expected {where} to have semver")
+    semver = read_map(selection["semver"], f"{where}.semver")
+    prereleases = semver.get("prereleases")
+    identifiers = None
+    if prereleases is not None:
+        where_identifiers = f"{where}.semver.prereleases.identifiers"
+        identifiers = read_strings(
+            read_map(prereleases, f"{where}.semver.prereleases").get("identifiers"), where_identifiers
+        )
+    return TagSelection(read_str(semver.get("constraints"), f"{where}.semver.constraints"), identifiers)
+
+
+def _git(item: dict[str, Any], where: str) -> Git:
+    return Git(
+        _required(item, "url", where),
+        read_str(item.get("ref"), f"{where}.ref"),
+        read_str(item.get("subPath"), f"{where}.subPath"),
+        _secret(item, where),
+    )
+
+
+def _image(item: dict[str, Any], where: str) -> Image:
+    return Image(
+        _required(item, "url", where),
+        _secret(item, where),
+        read_str(item.get("subPath"), f"{where}.subPath"),
+        _tag_selection(item.get("tagSelection"), f"{where}.tagSelection"),
+    )
+
+
+def _imgpkg_bundle(item: dict[str, Any], where: str) -> ImgpkgBundle:
+    return ImgpkgBundle(
+        _required(item, "image", where),
+        _secret(item, where),
+        _tag_selection(item.get("tagSelection"), f"{where}.tagSelection"),
+    )
+
+
+def _http(item: dict[str, Any], where: str) -> Http:
+    sha256 = read_str(item.get("sha256"), f"{where}.sha256")
+    if sha256 and not _SHA256.fullmatch(sha256.lower()):
+        raise SpecError(f"Expected {where}.sha256 to be 64 hexadecimal digits (without 'sha256:')")
+    return Http(
+        _required(item, "url", where),
+        sha256.lower(),
+        _secret(item, where),
+        read_str(item.get("subPath"), f"{where}.subPath"),
+    )
+
+
+class SourceKind(StrEnum):
+    """The sources kapply fetches, in the order kapp-controller looks for them in a fetch item (the first found is
+    used)."""
+
+    INLINE = "inline"
+    IMAGE = "image"
+    HTTP = "http"
+    GIT = "git"
+    IMGPKG_BUNDLE = "imgpkgBundle"
+
+
+def _source(path: str, kind: SourceKind, value: Any, where: str) -> FetchSource:
+    item = read_map(value, where)
+    match kind:
+        case SourceKind.INLINE:
+            return FetchSource(path, inline=_inline(item, where))
+        case SourceKind.IMAGE:
+            return FetchSource(path, image=_image(item, where))
+        case SourceKind.HTTP:
+            return FetchSource(path, http=_http(item, where))
+        case SourceKind.GIT:
+            return FetchSource(path, git=_git(item, where))
+        case SourceKind.IMGPKG_BUNDLE:
+            return FetchSource(path, imgpkg_bundle=_imgpkg_bundle(item, where))
+
+
 def _fetch(value: Any) -> tuple[FetchSource, ...]:
-    items = _list(value, "spec.fetch")
+    items = read_list(value, "spec.fetch")
     if not items:
         raise SpecError("Expected at least one fetch option")
     out = []
     for i, raw in enumerate(items):
         where = f"spec.fetch[{i}]"
-        item = _map(raw, where)
-        path = _str(item.get("path"), f"{where}.path") or (str(i) if len(items) > 1 else "")
-        if "inline" in item:
-            out.append(FetchSource(path, inline=_inline(item["inline"], f"{where}.inline")))
-        elif "git" in item:
-            git = _map(item["git"], f"{where}.git")
-            url = _str(git.get("url"), f"{where}.git.url")
-            if not url:
-                raise SpecError(f"Expected {where}.git.url to be non-empty")
-            secret = _map(git.get("secretRef"), f"{where}.git.secretRef")
-            out.append(
-                FetchSource(
-                    path,
-                    git=Git(
-                        url,
-                        _str(git.get("ref"), f"{where}.git.ref"),
-                        _str(git.get("subPath"), f"{where}.git.subPath"),
-                        _str(secret.get("name"), f"{where}.git.secretRef.name"),
-                    ),
-                )
-            )
-        else:
+        item = read_map(raw, where)
+        path = read_str(item.get("path"), f"{where}.path") or (str(i) if len(items) > 1 else "")
+        kind = next((k for k in SourceKind if k.value in item), None)
+        if kind is None:
             known = ", ".join(k for k in item if k != "path") or "nothing"
-            raise SpecError(f"Fetching ({i}): Unsupported way to fetch templates ({known}; kapply fetches inline, git)")
+            kinds = ", ".join(SourceKind)
+            raise SpecError(f"Fetching ({i}): Unsupported way to fetch templates ({known}; kapply fetches {kinds})")
+        out.append(_source(path, kind, item[kind.value], f"{where}.{kind.value}"))
     return tuple(out)
 
 
 def _values_from(value: Any, where: str) -> tuple[ValuesSource, ...]:
     out = []
-    for i, raw in enumerate(_list(value, where)):
-        item = _map(raw, f"{where}[{i}]")
+    for i, raw in enumerate(read_list(value, where)):
+        item = read_map(raw, f"{where}[{i}]")
         ref = _ref(item, f"{where}[{i}]")
         if ref is not None:
             out.append(ValuesSource(secret=ref.name) if ref.kind == "Secret" else ValuesSource(config_map=ref.name))
         elif "path" in item:
-            out.append(ValuesSource(path=_str(item["path"], f"{where}[{i}].path")))
+            out.append(ValuesSource(path=read_str(item["path"], f"{where}[{i}].path")))
         else:
             raise SpecError(f"Expected {where}[{i}] to have secretRef, configMapRef or path")
     return tuple(out)
 
 
 def _template(value: Any) -> tuple[TemplateStep, ...]:
-    items = _list(value, "spec.template")
+    items = read_list(value, "spec.template")
     if not items:
         raise SpecError("Expected at least one template option")
     steps = []
     for i, raw in enumerate(items):
         where = f"spec.template[{i}]"
-        item = _map(raw, where)
+        item = read_map(raw, where)
         if "ytt" in item:
-            ytt = _map(item["ytt"], f"{where}.ytt")
+            ytt = read_map(item["ytt"], f"{where}.ytt")
             steps.append(
                 TemplateStep(
                     TemplateTool.YTT,
-                    paths=_strings(ytt.get("paths"), f"{where}.ytt.paths"),
+                    paths=read_strings(ytt.get("paths"), f"{where}.ytt.paths"),
                     inline=_inline(ytt["inline"], f"{where}.ytt.inline") if "inline" in ytt else None,
                     values_from=_values_from(ytt.get("valuesFrom"), f"{where}.ytt.valuesFrom"),
                 )
             )
         elif "kustomize" in item:
-            kustomize = _map(item["kustomize"], f"{where}.kustomize")
+            kustomize = read_map(item["kustomize"], f"{where}.kustomize")
             steps.append(
                 TemplateStep(
-                    TemplateTool.KUSTOMIZE, kustomize_path=_str(kustomize.get("path"), f"{where}.kustomize.path")
+                    TemplateTool.KUSTOMIZE, kustomize_path=read_str(kustomize.get("path"), f"{where}.kustomize.path")
                 )
             )
         elif "helmTemplate" in item:
-            helm = _map(item["helmTemplate"], f"{where}.helmTemplate")
+            helm = read_map(item["helmTemplate"], f"{where}.helmTemplate")
             steps.append(
                 TemplateStep(
                     TemplateTool.HELM,
-                    chart_path=_str(helm.get("path"), f"{where}.helmTemplate.path"),
-                    release_name=_str(helm.get("name"), f"{where}.helmTemplate.name"),
-                    release_namespace=_str(helm.get("namespace"), f"{where}.helmTemplate.namespace"),
+                    chart_path=read_str(helm.get("path"), f"{where}.helmTemplate.path"),
+                    release_name=read_str(helm.get("name"), f"{where}.helmTemplate.name"),
+                    release_namespace=read_str(helm.get("namespace"), f"{where}.helmTemplate.namespace"),
                     values_from=_values_from(helm.get("valuesFrom"), f"{where}.helmTemplate.valuesFrom"),
                 )
             )
@@ -262,43 +399,45 @@ def _template(value: Any) -> tuple[TemplateStep, ...]:
 
 
 def _deploy(value: Any) -> Deploy:
-    items = _list(value, "spec.deploy")
+    items = read_list(value, "spec.deploy")
     if len(items) != 1:
         raise SpecError("Expected exactly one deploy option")
-    item = _map(items[0], "spec.deploy[0]")
+    item = read_map(items[0], "spec.deploy[0]")
     if "kapp" not in item:
         raise SpecError("Deploying: Unsupported way to deploy (kapply deploys with kapp)")
-    kapp = _map(item["kapp"], "spec.deploy[0].kapp")
+    kapp = read_map(item["kapp"], "spec.deploy[0].kapp")
     inspect = kapp.get("inspect")
     return Deploy(
-        into_ns=_str(kapp.get("intoNs"), "spec.deploy[0].kapp.intoNs"),
-        map_ns=_strings(kapp.get("mapNs"), "spec.deploy[0].kapp.mapNs"),
-        raw_options=_strings(kapp.get("rawOptions"), "spec.deploy[0].kapp.rawOptions"),
-        delete_raw_options=_strings(
-            _map(kapp.get("delete"), "spec.deploy[0].kapp.delete").get("rawOptions"),
+        into_ns=read_str(kapp.get("intoNs"), "spec.deploy[0].kapp.intoNs"),
+        map_ns=read_strings(kapp.get("mapNs"), "spec.deploy[0].kapp.mapNs"),
+        raw_options=read_strings(kapp.get("rawOptions"), "spec.deploy[0].kapp.rawOptions"),
+        delete_raw_options=read_strings(
+            read_map(kapp.get("delete"), "spec.deploy[0].kapp.delete").get("rawOptions"),
             "spec.deploy[0].kapp.delete.rawOptions",
         ),
         inspect=inspect is not None,
-        inspect_raw_options=_strings(_map(inspect, "spec.deploy[0].kapp.inspect").get("rawOptions"), "inspect"),
+        inspect_raw_options=read_strings(
+            read_map(inspect, "spec.deploy[0].kapp.inspect").get("rawOptions"), "spec.deploy[0].kapp.inspect.rawOptions"
+        ),
     )
 
 
 def parse_spec(app: Obj) -> AppSpec:
     """The App's spec, or SpecError naming what is wrong."""
-    spec = _map(app.get("spec"), "spec")
+    spec = read_map(app.get("spec"), "spec")
     if not spec:
         raise SpecError("Expected spec to be present")
     if "cluster" in spec:
         raise SpecError("spec.cluster is not supported: kapply deploys to the App's own cluster (docs/reconciler.md)")
-    account = _str(spec.get("serviceAccountName"), "spec.serviceAccountName")
-    if not account:
+    if not spec.get("serviceAccountName"):
         raise SpecError("Preparing kapp: Expected service account or cluster specified")
-    period_text = _str(spec.get("syncPeriod"), "spec.syncPeriod")
+    account = _name(spec.get("serviceAccountName"), "spec.serviceAccountName")
+    period_text = read_str(spec.get("syncPeriod"), "spec.syncPeriod")
     try:
         period = parse_duration(period_text) if period_text else None
     except ValueError as e:
         raise SpecError(f"Expected spec.syncPeriod to be a duration: {e}") from None
-    policy_text = _str(spec.get("driftPolicy"), "spec.driftPolicy") or DriftPolicy.ENFORCE.value
+    policy_text = read_str(spec.get("driftPolicy"), "spec.driftPolicy") or DriftPolicy.ENFORCE.value
     try:
         policy = DriftPolicy(policy_text)
     except ValueError:
@@ -311,9 +450,9 @@ def parse_spec(app: Obj) -> AppSpec:
         template=_template(spec.get("template")),
         deploy=_deploy(spec.get("deploy")),
         sync_period=period,
-        paused=_bool(spec.get("paused"), "spec.paused"),
-        canceled=_bool(spec.get("canceled"), "spec.canceled"),
-        noop_delete=_bool(spec.get("noopDelete"), "spec.noopDelete"),
-        default_namespace=_str(spec.get("defaultNamespace"), "spec.defaultNamespace"),
+        paused=read_bool(spec.get("paused"), "spec.paused"),
+        canceled=read_bool(spec.get("canceled"), "spec.canceled"),
+        noop_delete=read_bool(spec.get("noopDelete"), "spec.noopDelete"),
+        default_namespace=read_str(spec.get("defaultNamespace"), "spec.defaultNamespace"),
         drift_policy=policy,
     )

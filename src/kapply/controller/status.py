@@ -11,8 +11,11 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import yaml
+
 from kapply.config.config import Config
-from kapply.deploy import OutsideField
+from kapply.controller.ghosts import Ghost, Key
+from kapply.diff.attribution import OutsideField
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import FieldPath
 from kapply.diff.ghost import config_yaml, shown_value, suggest_rebase_rules
@@ -85,6 +88,11 @@ def with_condition(status: Obj, condition: Condition, message: str = "") -> Obj:
     return out
 
 
+def reconciling(status: Obj) -> Obj:
+    """The status of a pass under way (a new spec, a retry after a failure, or a deploy that applies something)."""
+    return with_condition(status, Condition.RECONCILING)
+
+
 def succeeded(status: Obj) -> Obj:
     out = with_condition(status, Condition.RECONCILE_SUCCEEDED)
     out["consecutiveReconcileSuccesses"] = int(status.get("consecutiveReconcileSuccesses") or 0) + 1
@@ -109,8 +117,8 @@ def paused(status: Obj, generation: int) -> Obj:
 
 
 def same_but_times(a: Obj, b: Obj) -> bool:
-    """Whether two statuses differ only in their `updatedAt` times: such a change is not written, so that an
-    unchanged App's periodic sync writes nothing."""
+    """Whether two statuses differ only in their `updatedAt` and `startedAt` times: such a change is not written, so
+    that an unchanged App's periodic sync writes nothing."""
     return bool(_without_times(a) == _without_times(b))
 
 
@@ -122,7 +130,8 @@ def _without_times(value: Any) -> Any:
     return value
 
 
-def _field(item: OutsideField, config: Config) -> Obj:
+def entry(item: OutsideField, config: Config) -> Obj:
+    """A reported field: resource, path, desired and live values (masked as kapp masks them), and who wrote it."""
     resource = item.change.resource
     return {
         "resource": item.change.describe(),
@@ -133,26 +142,41 @@ def _field(item: OutsideField, config: Config) -> Obj:
     }
 
 
-def ghost_diffs(found: Sequence[OutsideField], recurrences: Mapping[tuple[str, str], int], config: Config) -> Obj:
-    """`status.ghostDiffs`: each field an update of an unchanged desired state set back, who keeps changing it and
-    for how many consecutive syncs, and the kapp Config whose rebase rules end them (empty when there are none)."""
-    if not found:
+def ghost_diffs(ghosts: Mapping[Key, Ghost], previous: Obj) -> Obj:
+    """`status.ghostDiffs`: each field an update of an unchanged desired state set back, who keeps changing it, when
+    it was first and last seen and how many syncs set it back, and the kapp Config whose rebase rules end them (empty
+    when there are none). Entries read back after a restart keep the suggestion the status had."""
+    if not ghosts:
         return {}
-    diffs = [
-        {**_field(item, config), "recurrences": recurrences.get((item.change.describe(), str(item.field.path)), 1)}
-        for item in found
-    ]
     by_resource: dict[str, tuple[Obj, list[FieldPath]]] = {}
-    for item in found:
-        by_resource.setdefault(item.change.describe(), (item.change.resource, []))[1].append(item.field.path)
-    return {"diffs": diffs, "suggestedConfig": config_yaml(suggest_rebase_rules(list(by_resource.values())))}
+    for ghost in ghosts.values():
+        if ghost.source is not None:
+            resource, path = ghost.source
+            by_resource.setdefault(str(ghost.entry.get("resource")), (resource, []))[1].append(path)
+    diffs = [g.to_status() for g in ghosts.values()]
+    if not by_resource:  # all read back after a restart: the suggestion stays as it was
+        return {"diffs": diffs, "suggestedConfig": str((previous.get("ghostDiffs") or {}).get("suggestedConfig") or "")}
+    config = suggest_rebase_rules(list(by_resource.values()))
+    if any(g.source is None for g in ghosts.values()):  # read back: their rules are only in the previous suggestion
+        config["rebaseRules"] += [r for r in _suggested_rules(previous) if r not in config["rebaseRules"]]
+    return {"diffs": diffs, "suggestedConfig": config_yaml(config)}
+
+
+def _suggested_rules(status: Obj) -> list[Obj]:
+    text = (status.get("ghostDiffs") or {}).get("suggestedConfig")
+    try:
+        config = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return []
+    rules = config.get("rebaseRules") if isinstance(config, dict) else None
+    return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
 
 def drift(kept: Sequence[OutsideField], policy: DriftPolicy, config: Config) -> Obj:
     """`status.drift`: the fields others changed that the drift policy (`preserve`, `warn`) leaves as they are."""
     if not kept:
         return {}
-    return {"policy": policy.value, "fields": [_field(item, config) for item in kept]}
+    return {"policy": policy.value, "fields": [entry(item, config) for item in kept]}
 
 
 def with_reports(status: Obj, reports: Mapping[str, Obj]) -> Obj:
@@ -168,11 +192,11 @@ def _listed(items: Sequence[OutsideField], limit: int = 5) -> str:
     return "; ".join(shown) + more
 
 
-def ghost_message(found: Sequence[OutsideField], recurrences: Mapping[tuple[str, str], int]) -> str:
-    most = max(recurrences.values(), default=1)
+def ghost_message(found: Sequence[OutsideField], ghosts: Mapping[Key, Ghost]) -> str:
+    most = max((g.recurrences for g in ghosts.values()), default=1)
     return (
         f"Set back {len(found)} field(s) changed on the cluster although the desired state did not change "
-        f"(for {most} consecutive sync(s)): {_listed(found)}. The rebase rules in status.ghostDiffs.suggestedConfig "
+        f"(up to {most} sync(s) so far): {_listed(found)}. The rebase rules in status.ghostDiffs.suggestedConfig "
         "keep the cluster's value"
     )
 

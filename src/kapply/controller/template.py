@@ -2,14 +2,28 @@
 
 Steps run in order: the first reads the fetch directory, each later one the YAML the previous one printed (as
 kapp-controller chains them); kustomize and helm can only start from files, so they must come first.
+
+The fetched files are the App author's, checked by fetch (no symlink leaves the fetch directory). Here: every path a
+step names is confined to the fetch directory after following symlinks; each tool runs in the fetch directory with
+the scrubbed environment of `tools.run`, and every value of the App's comes after `--` or as `--flag=value`, never
+as an option of its own (a helm release name `--post-renderer=./x` would otherwise run a program). kustomize follows
+`resources: [../../elsewhere]` out of the directory it builds and loads remote bases and files itself: every
+kustomization it can reach is read first (`check_kustomization`), and one that names a remote base or file or a path
+outside the fetch directory is refused.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from kapply.controller.fetch import ReadSource, confined, source_data
+import yaml
+
+from kapply.controller.fetch import FetchError, ReadSource, confined, source_data
 from kapply.controller.spec import SourceRef, TemplateStep, TemplateTool, ValuesSource
 from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
@@ -30,7 +44,7 @@ async def _values_files(values: tuple[ValuesSource, ...], root: Path, scratch: P
             continue
         ref = SourceRef("Secret", source.secret) if source.secret else SourceRef("ConfigMap", source.config_map)
         for key, content in await source_data(ref, read):
-            path = scratch / f"values-{index}" / key
+            path = confined(scratch / f"values-{index}", key)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
             files.append(str(path))
@@ -38,6 +52,7 @@ async def _values_files(values: tuple[ValuesSource, ...], root: Path, scratch: P
 
 
 async def _ytt(step: TemplateStep, root: Path, stdin: str | None, scratch: Path, read: ReadSource) -> str:
+    # Paths are absolute (confined resolves them): none can be taken for an option.
     args: list[str] = []
     if stdin is not None:
         args += ["-f", "-"]
@@ -56,14 +71,160 @@ async def _ytt(step: TemplateStep, root: Path, stdin: str | None, scratch: Path,
                 target.write_bytes(value)
         args += ["-f", str(inline)]
     for values in await _values_files(step.values_from, root, scratch, read):
-        args += ["--data-values-file", values]
-    return (await run("ytt", *args, cwd=str(root), stdin=stdin)).stdout
+        args += [f"--data-values-file={values}"]
+    return (await run("ytt", *args, cwd=root, stdin=stdin)).stdout
+
+
+# --- kustomize --------------------------------------------------------------------------------------------------------
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+MAX_KUSTOMIZATION = 4 << 20  # bytes of one kustomization (or plugin configuration) read to check it
+# Fields of a kustomization naming another kustomization (a directory, or for kustomize a git URL) or a file.
+_BASES = ("resources", "bases", "components")
+# Fields whose entries are a file of plugin configurations, a kustomization, or inline YAML.
+_PLUGINS = ("generators", "transformers", "validators")
+# Fields whose entries are files (patchesStrategicMerge: or an inline patch).
+_FILES = ("crds", "configurations", "patchesStrategicMerge")
+# Keys that name files wherever they appear in a kustomization or a plugin configuration: patches[].path,
+# replacements[].path, openapi.path, configMapGenerator[].files/envs/env, PatchTransformer's path... (a field spec's
+# `path: metadata/name` is checked too, harmlessly: it is a relative path within).
+_FILE_KEYS = frozenset({"path", "paths", "files", "envs", "env"})
+# What kustomize takes for a remote base (git clone) or file (HTTP GET): its repospec.go and fileloader.go.
+_REMOTE = re.compile(r"(git::)?((ssh|https?|file)://|[a-z][a-z0-9-]*@|github\.com[/:])", re.IGNORECASE)
+# kustomize never asks the network for what check_kustomization lets through; should it find a way, a proxy that
+# refuses every connection stops it (Go skips proxies only for loopback addresses), and without PATH it finds no git.
+KUSTOMIZE_ENV = {
+    "PATH": "",
+    **dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), "http://127.0.0.1:0"),
+    **dict.fromkeys(("NO_PROXY", "no_proxy"), ""),
+}
+
+
+def _refuse(file: str, where: str, entry: str, why: str) -> TemplateError:
+    return TemplateError(f"Templating dir: Expected kustomization '{file}' {where} '{entry}' {why}")
+
+
+def _local(root: str, directory: str, entry: str, file: str, where: str) -> str:
+    """The path a kustomization's entry names, resolved; refused when remote or outside root."""
+    if _REMOTE.match(entry) or "://" in entry or "::" in entry:
+        raise _refuse(file, where, entry, "to be a path (remote bases and files are not allowed)")
+    if "\0" in entry or os.path.isabs(entry):
+        raise _refuse(file, where, entry, "to be a relative path")
+    resolved = os.path.realpath(os.path.join(directory, entry))
+    if resolved != root and not resolved.startswith(root.rstrip("/") + "/"):
+        raise _refuse(file, where, entry, "to stay within the fetch directory")
+    return resolved
+
+
+def _inline_yaml(entry: str) -> list[Any] | None:
+    """The documents of an entry written inline (a patch, a plugin configuration), or None for a path."""
+    try:
+        docs = list(yaml.safe_load_all(entry))
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return docs if any(isinstance(doc, dict | list) for doc in docs) else None
+
+
+def _read_docs(path: str, shown: str) -> list[Any]:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_KUSTOMIZATION + 1)
+        if len(text) > MAX_KUSTOMIZATION:
+            raise TemplateError(f"Templating dir: Expected '{shown}' to be at most {MAX_KUSTOMIZATION} bytes")
+        return list(yaml.safe_load_all(text))
+    except OSError as e:
+        raise TemplateError(f"Templating dir: Reading '{shown}': {e.strerror}") from None
+    except (yaml.YAMLError, RecursionError) as e:
+        raise TemplateError(f"Templating dir: Expected '{shown}' to be YAML: {str(e).splitlines()[0]}") from None
+
+
+def _file_keys(docs: list[Any], check: Callable[[str, str], str]) -> None:
+    """`check(value, where)` for every string under a key of _FILE_KEYS in docs (shared YAML nodes visited once)."""
+    seen: set[int] = set()
+    pending: list[tuple[Any, str]] = [(doc, "") for doc in docs]
+    while pending:
+        node, where = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+        for key, value in items:
+            here = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+            if key in _FILE_KEYS:
+                for i, item in enumerate(value if isinstance(value, list) else [value]):
+                    if isinstance(item, str):
+                        # configMapGenerator files: `key=path`
+                        check(item.split("=", 1)[-1] if key == "files" else item, f"{here}[{i}]".lstrip("."))
+            if isinstance(value, dict | list):
+                pending.append((value, here))
+
+
+def _entries(kustomization: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    """The string entries of a kustomization's list field, each with its place (`resources[0]`)."""
+    value = kustomization.get(name)
+    items = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    return [(item, f"{name}[{i}]") for i, item in enumerate(items) if isinstance(item, str)]
+
+
+def _check_one(base: str, directory: str, path: str) -> list[str]:
+    """Check the kustomization file `path` of `directory`; the directories it names (more kustomizations)."""
+    shown = os.path.relpath(path, base)
+    docs = _read_docs(path, shown)
+    kustomization = docs[0] if len(docs) == 1 and isinstance(docs[0], dict) else {}
+
+    def local(entry: str, where: str) -> str:
+        return _local(base, directory, entry, shown, where)
+
+    more = []
+    for name in _BASES:
+        for entry, where in _entries(kustomization, name):
+            if os.path.isdir(resolved := local(entry, where)):
+                more.append(resolved)
+    for name in _PLUGINS:
+        for entry, where in _entries(kustomization, name):
+            if (inline := _inline_yaml(entry)) is not None:
+                _file_keys(inline, local)
+            elif os.path.isdir(resolved := local(entry, where)):
+                more.append(resolved)
+            elif os.path.isfile(resolved):
+                _file_keys(_read_docs(resolved, os.path.relpath(resolved, base)), local)
+    for name in _FILES:
+        for entry, where in _entries(kustomization, name):
+            if name != "patchesStrategicMerge" or _inline_yaml(entry) is None:
+                local(entry, where)
+    _file_keys(docs, local)
+    return more
+
+
+def check_kustomization(root: Path, directory: Path) -> None:
+    """Refuse a kustomization that could make kustomize read outside the fetch directory `root`: a remote base,
+    resource or file (kustomize clones git URLs and GETs http ones itself), or a path that leaves root (kustomize's
+    load restrictor keeps files within a kustomization's directory, but not its bases: `../../elsewhere` is allowed).
+    Every kustomization reachable from `directory` through resources, bases, components and plugins is checked."""
+    base = os.path.realpath(root)
+    seen: set[str] = set()
+    pending = [os.path.realpath(directory)]
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        found = (os.path.join(current, name) for name in KUSTOMIZATION_FILES)
+        path = next((p for p in found if os.path.isfile(p)), None)
+        if path is not None:
+            pending += _check_one(base, current, path)
 
 
 async def _kustomize(step: TemplateStep, root: Path, stdin: str | None) -> str:
     if stdin is not None:
         raise TemplateError("Templating stream is not supported by kustomize: make it the first template step")
-    return (await run("kustomize", "build", str(confined(root, step.kustomize_path or ".")))).stdout
+    directory = confined(root, step.kustomize_path or ".")
+    check_kustomization(root, directory)
+    args = ("build", "--load-restrictor=LoadRestrictionsRootOnly", "--", str(directory))
+    return (await run("kustomize", *args, cwd=root, env=KUSTOMIZE_ENV)).stdout
+
+
+# --- helm -------------------------------------------------------------------------------------------------------------
 
 
 async def _helm(
@@ -71,23 +232,21 @@ async def _helm(
 ) -> str:
     if stdin is not None:
         raise TemplateError("Templating stream is not supported by helm: make it the first template step")
-    args = [
-        "template",
-        step.release_name or name,
-        str(confined(root, step.chart_path or ".")),
-        "--namespace",
-        step.release_namespace or namespace,
-        "--include-crds",
-    ]
-    for values in await _values_files(step.values_from, root, scratch, read):
-        args += ["--values", values]
-    home = scratch / "helm-home"  # no user configuration, no cache shared between Apps
+    chart = confined(root, step.chart_path or ".")
+    args = ["template", f"--namespace={step.release_namespace or namespace}", "--include-crds"]
+    args += [f"--values={values}" for values in await _values_files(step.values_from, root, scratch, read)]
+    args += ["--", step.release_name or name, str(chart)]
+    home = scratch / "helm-home"  # no user configuration, plugins, repositories or cache shared between Apps
     env = {
         "HELM_CACHE_HOME": str(home / "cache"),
         "HELM_CONFIG_HOME": str(home / "config"),
-        "HELM_DATA_HOME": str(home),
+        "HELM_DATA_HOME": str(home / "data"),
+        "HELM_PLUGINS": str(home / "plugins"),
+        "HELM_REPOSITORY_CONFIG": str(home / "config" / "repositories.yaml"),
+        "HELM_REPOSITORY_CACHE": str(home / "cache" / "repository"),
+        "HELM_REGISTRY_CONFIG": str(home / "config" / "registry" / "config.json"),
     }
-    return (await run("helm", *args, env=env)).stdout
+    return (await run("helm", *args, cwd=root, env=env)).stdout
 
 
 _PREFIX = {
@@ -102,8 +261,8 @@ async def template(steps: tuple[TemplateStep, ...], root: Path, read: ReadSource
     release defaults)."""
     stdin: str | None = None
     with tempfile.TemporaryDirectory(prefix="kapply-template-") as scratch_dir:
-        scratch = Path(scratch_dir)
         for step in steps:
+            scratch = Path(tempfile.mkdtemp(dir=scratch_dir))  # each step's own: files of one never mix with another's
             try:
                 if step.tool is TemplateTool.YTT:
                     stdin = await _ytt(step, root, stdin, scratch, read)
@@ -111,6 +270,6 @@ async def template(steps: tuple[TemplateStep, ...], root: Path, read: ReadSource
                     stdin = await _kustomize(step, root, stdin)
                 else:
                     stdin = await _helm(step, root, stdin, scratch, read, name, namespace)
-            except ToolError as e:
+            except (ToolError, FetchError) as e:
                 raise TemplateError(f"{_PREFIX[step.tool]}: {e}", e.stderr) from e
     return stdin or ""

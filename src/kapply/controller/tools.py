@@ -1,17 +1,41 @@
 """The programs the controller runs to fetch and template (git, ytt, kustomize, helm): found through an environment
 variable or PATH, run with a time limit, their output captured. kapp-controller bundles them; kapply uses the ones the
-machine (or the controller's image) has, and says clearly when one is missing."""
+machine (or the controller's image) has, and says clearly when one is missing.
+
+Everything a tool reads comes from an App's author, and the controller holds far more rights than that author: a tool
+runs with an allow-listed environment (no kubeconfig, no credentials of the controller's, no proxy passwords), an
+empty temporary HOME, in its own process group (killed whole at its time limit), and its output is bounded: a tool
+that prints more than MAX_STDOUT bytes is killed, and only the last MAX_STDERR bytes of what it says are kept.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from kapply import programs
 from kapply.errors import KapplyError
 
 TIMEOUT = 300.0
+MAX_STDOUT = 64 << 20  # bytes: the YAML a template step prints, the listing git prints
+MAX_STDERR = 16 << 10  # bytes: the tail of what a tool says, shown in the App's status
+_CHUNK = 64 << 10
+
+# Variables a tool may inherit from the controller's environment: where programs are, the locale and time zone, where
+# temporary files and CA certificates go. Everything else (KUBECONFIG, KAPP_*, AWS_*, GOOGLE_*, SSH_AUTH_SOCK, GIT_*,
+# the controller's HOME ...) stays with the controller.
+ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"})
+# Proxies are passed on without the user and password they may carry: an App's tools may use the way out, not the
+# controller's account on it.
+PROXIES = frozenset({"http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"})
+NO_PROXY = frozenset({"no_proxy", "NO_PROXY"})
 
 
 class ToolError(KapplyError):
@@ -37,28 +61,105 @@ def find(tool: str) -> str:
         raise ToolError(str(e)) from None
 
 
-async def run(
-    tool: str, *args: str, cwd: str | None = None, stdin: str | None = None, env: dict[str, str] | None = None
-) -> Ran:
-    """Run the tool; ToolError (with its stderr and exit code) when it fails or takes longer than TIMEOUT."""
-    process = await asyncio.create_subprocess_exec(
-        find(tool),
-        *args,
-        cwd=cwd,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
+def without_userinfo(url: str) -> str:
+    """A proxy URL without `user:password@`; a value that is not a URL (`proxy:3128`) is kept unless it has an `@`,
+    in which case only what follows it is."""
+    parts = urlsplit(url)
+    if parts.scheme and parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+    return url.rsplit("@", 1)[-1]
+
+
+def environment(inherited: Mapping[str, str], home: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a tool: the allow-listed variables of `inherited`, proxies without credentials, HOME set to
+    `home` (an empty directory), then `extra` (what the caller sets for this run: git's askpass, helm's homes)."""
+    env = {k: v for k, v in inherited.items() if k in ALLOWED or k.startswith("LC_") or k in NO_PROXY}
+    env |= {k: without_userinfo(v) for k, v in inherited.items() if k in PROXIES}
+    env["HOME"] = home
+    return env | dict(extra or {})
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    """Kill the tool and whatever it started (git's remote helpers, ssh): they share its process group."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Captured:
+    data: bytes
+    over: bool  # the stream went past its limit
+
+
+async def _read(stream: asyncio.StreamReader, limit: int, process: asyncio.subprocess.Process | None) -> _Captured:
+    """What `stream` carries. Past `limit` bytes: with `process`, the process is killed (its output is refused
+    whole); without, only the last `limit` bytes are kept (a tail)."""
+    kept = bytearray()
+    over = False
+    while chunk := await stream.read(_CHUNK):
+        kept += chunk
+        if len(kept) > limit:
+            over = True
+            if process is not None:
+                _kill(process)
+                return _Captured(b"", over)
+            del kept[: len(kept) - limit]
+    return _Captured(bytes(kept), over)
+
+
+async def _feed(process: asyncio.subprocess.Process, stdin: bytes | None) -> None:
+    if stdin is None or process.stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a tool may stop reading (and fail) early
+        process.stdin.write(stdin)
+        await process.stdin.drain()
+    process.stdin.close()
+
+
+async def _communicate(process: asyncio.subprocess.Process, stdin: str | None) -> tuple[_Captured, _Captured]:
+    """stdout (the process killed past MAX_STDOUT) and the tail of stderr, once the process has ended."""
+    assert process.stdout is not None and process.stderr is not None
+    out, err, _ = await asyncio.gather(
+        _read(process.stdout, MAX_STDOUT, process),
+        _read(process.stderr, MAX_STDERR, None),
+        _feed(process, stdin.encode() if stdin is not None else None),
     )
-    try:
-        out, err = await asyncio.wait_for(
-            process.communicate(stdin.encode() if stdin is not None else None), timeout=TIMEOUT
+    await process.wait()
+    return out, err
+
+
+def _tail(stderr: _Captured) -> str:
+    text = stderr.data.decode(errors="replace").strip()
+    return f"(earlier output cut)\n{text}" if stderr.over else text
+
+
+async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: Mapping[str, str] | None = None) -> Ran:
+    """Run the tool in `cwd` with the scrubbed environment (`env` over it); ToolError (with the tail of its stderr and
+    its exit code) when it fails, prints more than MAX_STDOUT bytes or takes longer than TIMEOUT."""
+    program = find(tool)
+    with tempfile.TemporaryDirectory(prefix="kapply-home-") as home:
+        process = await asyncio.create_subprocess_exec(
+            program,
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environment(os.environ, home, env),
+            start_new_session=True,
         )
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise ToolError(f"{tool} did not finish in {TIMEOUT:.0f}s") from None
-    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+        try:
+            out, err = await asyncio.wait_for(_communicate(process, stdin), timeout=TIMEOUT)
+        except TimeoutError:
+            _kill(process)
+            await process.wait()
+            raise ToolError(f"{tool} did not finish in {TIMEOUT:.0f}s") from None
+        except BaseException:  # cancelled (the controller stops): the tool must not outlive its reconcile
+            _kill(process)
+            await process.wait()
+            raise
+    if out.over:
+        raise ToolError(f"{tool} printed more than {MAX_STDOUT} bytes: stopped", _tail(err))
     if process.returncode:
-        raise ToolError(f"{tool} failed (exit status {process.returncode})", stderr.strip(), process.returncode or -1)
-    return Ran(stdout, stderr)
+        raise ToolError(f"{tool} failed (exit status {process.returncode})", _tail(err), process.returncode)
+    return Ran(out.data.decode(errors="replace"), _tail(err))

@@ -4,6 +4,10 @@ One watch per resource type in use by any App (never one per App): every object 
 `kapp.k14s.io/app=<value>`, so an event is routed to its App by that value. Events that are not drift are dropped:
 status-only updates (same generation), controller-made objects (no kapp identity: Pods, ReplicaSets), and kapply's
 own writes (the object's newest managedFields entry is kapply's).
+
+What the watches see is also kept (`cache.Store`, one per watch, informer-style: a LIST, then a WATCH from the list's
+resourceVersion, a LIST again after 410 Gone), and so are the app records (one more watch, of ConfigMaps labeled
+`kapp.k14s.io/is-app`): a sync of an unchanged App plans from memory (cache.py).
 """
 
 from __future__ import annotations
@@ -11,19 +15,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
 
 from kapply import objects
-from kapply.errors import ClusterError
+from kapply.controller.cache import RECORD_SELECTOR, Cache, list_with_version
+from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import FIELD_MANAGER, Cluster, ResourceType
 from kapply.resources.labeled import is_transient
 
 _log = logging.getLogger("kapply.controller")
 RETRY = 2.0  # seconds before a failed watch starts again
+REPORT = 60.0  # seconds between two reports of the cache's size in the log (when it changed)
+RECORDS = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get", "list", "watch"}))
 
 
 def drift_fingerprint(obj: Obj) -> str:
@@ -48,35 +55,77 @@ def only_written_by(obj: Obj, manager: str) -> bool:
     return {str(e.get("manager") or "") for e in entries if str(e.get("time") or "") == newest} == {manager}
 
 
+Scope = tuple[ResourceType, str | None]  # a type, cluster-wide (None) or in one namespace
+Connect = Callable[[], Awaitable[Cluster]]  # a connection with an App's service account (its current token)
+
+
 @dataclass
 class DriftWatches:
-    """The per-type watches and the routing from app label values to Apps."""
+    """The per-type watches and the routing from app label values to Apps; what they see is kept in `cache`.
+
+    Each type is watched cluster-wide with the controller's rights. A type the controller may not list or watch
+    (Secrets: its ClusterRole leaves them out on purpose) is watched instead in each namespace Apps deploy it to, with
+    the service account of an App deploying there, so an App's Secrets are watched with rights its own account has."""
 
     cluster: Cluster
     notify: Callable[[tuple[str, str]], None]  # an App (namespace, name) whose objects drifted
+    cache: Cache = field(default_factory=Cache)
     apps: dict[str, tuple[str, str]] = field(default_factory=dict)  # app label value -> App
-    _tasks: dict[ResourceType, asyncio.Task[None]] = field(default_factory=dict)
+    _tasks: dict[Scope, asyncio.Task[None]] = field(default_factory=dict)
+    _records: list[asyncio.Task[None]] = field(default_factory=list)  # the record watch and the size report
     _seen: dict[str, str] = field(default_factory=dict)  # object uid -> drift fingerprint
+    _denied: set[ResourceType] = field(default_factory=set)  # types the controller may not watch cluster-wide
+    _given_up: set[Scope] = field(default_factory=set)  # not allowed there either: left to the periodic sync
+    _uses: dict[tuple[str, str], tuple[list[ResourceType], tuple[str, ...], Connect]] = field(default_factory=dict)
 
-    def track(self, app: tuple[str, str], label_value: str, types: list[ResourceType]) -> None:
-        """Route events of objects labeled `label_value` to `app`, and watch their types."""
+    def track(
+        self,
+        app: tuple[str, str],
+        label_value: str,
+        types: list[ResourceType],
+        namespaces: tuple[str, ...],
+        connect: Connect,
+    ) -> None:
+        """Route events of objects labeled `label_value` to `app`, and watch their types (`namespaces`: where the
+        App's namespaced objects are; `connect`: the App's service account, for types watched per namespace)."""
+        if not self._records:
+            self._records += [asyncio.create_task(self._watch_records()), asyncio.create_task(self._report())]
         self.apps[label_value] = app
+        self._uses[app] = (types, namespaces, connect)
         for rtype in types:
-            if rtype not in self._tasks and "watch" in rtype.verbs:
-                self._tasks[rtype] = asyncio.create_task(self._watch(rtype))
+            if "watch" not in rtype.verbs:
+                continue
+            if rtype in self._denied:
+                self._watch_per_namespace(rtype, namespaces, connect)
+            elif (rtype, None) not in self._tasks:
+                self._tasks[(rtype, None)] = asyncio.create_task(self._watch(rtype, None, None))
 
     def untrack(self, app: tuple[str, str]) -> None:
         for value in [v for v, a in self.apps.items() if a == app]:
             del self.apps[value]
+        self._uses.pop(app, None)
 
     @property
     def watched(self) -> int:
         return len(self._tasks)
 
     def stop(self) -> None:
-        for task in self._tasks.values():
+        for task in [*self._tasks.values(), *self._records]:
             task.cancel()
         self._tasks.clear()
+        self._records.clear()
+
+    def _watch_per_namespace(self, rtype: ResourceType, namespaces: tuple[str, ...], connect: Connect) -> None:
+        for ns in namespaces if rtype.namespaced else ():
+            if (rtype, ns) not in self._tasks and (rtype, ns) not in self._given_up:
+                self._tasks[(rtype, ns)] = asyncio.create_task(self._watch(rtype, ns, connect))
+
+    def _denied_cluster_wide(self, rtype: ResourceType) -> None:
+        """The controller may not watch `rtype` everywhere: each App using it has it watched in its namespaces."""
+        self._denied.add(rtype)
+        for types, namespaces, connect in list(self._uses.values()):
+            if rtype in types:
+                self._watch_per_namespace(rtype, namespaces, connect)
 
     def _event(self, kind: str, obj: Obj) -> None:
         app = self.apps.get(objects.labels(obj).get(objects.APP_LABEL, ""))
@@ -94,33 +143,110 @@ class DriftWatches:
             return  # first sight (from the initial list), no drift, or kapply's own write
         self.notify(app)
 
-    async def _watch(self, rtype: ResourceType) -> None:
-        selector = objects.APP_LABEL  # every object of any app
-        version = ""
+    async def _watch(self, rtype: ResourceType, namespace: str | None, connect: Connect | None) -> None:
+        """List, then watch from the list's version, again after 410 Gone, keeping what is seen in the cache; a
+        connection with an App's account is asked for afresh each time (its token is renewed)."""
+        store = self.cache.store(rtype, namespace, objects.APP_LABEL)
+        where = f"{rtype.plural} in {namespace}" if namespace else rtype.plural
+        relist = True
         while True:
             try:
-                if not version:  # the version first: events after it that the list shows too are deduplicated
-                    version = await self._list_version(rtype, selector)
-                    listed = await self.cluster.list(rtype, label_selector=selector)
+                cluster = await connect() if connect is not None else self.cluster
+                if relist:
+                    listed, version = await list_with_version(cluster, rtype, namespace, objects.APP_LABEL)
+                    relist = False
+                    for uid in store.replace(listed, version):  # deleted while no watch ran (before a 410 Gone)
+                        self._seen.pop(uid, None)
                     for obj in listed:
                         self._event("ADDED", obj)
                     # What changed before this list (since the deploy that made us watch the type, or during a watch
                     # gap) is not an event: each App with objects here is looked at once more.
                     for app in {self.apps.get(objects.labels(o).get(objects.APP_LABEL, "")) for o in listed} - {None}:
                         self.notify(app)  # type: ignore[arg-type]
-                async for kind, obj in self.cluster.watch(rtype, label_selector=selector, resource_version=version):
-                    version = objects.metadata(obj).get("resourceVersion", version)
-                    if kind != "BOOKMARK":
-                        self._event(kind, obj)
+                await self._follow(cluster, rtype, namespace, objects.APP_LABEL, self._event)
             except ClusterError as e:
                 if e.status == 410:
-                    version = ""  # too old: list again
+                    relist = True  # too old: list again
                     continue
-                _log.warning("watching %s: %s", rtype.plural, e)
+                if e.status == 403 and namespace is None:
+                    _log.info("watching %s: not allowed cluster-wide; watched per namespace with Apps' accounts", where)
+                    del self._tasks[(rtype, None)]
+                    self.cache.drop(rtype, None, objects.APP_LABEL)
+                    self._denied_cluster_wide(rtype)
+                    return
+                _log.warning("watching %s: %s", where, e)
                 if e.status in (401, 403, 404):
+                    self._tasks.pop((rtype, namespace), None)
+                    self._given_up.add((rtype, namespace))
+                    self.cache.drop(rtype, namespace, objects.APP_LABEL)
                     return  # not allowed or gone: the periodic sync still catches drift of this type
                 await asyncio.sleep(RETRY)
+            except KapplyError as e:  # no token for the App's account any more
+                _log.warning("watching %s: %s", where, e)
+                self._tasks.pop((rtype, namespace), None)
+                self.cache.drop(rtype, namespace, objects.APP_LABEL)
+                return
 
-    async def _list_version(self, rtype: ResourceType, selector: str) -> str:
-        page = await self.cluster.request("GET", rtype.path(), params={"labelSelector": selector, "limit": "1"})
-        return str(objects.metadata(page).get("resourceVersion", ""))
+    async def _follow(
+        self,
+        cluster: Cluster,
+        rtype: ResourceType,
+        namespace: str | None,
+        selector: str,
+        event: Callable[[str, Obj], None],
+    ) -> None:
+        """Watch from the store's version, applying each event to the store before `event` hears of it (a reconcile
+        it asks for reads the store). After a failed watch the store serves nothing until the next event or bookmark
+        shows it followed again (or a 410 Gone has it listed anew)."""
+        store = self.cache.store(rtype, namespace, selector)
+        try:
+            async for kind, obj in cluster.watch(
+                rtype, namespace=namespace, label_selector=selector, resource_version=store.version
+            ):
+                store.apply(kind, obj)
+                store.synced = True
+                if kind != "BOOKMARK":
+                    event(kind, obj)
+        except BaseException:
+            store.synced = False
+            raise
+
+    async def _watch_records(self) -> None:
+        """The app records of every namespace, with the controller's rights (for the GETs of records that deploys and
+        deletes make); without them (403), records are read from the API server."""
+        store = self.cache.store(RECORDS, None, RECORD_SELECTOR)
+        relist = True
+        while True:
+            try:
+                if relist:
+                    listed, version = await list_with_version(self.cluster, RECORDS, None, RECORD_SELECTOR)
+                    store.replace(listed, version)
+                    relist = False
+                await self._follow(self.cluster, RECORDS, None, RECORD_SELECTOR, lambda kind, obj: None)
+            except ClusterError as e:
+                if e.status == 410:
+                    relist = True
+                    continue
+                _log.warning("watching app records: %s", e)
+                if e.status in (401, 403, 404):
+                    self.cache.drop(RECORDS, None, RECORD_SELECTOR)
+                    return
+                await asyncio.sleep(RETRY)
+
+    async def _report(self) -> None:
+        """The cache's size in the log, every REPORT seconds while it changes, with the watch events applied since the
+        last report (every kapp app's objects in the watched types, not only the Apps')."""
+        said = (0, 0, 0, 0)
+        while True:
+            await asyncio.sleep(REPORT)
+            stores, count, size, events = now = self.cache.stats()
+            if now != said:
+                _log.info(
+                    "cache: %d objects, %.1f MB of JSON, in %d stores; %d events in %.0fs",
+                    count,
+                    size / 1e6,
+                    stores,
+                    events - said[3],
+                    REPORT,
+                )
+                said = now

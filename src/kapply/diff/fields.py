@@ -111,6 +111,31 @@ def value_at(obj: Any, path: FieldPath) -> Any:
     return obj
 
 
+def with_value_at(obj: Any, path: FieldPath, value: Any) -> Any:
+    """`obj` with `value` at `path`, or without that field when `value` is ABSENT (a list element removed from its
+    list), copied along the path and never changed in place. A list element is found, never added: where the path's
+    parent, or the element it names, is not in `obj`, `obj` is returned as it is."""
+    return _with_value(obj, path.parts, value)
+
+
+def _with_value(node: Any, parts: tuple[PathPart, ...], value: Any) -> Any:
+    head, rest = parts[0], parts[1:]
+    if isinstance(head, str):
+        if not isinstance(node, dict) or (rest and head not in node):
+            return node
+        if rest:
+            return {**node, head: _with_value(node[head], rest, value)}
+        if value is ABSENT:
+            return {k: v for k, v in node.items() if k != head}
+        return {**node, head: value}
+    position = head if isinstance(head, int) else _position_of_name(node, head.name)
+    if not isinstance(node, list) or position is None or not 0 <= position < len(node):
+        return node
+    if rest:
+        return [*node[:position], _with_value(node[position], rest, value), *node[position + 1 :]]
+    return [*node[:position], *([] if value is ABSENT else [value]), *node[position + 1 :]]
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values, where (unlike Python's `==`) `true` is not `1`."""
     if isinstance(a, bool) or isinstance(b, bool):

@@ -18,7 +18,7 @@ import orjson
 from kapply import objects
 from kapply.config.config import Config
 from kapply.config.matchers import matches_any
-from kapply.diff.change import Basis, Change, Op, recorded_copy
+from kapply.diff.change import Basis, Change, Op
 from kapply.diff.drift import DriftPolicy, as_stored
 from kapply.diff.fields import (
     ABSENT,
@@ -26,7 +26,6 @@ from kapply.diff.fields import (
     FieldPath,
     Named,
     changed_paths,
-    json_equal,
     owner_of,
     value_at,
 )
@@ -53,8 +52,9 @@ def explain(change_left: Obj, change_right: Obj, live: Obj, desired: Obj | None 
     """The fields that differ between a change's existing side and its new side, with the live value of each and
     the manager that last wrote it (`live` is the object as read, `metadata.managedFields` included). The desired
     value is read from `desired` (the user's resource) when given: a new side confirmed by a server-side dry run also
-    carries what admission webhooks add, which the user never asked for."""
-    source = change_right if desired is None else desired
+    carries what admission webhooks add, which the user never asked for. A Secret's `stringData` reads as the `data`
+    the server makes of it, so a key set that way has a (masked) desired value, not none."""
+    source = change_right if desired is None else as_stored(desired)
     return [
         FieldDrift(path, value_at(source, path), value_at(live, path), owner_of(live, path))
         for path in changed_paths(change_left, change_right)
@@ -62,34 +62,40 @@ def explain(change_left: Obj, change_right: Obj, live: Obj, desired: Obj | None 
 
 
 def drifted_fields(change: Change) -> tuple[FieldDrift, ...]:
-    """The fields of `change.drifted` (changed on the cluster since the last-applied copy) whose desired value did not
-    change since that copy either, each with its desired and live value and the manager that wrote the live one:
-    what `preserve` and `warn` leave as the cluster has it."""
-    if not change.drifted or change.new is None or change.existing is None:
+    """The fields of `change.kept` (drifted fields the change leaves at their live value although the desired value
+    differs), each with its desired and live value and the manager that wrote the live one: what `preserve` and
+    `warn` leave as the cluster has it."""
+    return _drift_of(change, change.kept)
+
+
+def _drift_of(change: Change, paths: Sequence[FieldPath]) -> tuple[FieldDrift, ...]:
+    if change.new is None or change.existing is None:
         return ()
     live, desired = change.existing, as_stored(change.new)
-    recorded = as_stored(recorded_copy(live) or change.new)
-    return tuple(
-        FieldDrift(p, value_at(desired, p), value_at(live, p), owner_of(live, p))
-        for p in change.drifted
-        if json_equal(value_at(desired, p), value_at(recorded, p))
-    )
+    return tuple(FieldDrift(p, value_at(desired, p), value_at(live, p), owner_of(live, p)) for p in paths)
 
 
 OWN_MANAGERS = frozenset({"kapply", "kapp"})  # the field managers of kapply's and kapp's own writes
 
 
 def outside_changes(change: Change) -> tuple[FieldDrift, ...]:
-    """The fields of a change that someone other than kapply or kapp last wrote: under `enforce`, for an update found
-    against the live object, each changed field whose live value another manager (or none) wrote (set back by the
-    update); under `preserve` and `warn`, the fields the cluster changed that keep their live value."""
+    """The fields of a change that someone other than kapply or kapp last wrote: under `enforce`, for an update, each
+    changed field whose live value another manager (or none) wrote (set back by the update): found against the live
+    object, or the drifted fields an earlier `preserve` or `warn` deploy kept; under `preserve` and `warn`, the
+    fields the cluster changed that keep their live value."""
     if change.policy is not DriftPolicy.ENFORCE:
         return drifted_fields(change)
-    if change.op is Op.UPDATE and change.basis is Basis.LIVE and change.existing is not None:
+    if change.op is not Op.UPDATE or change.existing is None:
+        return ()
+    if change.basis is Basis.LIVE:
         assert change.left is not None and change.right is not None
-        found = explain(change.left, change.right, change.existing, change.new)
-        return tuple(f for f in found if f.owner is None or f.owner.manager not in OWN_MANAGERS)
-    return ()
+        found: Sequence[FieldDrift] = explain(change.left, change.right, change.existing, change.new)
+    else:
+        found = _drift_of(change, change.drifted)
+    return tuple(f for f in found if f.path != _READ_AT and (f.owner is None or f.owner.manager not in OWN_MANAGERS))
+
+
+_READ_AT = FieldPath(("apiVersion",))  # the version the object was read at, which no one wrote
 
 
 def suggest_rebase_rule(resource: Obj, paths: Sequence[FieldPath]) -> Obj:

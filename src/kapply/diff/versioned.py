@@ -116,16 +116,19 @@ def _rewrite_refs(resources: list[Obj], target: Obj, base: str, name: str, confi
 
 
 def against_previous(change: Change, previous: Obj, config: Config) -> Change:
-    """A new version's create, shown as its diff against the version before it (as kapp shows it)."""
+    """A new version's create, shown as its diff against the version before it, as kapp shows it: the update of the
+    previous version it would be. Rebased onto that version, the new side has its metadata (name, resourceVersion,
+    managedFields), so only what the user changed shows."""
     assert change.new is not None
-    compared = calculate(_with_name(change.new, previous["metadata"]["name"]), previous, config)
+    compared = calculate(change.new, previous, config)
     if compared.right is None:
         return change
-    return replace(change, left=compared.left, right=_with_name(compared.right, change.new["metadata"]["name"]))
+    return replace(change, left=compared.left, right=compared.right)
 
 
-def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config) -> Versioned:
-    """Versioned names, rewritten references and the old versions to keep, for an app's desired resources."""
+def _versions(existing: Sequence[Obj]) -> dict[tuple[str, str, str, str], list[tuple[int, Obj]]]:
+    """The existing versions of each versioned resource, oldest first: the app's own objects (not transient) that
+    carry `kapp.k14s.io/versioned` and a `-ver-N` name."""
     versions: dict[tuple[str, str, str, str], list[tuple[int, Obj]]] = defaultdict(list)
     for obj in existing:
         base, number = base_name_and_version(obj["metadata"]["name"])
@@ -133,6 +136,22 @@ def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config
             versions[_group(obj, base)].append((number, obj))
     for group in versions.values():
         group.sort(key=lambda nv: nv[0])
+    return versions
+
+
+def current_by_key(existing: Sequence[Obj]) -> dict[ResourceKey, Obj]:
+    """The existing object a resource named as in its manifest stands for: itself, or for a versioned resource its
+    latest version (kapp's `existingResourcesMap`, what a renewal is measured against)."""
+    out = {key_of(obj): obj for obj in existing}
+    for (_, _, _, base), group in _versions(existing).items():
+        latest = group[-1][1]
+        out[key_of(_with_name(latest, base))] = latest
+    return out
+
+
+def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config) -> Versioned:
+    """Versioned names, rewritten references and the old versions to keep, for an app's desired resources."""
+    versions = _versions(existing)
 
     resources = [d.obj for d in desired]
     versioned = [i for i, r in enumerate(resources) if objects.VERSIONED in objects.annotations(r)]

@@ -3,7 +3,9 @@
 As `kubectl apply` does it: a field of `modified` whose value differs from `current` is patched; a field of
 `original` that `modified` no longer has is deleted from `current`; a field in neither (a server default, a
 value another controller owns) is left alone. Lists merge item by item on their key where the schema says
-so, and the order of their items never matters; items the control plane injects are never a change.
+so, and the order of their items never matters; items the control plane injects are never a change. A struct
+the server replaces whole on a strategic merge patch (a PodDisruptionBudget's selector) is sent whole when it
+differs.
 
 Two-way mode drops the last rule for maps and lists: every key and item of a map or list that `modified`
 has must be in `current` and nothing else may be, except keys and items the control plane adds by design.
@@ -120,7 +122,7 @@ def _diff_dict(node: Node, o: Obj | None, m: Obj, c: Obj, two_way: bool, strateg
             ov = o.get(k) if o else None
             d = _diff_dict(child, ov if type(ov) is dict and ov != mv else None, mv, cv, two_way, strategic)
             if d:
-                patch[k] = d
+                patch[k] = _clean(mv) if strategic and child.replace else d
         elif tm is list:
             if type(cv) is not list:
                 patch[k] = _clean(mv)
@@ -182,7 +184,7 @@ def _deletions(
                     child = ANY_BUILTIN if node.builtin else ANY_JSON
                 d = _diff_value(child, ov, type(mv)(), cv, two_way, strategic)
                 if d is not _SAME:
-                    _put(patch, k, d)
+                    _put(patch, k, type(mv)() if strategic and child.replace else d)
             else:
                 patch[k] = None
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kapply.matcher.diff import diff
-from kapply.matcher.objects import LAST_APPLIED_ANNOTATION, annotate, original_of, prepare, to_dict
+from kapply.matcher.objects import (
+    LAST_APPLIED_ANNOTATION,
+    FieldPath,
+    annotate,
+    field_paths,
+    original_of,
+    prepare,
+    to_dict,
+    without_fields,
+)
 from kapply.matcher.patch import apply_dict
 from kapply.matcher.schema import PatchType, Schema
 from kapply.objects import Obj
@@ -21,7 +31,7 @@ class Mode(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class PatchResult:
     """The patch that turns `current` into the desired state, and the three documents it was computed from
-    (without apiVersion, kind, status and server-written metadata), for logging."""
+    (without apiVersion, kind, status, server-written metadata and ignored fields), for logging."""
 
     patch: Obj
     patch_type: PatchType
@@ -38,12 +48,14 @@ def calculate(
     schema: Schema | None = None,
     mode: Mode = Mode.THREE_WAY,
     annotation: str = LAST_APPLIED_ANNOTATION,
+    ignore_fields: Iterable[FieldPath] = (),
     record: bool = False,
 ) -> PatchResult:
     """Compare a live object with the desired one, against the last-applied state in `current`'s annotation.
 
-    With `record`, a non-empty patch also writes `desired` into the annotation, so that PATCHing it leaves
-    the object ready for the next comparison (as `annotate` before an update does).
+    Fields at `ignore_fields` ("data", "spec.replicas", or a tuple of keys) are left out of all three documents:
+    never added, changed or deleted. With `record`, a non-empty patch also writes `desired` into the annotation,
+    so that PATCHing it leaves the object ready for the next comparison (as `annotate` before an update does).
     """
     current, desired = to_dict(current), to_dict(desired)
     schema = schema or Schema.builtin()
@@ -55,6 +67,14 @@ def calculate(
     original = original_of(text, annotation, current)
     if original is not None:
         original, _ = prepare(original, annotation)
+        if not (modified.get("metadata") or {}).get("namespace"):
+            # Annotated with the namespace it was created in, desired without one: the object stays where it
+            # is, there is no namespace to delete (and the server would not move it anyway).
+            (original.get("metadata") or {}).pop("namespace", None)
+    if ignore_fields:
+        paths = field_paths(ignore_fields)
+        live, modified = without_fields(live, paths), without_fields(modified, paths)
+        original = None if original is None else without_fields(original, paths)
     patch = diff(
         root, original, modified, live, two_way=mode is Mode.TWO_WAY, strategic=patch_type is PatchType.STRATEGIC
     )
@@ -83,13 +103,20 @@ class Matcher:
     schema: Schema = field(default_factory=Schema.builtin)
     mode: Mode = Mode.THREE_WAY
     annotation: str = LAST_APPLIED_ANNOTATION
+    ignore_fields: tuple[FieldPath, ...] = ()
 
     def annotate(self, obj: object) -> Obj:
         return annotate(obj, self.annotation)
 
     def calculate(self, current: object, desired: object, *, record: bool = False) -> PatchResult:
         return calculate(
-            current, desired, schema=self.schema, mode=self.mode, annotation=self.annotation, record=record
+            current,
+            desired,
+            schema=self.schema,
+            mode=self.mode,
+            annotation=self.annotation,
+            ignore_fields=self.ignore_fields,
+            record=record,
         )
 
     def apply_patch(self, obj: object, result: PatchResult) -> Obj:

@@ -4,6 +4,7 @@ last-applied annotation."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -86,6 +87,45 @@ def _string_data_as_data(secret: Obj) -> Obj:
         **{k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()},
     }
     return body
+
+
+FieldPath = str | tuple[str, ...]  # "spec.replicas", or ("metadata", "annotations", "example.com/owner")
+
+
+def field_paths(fields: Iterable[FieldPath]) -> list[tuple[str, ...]]:
+    """Dotted paths split into keys; tuples are already keys (for keys with dots in them). A lone string is one
+    path, not an iterable of one-letter ones."""
+    if isinstance(fields, str):
+        fields = [fields]
+    paths = [tuple(field.split(".")) if isinstance(field, str) else tuple(field) for field in fields]
+    if () in paths:
+        raise ValueError("An empty field path would ignore the whole object")
+    return paths
+
+
+def without_fields(obj: Obj, paths: Iterable[tuple[str, ...]]) -> Obj:
+    """`obj` without the fields at `paths`, each a key into nested dicts (not into lists). Copies only the dicts on
+    the way to a field it removes, so `obj` and whatever it shares with the caller stay as they are."""
+    for path in paths:
+        obj = _without(obj, path)
+    return obj
+
+
+def _without(obj: Obj, path: tuple[str, ...]) -> Obj:
+    key, rest = path[0], path[1:]
+    if key not in obj:
+        return obj
+    if not rest:
+        return {k: v for k, v in obj.items() if k != key}
+    child = obj[key]
+    if type(child) is not dict:
+        return obj
+    pruned = _without(child, rest)
+    if pruned is child:
+        return obj
+    if not pruned:  # emptied by what it ignores: absent, not an empty value (`emptyDir: {}`) that must stay empty
+        return {k: v for k, v in obj.items() if k != key}
+    return {**obj, key: pruned}
 
 
 def original_of(text: str | None, annotation: str, annotation_owner: Obj) -> Obj | None:

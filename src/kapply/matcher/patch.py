@@ -1,6 +1,7 @@
 """Applying a patch locally, as the API server would: a JSON merge patch (RFC 7386), or the part of the
 strategic merge patch format the diff produces (lists merged on their key, `$patch: delete` and
-`$patch: replace` items, `$deleteFromPrimitiveList/<field>`, `$retainKeys`)."""
+`$patch: replace` items, `$deleteFromPrimitiveList/<field>`, `$retainKeys`, and structs the schema says are
+replaced whole)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def apply_dict(node: Node, target: Obj, patch: Obj, strategic: bool) -> Obj:
         tv = result.get(k)
         child = _child(node, k)
         if type(pv) is dict and type(tv) is dict:
-            if strategic and pv.get("$patch") == "replace":
+            if strategic and (pv.get("$patch") == "replace" or child.replace):
                 result[k] = _value(pv, strategic)
             else:
                 result[k] = apply_dict(

@@ -5,17 +5,18 @@ merge item by item and on which key (`x-kubernetes-patch-merge-key`, `x-kubernet
 are sets and which are atomic; which values are quantities or int-or-string; and whether the server accepts
 a strategic merge patch for the kind (built-in kinds) or only a JSON merge patch (custom resources).
 
-A `Schema` reads OpenAPI v3 documents as `GET /openapi/v3/apis/<group>/<version>` returns them, and
-turns a kind's schema into a tree of `Node`s on first use. `Schema.builtin()` ships the schemas of the
-common core, apps, batch, networking, autoscaling, policy and rbac kinds (pruned to what matters here,
-from Kubernetes 1.34), so the matcher works without a cluster; `fetch.py` gets the cluster's own.
+A `Schema` reads OpenAPI v3 documents as `GET /openapi/v3/apis/<group>/<version>` returns them (or the one
+OpenAPI v2 document of `GET /openapi/v2`), and turns a kind's schema into a tree of `Node`s on first use.
+`Schema.builtin()` ships the schemas of the common core, apps, batch, networking, autoscaling, policy and rbac
+kinds (pruned to what matters here, from Kubernetes 1.34), so the matcher works without a cluster; `fetch.py`
+gets the cluster's own, and more of them when it meets a kind it does not know.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -61,6 +62,7 @@ class Node:
     keys: tuple[str, ...] = ()
     merge: bool = False  # a strategic merge patch merges this list item by item (else replaces it whole)
     retain_keys: bool = False  # a strategic merge patch may say which keys of this struct to keep
+    replace: bool = False  # a strategic merge patch replaces this struct or map whole (a PDB's selector)
 
 
 def _any(builtin: bool) -> tuple[Node, Node]:
@@ -130,32 +132,63 @@ def _strategies(schema: dict[str, Any]) -> set[str]:
     return set(schema.get("x-kubernetes-patch-strategy", "").split(","))
 
 
-class Schema:
-    """Object shapes by (apiVersion, kind). Kinds it does not know are compared as JSON, with standard metadata."""
+def _read(documents: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], str]]:
+    """The definitions of OpenAPI v3 (`components.schemas`) or v2 (`definitions`) documents, and the kinds they are."""
+    definitions: dict[str, dict[str, Any]] = {}
+    kinds: dict[tuple[str, str], str] = {}
+    for document in documents:
+        schemas = {**(document.get("definitions") or {}), **((document.get("components") or {}).get("schemas") or {})}
+        for name, schema in schemas.items():
+            definitions[name] = schema
+            for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+                group, version = gvk.get("group", ""), gvk["version"]
+                kinds.setdefault((f"{group}/{version}" if group else version, gvk["kind"]), name)
+    return definitions, kinds
 
-    def __init__(self, definitions: dict[str, dict[str, Any]], kinds: dict[tuple[str, str], str]) -> None:
+
+Refresh = Callable[["Schema"], object]
+
+
+class Schema:
+    """Object shapes by (apiVersion, kind). Kinds it does not know are compared as JSON, with standard metadata.
+
+    `refresh` is called with the schema when it is asked for a kind it does not know, before it falls back to
+    JSON; it may `update` the schema with the kind's document (`fetch_schema` passes one that asks the cluster)."""
+
+    def __init__(
+        self,
+        definitions: dict[str, dict[str, Any]],
+        kinds: dict[tuple[str, str], str],
+        *,
+        refresh: Refresh | None = None,
+    ) -> None:
         self._definitions = definitions
         self._kinds = kinds
+        self._refresh = refresh
         self._nodes: dict[str, Node] = {}
         self._roots: dict[tuple[str, str], tuple[Node, PatchType]] = {}
 
     @classmethod
-    def from_openapi(cls, documents: Iterable[dict[str, Any]]) -> Schema:
-        """From OpenAPI v3 documents (each with `components.schemas`), as the cluster serves them."""
-        definitions: dict[str, dict[str, Any]] = {}
-        kinds: dict[tuple[str, str], str] = {}
-        for document in documents:
-            for name, schema in ((document.get("components") or {}).get("schemas") or {}).items():
-                definitions[name] = schema
-                for gvk in schema.get("x-kubernetes-group-version-kind") or ():
-                    group, version = gvk.get("group", ""), gvk["version"]
-                    kinds.setdefault((f"{group}/{version}" if group else version, gvk["kind"]), name)
-        return cls(definitions, kinds)
+    def from_openapi(cls, documents: Iterable[Mapping[str, Any]], *, refresh: Refresh | None = None) -> Schema:
+        """From OpenAPI v3 documents (each with `components.schemas`) as the cluster serves them, or the OpenAPI
+        v2 document (`definitions`)."""
+        return cls(*_read(documents), refresh=refresh)
 
     @classmethod
-    def from_json(cls, data: bytes) -> Schema:
+    def from_json(cls, data: bytes, *, refresh: Refresh | None = None) -> Schema:
         """The inverse of `to_json`."""
-        return cls.from_openapi([orjson.loads(data)])
+        return cls.from_openapi([orjson.loads(data)], refresh=refresh)
+
+    def update(self, documents: Iterable[Mapping[str, Any]]) -> None:
+        """Adds the kinds of more OpenAPI documents, or replaces them (a CRD created or changed since).
+
+        New dicts replace the old ones whole, so that a comparison running on another thread meanwhile still
+        reads a consistent (old or new) schema."""
+        definitions, kinds = _read(documents)
+        self._definitions = {**self._definitions, **definitions}
+        self._kinds = {**self._kinds, **kinds}
+        self._nodes = {}
+        self._roots = {}
 
     @staticmethod
     def builtin() -> Schema:
@@ -185,8 +218,13 @@ class Schema:
         found = self._roots.get(key)
         if found is None:
             name = self._kinds.get(key)
+            if name is None and self._refresh is not None:
+                self._refresh(self)
+                name = self._kinds.get(key)
             if name is None:
                 found = (Node(Shape.STRUCT, False, {"metadata": self._object_meta()}, ANY_JSON), PatchType.MERGE)
+                if self._refresh is not None:
+                    return found  # not kept: a later refresh may find the kind
             else:
                 found = (
                     self._named(name),
@@ -223,8 +261,11 @@ class Schema:
     def _fill_struct(self, node: Node, properties: dict[str, dict[str, Any]]) -> None:
         for key, prop in properties.items():
             child = self._node(prop, node.builtin)
-            if child.shape is Shape.STRUCT and "retainKeys" in _strategies(prop):
+            strategies = _strategies(prop)
+            if child.shape is Shape.STRUCT and "retainKeys" in strategies:
                 child = dataclasses.replace(child, retain_keys=True)
+            if child.shape in (Shape.STRUCT, Shape.MAP) and "replace" in strategies:
+                child = dataclasses.replace(child, replace=True)
             node.fields[key] = child
 
     def _node(self, schema: dict[str, Any], builtin: bool) -> Node:

@@ -14,7 +14,8 @@ import asyncio
 import enum
 import logging
 import random
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,10 @@ USER_AGENT = "kapply"  # what the API server's audit log and metrics call the cl
 # one request up to that size (a redeploy costs one LIST per type whatever N) while still bounding a page's memory.
 LIST_PAGE_SIZE = 10_000
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+# Told every answer of the API server to any Cluster of the process: the cluster, the HTTP method (WATCH for a watch
+# stream) and the status code. The controller counts them for its metrics (kapply.controller.main), its Apps' clients
+# (one per service-account token) included.
+REQUEST_OBSERVERS: list[Callable[[Cluster, str, int], None]] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +180,32 @@ def _failure(error: BaseException) -> str:
     return f"{name}: {text}" if text else f"{name} (no answer from the server)"
 
 
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_WARNING = re.compile(r'\s*(\d{3})\s+\S+\s+"((?:[^"\\]|\\.)*)"(?:\s+"[^"]*")?\s*(?:,|$)')
+
+
+def warnings_of(headers: Iterable[str]) -> list[str]:
+    """The API server's warnings in `Warning` headers (RFC 7234: `299 - "text"`, several per header separated by
+    commas), as client-go reads them: code 299 only, escapes undone, empty texts dropped. A header that does not
+    parse is skipped."""
+    found = []
+    for header in headers:
+        position = 0
+        while position < len(header):
+            match = _WARNING.match(header, position)
+            if match is None:
+                break
+            position = match.end()
+            text = re.sub(r"\\(.)", r"\1", match.group(2))
+            if match.group(1) == "299" and text:
+                found.append(text)
+    return found
+
+
+def _log_warning(text: str) -> None:
+    _log.warning("Warning: %s", text)
+
+
 def _error(status: int, reason: str, body: bytes, context: str = "") -> ClusterError:
     try:
         answer = orjson.loads(body)
@@ -251,6 +282,9 @@ class Cluster:
         self._streams: aiohttp.ClientSession | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
+        # what is done with the API server's warnings (a deprecated API version, say): logged, unless a user of the
+        # cluster says otherwise (the CLI shows them as kapp does)
+        self.on_warning: Callable[[str], None] = _log_warning
 
     def _session(self, *, streams: bool = False) -> aiohttp.ClientSession:
         """The sessions are made on first use, in the running event loop (aiohttp binds them to it): one for requests
@@ -308,11 +342,13 @@ class Cluster:
             headers["Content-Type"] = content_type
         url = self._url(path, params)
         request = f"Request {method} {path} to {self.server}"
+        # as kapp: the warnings of writes (a deprecated API version, say), not of reads nor of dry runs
+        warns = method in WRITES and not (params or {}).get("dryRun")
         attempt = 0
         while True:
             attempt += 1
             try:
-                status, reason, retry_after, answer = await self._send(method, url, content, headers)
+                status, reason, retry_after, answer = await self._send(method, url, content, headers, warns=warns)
             except TRANSPORT_ERRORS as e:
                 delay = retry_delay(method, attempt, failure=failure_of(e))
                 if delay is None:
@@ -331,9 +367,10 @@ class Cluster:
             await asyncio.sleep(delay)
 
     async def _send(
-        self, method: str, url: yarl.URL, content: bytes | None, headers: dict[str, str]
+        self, method: str, url: yarl.URL, content: bytes | None, headers: dict[str, str], *, warns: bool
     ) -> tuple[int, str, str | None, bytes]:
-        """One request, authenticated; sent once more with renewed credentials when the server answers 401."""
+        """One request, authenticated; sent once more with renewed credentials when the server answers 401. With
+        `warns`, the server's warnings go to `on_warning`."""
         authorization = await self._credentials.header()
         renewable = True
         while True:
@@ -341,6 +378,11 @@ class Cluster:
                 headers["Authorization"] = authorization
             async with self._session().request(method, url, data=content, headers=headers, **self._options) as response:
                 answer = await response.read()
+            for observe in REQUEST_OBSERVERS:
+                observe(self, method, response.status)
+            if warns:
+                for text in warnings_of(response.headers.getall("Warning", ())):
+                    self.on_warning(text)
             if response.status == 401 and renewable:
                 renewable = False
                 renewed = await self._credentials.renewed(authorization)
@@ -527,6 +569,8 @@ class Cluster:
             async with self._session(streams=True).get(
                 url, headers=headers, timeout=timeout, **self._options
             ) as response:
+                for observe in REQUEST_OBSERVERS:
+                    observe(self, "WATCH" if params.get("watch") else "GET", response.status)
                 if response.status >= 400:
                     raise _error(response.status, response.reason or "", await response.read(), f"{where}: ")
 

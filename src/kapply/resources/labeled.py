@@ -9,7 +9,7 @@ without a valid one is *transient* and is never deleted by a deploy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kapply import objects
@@ -25,6 +25,12 @@ def identity_value(obj: Obj) -> str:
 def is_transient(obj: Obj) -> bool:
     parts = objects.annotations(obj).get(objects.IDENTITY, "").split(";")
     return not (len(parts) == 3 and parts[0] == "v1" and parts[1] == str(key_of(obj)))
+
+
+def identity_version(obj: Obj) -> str:
+    """The API version the identity annotation names: the one the object was last written at; "" without one."""
+    parts = objects.annotations(obj).get(objects.IDENTITY, "").split(";")
+    return parts[2] if len(parts) == 3 and parts[0] == "v1" else ""
 
 
 def with_identity(obj: Obj) -> Obj:
@@ -82,9 +88,14 @@ async def list_labeled(
     *,
     scope_to_fallback: bool = False,
     listed: Listed | None = None,
+    needed: Collection[tuple[str, str]] = (),
 ) -> list[Obj]:
     """Every object with the label selector among the types: one cluster-wide LIST per type, concurrently, but for
     the types `listed` already has (with the same selector).
+
+    A type answered 404 is no longer served: discovered and then gone (its CRD deleted by another app's delete, say).
+    It has no objects left, so it is skipped, unless it is one of the (group, kind)s `needed` (those of the
+    resources being deployed), whose error is the deploy's.
 
     A user whose rights end at some namespaces may not list cluster-wide: as kapp, kapply then lists a namespaced
     type in each of the `fallback_namespaces` (the namespaces the app uses), and skips what it may not list: a
@@ -97,11 +108,16 @@ async def list_labeled(
     ahead = listed.by_type if listed is not None else {}
     forbidden = listed.forbidden if listed is not None else frozenset()
 
+    needs = set(needed)
+
+    def vanished(rtype: ResourceType, e: ClusterError) -> bool:
+        return e.status == 404 and (rtype.group, rtype.kind) not in needs
+
     async def in_namespace(rtype: ResourceType, namespace: str) -> list[Obj]:
         try:
             return await cluster.list(rtype, label_selector=selector, namespace=namespace)
         except ClusterError as e:
-            if e.status != 403:
+            if e.status != 403 and not vanished(rtype, e):
                 raise
             return []
 
@@ -113,6 +129,8 @@ async def list_labeled(
             if cluster_wide and rtype not in forbidden:
                 return await cluster.list(rtype, label_selector=selector)
         except ClusterError as e:
+            if vanished(rtype, e):
+                return []
             if e.status != 403:
                 raise
         if not rtype.namespaced:
@@ -128,11 +146,13 @@ LIST_FROM = 20  # resources of one type in one namespace from which one LIST cos
 
 
 async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[Obj]) -> list[Obj]:
-    """The live copy of each resource that exists: a GET each for a few of one type and namespace, one LIST of that
-    type and namespace for more (a first deploy of 1,000 ConfigMaps costs one request, not 1,000); a LIST that RBAC
-    forbids falls back to the GETs."""
+    """The live copy of each resource that exists (none for one the server is still to name): a GET each for a few
+    of one type and namespace, one LIST of that type and namespace for more (a first deploy of 1,000 ConfigMaps costs
+    one request, not 1,000); a LIST that RBAC forbids falls back to the GETs."""
     wanted: dict[tuple[ResourceType, str | None], list[Obj]] = {}
     for res in resources:
+        if not res["metadata"].get("name"):
+            continue  # only `generateName`: the server is still to name it, so nothing has its name yet
         rtype = discovery.find(res["apiVersion"], res["kind"]) or discovery.preferred(
             api_group(res["apiVersion"]), res["kind"]
         )
@@ -164,3 +184,21 @@ async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[O
 
     found = await asyncio.gather(*(listed(rtype, ns, members) for (rtype, ns), members in wanted.items()))
     return [obj for objs in found for obj in objs]
+
+
+async def at_written_versions(cluster: Cluster, discovery: Discovery, found: Sequence[Obj]) -> list[Obj]:
+    """`found` (listed at each group's preferred version), each object at the version it was last written at (its
+    identity annotation's) where that version is still served, as kapp reads it: kapp lists every served version
+    and keeps that copy. A custom resource written at `v1beta1` of a CRD whose storage version is `v1` then compares
+    with its manifest unchanged. Read again only for the objects that need it (GETs, or a LIST for many, see
+    `get_each`); an object gone meanwhile stays as listed."""
+    elsewhere = [
+        {**obj, "apiVersion": version}
+        for obj in found
+        if (version := identity_version(obj)) not in ("", obj.get("apiVersion"))
+        and discovery.find(version, objects.kind(obj)) is not None
+    ]
+    if not elsewhere:
+        return list(found)
+    reread = {objects.uid(obj): obj for obj in await get_each(cluster, discovery, elsewhere)}
+    return [reread.get(objects.uid(obj), obj) for obj in found]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kapply.objects import Obj
+from kapply.ui.changes import age
 from kapply.ui.output import Output
 from kapply.ui.table import Column, Table
 
@@ -14,6 +15,18 @@ _FIELD_COLUMNS = (Column("Resource"), Column("Field"), Column("Desired"), Column
 def _rows(fields: list[dict[str, Any]], *extra: str) -> tuple[tuple[str, ...], ...]:
     keys = ("resource", "path", "desired", "live", "writtenBy", *extra)
     return tuple(tuple(str(f.get(k, "")) for k in keys) for f in fields)
+
+
+def _ghost_rows(diffs: list[dict[str, Any]]) -> tuple[tuple[str, ...], ...]:
+    """Each ghost diff with the syncs that set it back and how long ago it was first and last seen."""
+    return tuple(
+        (*row, _ago(str(d.get("firstSeen") or "")), _ago(str(d.get("lastSeen") or "")))
+        for row, d in zip(_rows(diffs, "recurrences"), diffs, strict=True)
+    )
+
+
+def _ago(timestamp: str) -> str:
+    return age({"metadata": {"creationTimestamp": timestamp}}) if timestamp else ""
 
 
 def show_app_status(out: Output, app: Obj) -> None:
@@ -30,11 +43,11 @@ def show_app_status(out: Output, app: Obj) -> None:
     out.table(
         Table(
             "Ghost diffs",
-            (*_FIELD_COLUMNS, Column("Syncs")),
-            _rows(diffs, "recurrences"),
+            (*_FIELD_COLUMNS, Column("Syncs"), Column("First seen"), Column("Last seen")),
+            _ghost_rows(diffs),
             notes=(
                 "Fields set back although the desired state did not change: something on the cluster keeps "
-                "changing them",
+                "changing them (listed until several syncs in a row pass without them; ages are how long ago)",
             )
             if diffs
             else (),

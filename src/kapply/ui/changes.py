@@ -11,7 +11,7 @@ from kapply.apply.strategies import create_strategy, delete_strategy, label, upd
 from kapply.apply.view import ChangeSetText
 from kapply.apply.waiters import wait_state
 from kapply.config.config import Config
-from kapply.deploy import OutsideField
+from kapply.diff.attribution import OutsideField
 from kapply.diff.change import ApplyOp, Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.ghost import describe_field

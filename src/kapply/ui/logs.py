@@ -4,6 +4,7 @@ each container's stream (TTY and JSON only, as kapp's BeginLinef). During a depl
 
 from __future__ import annotations
 
+from kapply.ui.escape import escaped
 from kapply.ui.output import Output
 
 
@@ -22,8 +23,9 @@ class LogView:
         self.out.begin_line(f"{self.prefix}# starting tailing '{tag}' logs\n")
 
     def line(self, tag: str, text: str) -> None:
-        """One log line (with its newline)."""
-        self.out.block(self.prefix + (f"{tag} | {text}" if self.container_tag else text))
+        """One log line (with its newline): the text as the container wrote it (colours and all), after a prefix
+        whose Pod and container names show control characters as escapes."""
+        self.out.block(escaped(self.prefix + (f"{tag} | " if self.container_tag else "")) + text, raw=True)
 
     def stopped(self, tag: str) -> None:
         """A followed container's stream ended; it is tailed again when it runs again."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 
+from kapply.ui.escape import escaped
 from kapply.ui.output import Output
 
 
@@ -28,4 +29,4 @@ class ProgressLines:
 
     def warn(self, message: str) -> None:
         """`Warning: ...` on stderr, without a timestamp, as kapp prints API warnings; shown in every mode."""
-        print(f"Warning: {message}", file=sys.stderr, flush=True)
+        print(escaped(f"Warning: {message}"), file=sys.stderr, flush=True)

@@ -7,6 +7,9 @@
 - JSON (`--json`): everything buffered and printed at exit as `{"Tables": ..., "Blocks": ..., "Lines": ...}`
   with a 4-space indent, empty lists as `null`, row keys sorted, and no newline after the closing brace; an error
   is the last line.
+
+Outside JSON, control characters are shown as escapes (`kapply.ui.escape`), except in `raw` blocks (a container's
+log lines, shown as it wrote them).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from kapply.ui.escape import escaped
 from kapply.ui.table import Table, render
 
 
@@ -32,10 +36,10 @@ class Output:
         self._lines: list[str] = []
         self._last: str | None = None  # "raw" or "auto": the kind of the previous call, None before the first
 
-    def _write(self, text: str, kind: str) -> None:
+    def _write(self, text: str, kind: str, *, raw: bool = False) -> None:
         if self._last is not None and not (kind == "raw" and self._last == "raw"):
             self.out.write("\n")
-        self.out.write(text)
+        self.out.write(text if raw else escaped(text))
         self.out.flush()
         self._last = kind
 
@@ -53,12 +57,23 @@ class Output:
         elif self.tty:
             self._write(text, "raw")
 
-    def block(self, text: str) -> None:
-        """Raw text, such as a diff's lines (PrintBlock): in every mode."""
+    def notice(self, text: str) -> None:
+        """A line kapp writes straight to stdout, past its UI (`Pod watching error: ...`): in every mode, with no
+        blank line around it; in JSON, one of the lines. (kapp ends it with no newline, so that the next line is
+        glued to it, and writes it before a JSON document; kapply ends the line and keeps the document whole.)"""
+        if self.as_json:
+            self._lines.append(text)
+            return
+        self.out.write(escaped(text) + "\n")
+        self.out.flush()
+
+    def block(self, text: str, *, raw: bool = False) -> None:
+        """Raw text, such as a diff's lines (PrintBlock): in every mode. With `raw`, control characters are written
+        as they are (a container's log lines)."""
         if self.as_json:
             self._blocks.append(text)
         elif text:
-            self._write(text, "raw")
+            self._write(text, "raw", raw=raw)
 
     def table(self, table: Table) -> None:
         if self.columns:
@@ -79,7 +94,7 @@ class Output:
         """The confirmation question; always shown (it waits for an answer)."""
         if self._last is not None:
             self.out.write("\n")
-        self.out.write(text)
+        self.out.write(escaped(text))
         self.out.flush()
         self._last = "auto"
 
@@ -99,7 +114,7 @@ class Output:
         if self._last is not None:  # PaddingUI: the blank line before it goes to stdout
             self.out.write("\n")
             self.out.flush()
-        print(message, file=sys.stderr, flush=True)
+        print(escaped(message), file=sys.stderr, flush=True)
 
     def _flush_json(self) -> None:
         doc = {"Tables": self._tables or None, "Blocks": self._blocks or None, "Lines": self._lines or None}

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kapply.errors import KapplyError
+from kapply.ui.escape import escaped
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,16 @@ def _transposed(table: Table, tty: bool) -> str:
 
 
 def render(table: Table, *, tty: bool = True) -> str:
-    """The table as kapp prints it (see the module docs)."""
+    """The table as kapp prints it (see the module docs), control characters shown as escapes (`kapply.ui.escape`:
+    before the columns are measured, so that they stay aligned)."""
+    table = Table(
+        escaped(table.title),
+        tuple(Column(escaped(c.title), c.key) for c in table.columns),
+        tuple(tuple(escaped(cell) for cell in row) for row in table.rows),
+        tuple(escaped(note) for note in table.notes),
+        escaped(table.content),
+        table.transpose,
+    )
     if table.transpose:
         return _transposed(table, tty)
     if not tty:

@@ -1,0 +1,121 @@
+"""`kapply controller manifests`: what installs the controller, as one YAML stream to pipe into `kapply deploy`.
+
+The App CRD, the packaging CRDs, the controller's RBAC and its Deployment (docs/reconciler.md, "Installing"). Their
+one source is the repository's `config/` (config/controller/{crd,rbac,deployment}.yml, config/packaging/crds.yml); a
+wheel carries copies of them as package data, `kapply/manifests/` (pyproject.toml's `force-include`), and a source
+checkout (an editable install) reads `config/` itself. Without flags the files are printed as they are, comments
+included; `--image` and `--namespace` print the same objects with those changed (as plain YAML, comments dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kapply.cli import groups as g
+from kapply.cli.command import Args, Command, FlagSection
+from kapply.cli.flags import Flag, Kind, UsageError
+
+if TYPE_CHECKING:
+    from kapply.ui.output import Output
+
+# (directory under config/ and under kapply/manifests/, file), in the order printed: CRDs, RBAC, Deployment.
+MANIFESTS = (
+    ("controller", "crd.yml"),
+    ("packaging", "crds.yml"),
+    ("controller", "rbac.yml"),
+    ("controller", "deployment.yml"),
+)
+NAMESPACE = "kapply-system"  # the namespace the files name
+LEASE_NAMESPACE_ARG = "--lease-namespace="
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+FLAGS = (
+    Flag("image", Kind.STRING, "", "Image of the controller's Deployment (default: the one deployment.yml names)"),
+    Flag(
+        "namespace",
+        Kind.STRING,
+        NAMESPACE,
+        "Namespace of the controller's ServiceAccount, Deployment, leader Lease and its Role",
+        short="n",
+    ),
+    g.tty(),
+)
+
+
+def manifests_command() -> Command:
+    """The `manifests` child of `kapply controller`."""
+    return Command(
+        "manifests",
+        "Print the CRDs, RBAC and Deployment that install the controller, as one YAML stream (kapply)",
+        "kapply.cli.controller_manifests:manifests",
+        flag_sections=(FlagSection("Flags", FLAGS),),
+    )
+
+
+def manifest_directory() -> Path:
+    """Where the manifests are: the wheel's package data, else (a source checkout) the repository's config/."""
+    package = Path(__file__).resolve().parents[1]  # .../kapply
+    packaged = package / "manifests"
+    if packaged.is_dir():
+        return packaged
+    checkout = package.parents[1] / "config"  # src/kapply -> the repository
+    if (checkout / "controller" / "deployment.yml").is_file():
+        return checkout
+    raise UsageError(f"The install manifests are missing: neither {packaged} nor {checkout} holds them")
+
+
+def manifest_texts() -> list[tuple[str, str]]:
+    """(`config/<dir>/<file>`, its text) for each manifest, in order."""
+    directory = manifest_directory()
+    return [(f"config/{folder}/{name}", (directory / folder / name).read_text()) for folder, name in MANIFESTS]
+
+
+def stream(image: str = "", namespace: str = NAMESPACE) -> str:
+    """The manifests as one YAML stream: verbatim, or with the image and namespace changed."""
+    from kapply import __version__
+
+    header = f"# kapply {__version__}: the controller's CRDs, RBAC and Deployment (`kapply controller manifests`)\n"
+    texts = manifest_texts()
+    if not image and namespace == NAMESPACE:
+        return header + "---\n".join(text if text.endswith("\n") else text + "\n" for _, text in texts)
+    import yaml
+
+    from kapply import yamlio
+
+    documents = [
+        document
+        for source, text in texts
+        for document in yamlio.load_all(text, source, UsageError)
+        if document is not None
+    ]
+    for document in documents:
+        _customize(document, image, namespace)
+    return header + "---\n".join(yaml.safe_dump(d, sort_keys=False, default_flow_style=False) for d in documents)
+
+
+def _customize(document: dict[str, Any], image: str, namespace: str) -> None:
+    metadata = document.get("metadata") or {}
+    if metadata.get("namespace") == NAMESPACE:
+        metadata["namespace"] = namespace
+    for subject in document.get("subjects") or []:
+        if subject.get("namespace") == NAMESPACE:
+            subject["namespace"] = namespace
+    if document.get("kind") != "Deployment":
+        return
+    for container in document["spec"]["template"]["spec"]["containers"]:
+        if image:
+            container["image"] = image
+        container["args"] = [
+            LEASE_NAMESPACE_ARG + namespace if arg == LEASE_NAMESPACE_ARG + NAMESPACE else arg
+            for arg in container.get("args") or []
+        ]
+
+
+def manifests(args: Args, out: Output) -> None:
+    namespace = args["namespace"]
+    if not DNS_LABEL.fullmatch(namespace):
+        raise UsageError(f"--namespace {namespace!r} is not a namespace name (a DNS label)")
+    out.block(stream(args["image"].strip(), namespace))
+    out.finish()

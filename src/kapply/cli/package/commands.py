@@ -1,0 +1,305 @@
+"""kctrl's `package` command tree, as data: the same command names, aliases, flags, shorthands, types and defaults as
+kctrl's (shared/reference/kapp-controller-packages.md, section 6), checked by tests/unit/test_package_commands.py.
+Flags kapply adds say `(kapply)` in their help. The namespace and kubeconfig flags are kapply's own (`$KAPP_*`), as
+on every kapply command (docs/packages.md, "The CLI")."""
+
+from __future__ import annotations
+
+from kapply.cli import groups as g
+from kapply.cli.command import Command, FlagSection
+from kapply.cli.flags import Flag, Kind
+
+BOOL, STR, STRS, DUR = Kind.BOOL, Kind.STRING, Kind.STRINGS, Kind.DURATION
+LIST_ALIASES = ("l", "ls")
+DEFAULT_VERSION = ">= 0.0.0"  # kctrl's version constraint when `install` is given none
+MODULE = "kapply.cli.package"
+
+NAMESPACE = g.NAMESPACE
+SHARED_NAMESPACE = Flag("dangerous-allow-use-of-shared-namespace", BOOL, False, "Allow use of shared namespaces")
+DRY_RUN = Flag(
+    "dry-run", BOOL, False, "Print YAML for resources being applied to the cluster without applying them, optional"
+)
+WIDE = Flag("wide", BOOL, False, "Show additional info")
+
+# package repository
+REPOSITORY = Flag("repository", STR, "", "Set package repository name (required)", short="r")
+URL = Flag(
+    "url",
+    STR,
+    "",
+    "OCI registry url for package repository bundle, or a git repository or an http(s) archive (required)",
+)
+SEMVER_TAG_CONSTRAINTS = Flag(
+    "semver-tag-constraints", STR, "", "Set constraints for semver based tag selection (when the url has no tag)"
+)
+SECRET_REF = Flag("secret-ref", STR, "", "Name of the secret holding the credentials to fetch the repository")
+CREATE_NAMESPACE = Flag("create-namespace", BOOL, False, "Create the namespace if it does not exist, optional")
+
+# package available
+SUMMARY = Flag("summary", BOOL, True, "Show summarized list of packages")
+LISTED_PACKAGE = Flag("package", STR, "", "List all available versions of package", short="p")
+PACKAGE = Flag("package", STR, "", "Set package name (required)", short="p")
+VALUES_SCHEMA = Flag("values-schema", BOOL, False, "Values schema of the package (optional)")
+DEFAULT_VALUES_FILE_OUTPUT = Flag("default-values-file-output", STR, "", "File path to save default values (optional)")
+
+# package installed
+PACKAGE_INSTALL = Flag("package-install", STR, "", "Set installed package name (required)", short="i")
+VERSION = Flag("version", STR, DEFAULT_VERSION, "Set package version", short="v")
+UPDATED_VERSION = Flag("version", STR, "", "Set package version", short="v")
+UPDATED_PACKAGE = Flag("package", STR, "", "Name of package install to be updated", short="p")
+SERVICE_ACCOUNT_NAME = Flag(
+    "service-account-name",
+    STR,
+    "",
+    "Name of an existing service account used to install underlying package contents, optional",
+)
+VALUES_FILE = Flag("values-file", STR, "", "The path to the configuration values file, optional")
+VALUES = Flag("values", BOOL, True, "Add or keep values supplied to package install, optional")
+YTT_OVERLAY_FILE = Flag("ytt-overlay-file", STRS, [], "Path to ytt overlay file (can also be a directory)")
+YTT_OVERLAYS = Flag("ytt-overlays", BOOL, True, "Add or keep ytt overlays")
+SHOW_VALUES = Flag("values", BOOL, False, "Show values supplied to the package install")
+VALUES_FILE_OUTPUT = Flag("values-file-output", STR, "", "File path for exporting configuration values file")
+GHOST_DIFFS_OVERLAY_OUTPUT = Flag(
+    "ghost-diffs-overlay-output",
+    STR,
+    "",
+    "File path to save the ytt overlay suggested to end the ghost diffs, for --ytt-overlay-file (kapply)",
+)
+NOOP = Flag("noop", BOOL, False, "Delete the package install but leave the resources it deployed (noopDelete)")
+
+
+def wait(interval: float, timeout: float, *, can_disable: bool = True) -> tuple[Flag, ...]:
+    """kctrl's WaitFlags, with the command's defaults; `--wait` only where waiting can be turned off."""
+    flags = (
+        Flag("wait-check-interval", DUR, interval, "Amount of time to sleep between checks while waiting"),
+        Flag("wait-timeout", DUR, timeout, "Maximum amount of time to wait in wait phase"),
+    )
+    return (Flag("wait", BOOL, True, "Wait for reconciliation to complete"), *flags) if can_disable else flags
+
+
+def all_namespaces(what: str) -> Flag:
+    return Flag("all-namespaces", BOOL, False, f"List {what} in all namespaces", short="A")
+
+
+def _command(name: str, short: str, handler: str, *flags: Flag, tty: bool, aliases: tuple[str, ...] = ()) -> Command:
+    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default)."""
+    section = FlagSection("Flags", (*flags, g.tty(tty)))
+    return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,))
+
+
+def _install_flags() -> tuple[Flag, ...]:
+    return (
+        NAMESPACE,
+        PACKAGE_INSTALL,
+        PACKAGE,
+        VERSION,
+        SERVICE_ACCOUNT_NAME,
+        VALUES_FILE,
+        VALUES,
+        DRY_RUN,
+        YTT_OVERLAY_FILE,
+        YTT_OVERLAYS,
+        SHARED_NAMESPACE,
+        *wait(1.0, 1800.0),
+    )
+
+
+def repository_command() -> Command:
+    repository_flags = (NAMESPACE, REPOSITORY, URL, SEMVER_TAG_CONSTRAINTS, SECRET_REF)
+    return Command(
+        "repository",
+        "Package repositories",
+        aliases=("repo", "r"),
+        children=(
+            _command(
+                "add",
+                "Add a package repository",
+                "repository:add",
+                *repository_flags,
+                CREATE_NAMESPACE,
+                DRY_RUN,
+                SHARED_NAMESPACE,
+                *wait(1.0, 300.0),
+                tty=True,
+            ),
+            _command(
+                "update",
+                "Update a package repository",
+                "repository:update",
+                *repository_flags,
+                SHARED_NAMESPACE,
+                *wait(1.0, 300.0),
+                tty=True,
+            ),
+            _command(
+                "list",
+                "List package repositories in a namespace",
+                "repository:list_repositories",
+                NAMESPACE,
+                all_namespaces("repositories"),
+                tty=False,
+                aliases=LIST_ALIASES,
+            ),
+            _command(
+                "get",
+                "Get details for a package repository",
+                "repository:get",
+                NAMESPACE,
+                REPOSITORY,
+                tty=False,
+                aliases=("g",),
+            ),
+            _command(
+                "delete",
+                "Delete a package repository",
+                "repository:delete",
+                NAMESPACE,
+                REPOSITORY,
+                *wait(1.0, 300.0),
+                tty=True,
+            ),
+            _command(
+                "kick",
+                "Trigger reconciliation for repository",
+                "repository:kick",
+                NAMESPACE,
+                REPOSITORY,
+                *wait(1.0, 300.0),
+                tty=True,
+            ),
+        ),
+    )
+
+
+def available_command() -> Command:
+    return Command(
+        "available",
+        "Manage available packages",
+        aliases=("a",),
+        children=(
+            _command(
+                "list",
+                "List available packages in a namespace",
+                "available:list_available",
+                NAMESPACE,
+                all_namespaces("available packages"),
+                SUMMARY,
+                LISTED_PACKAGE,
+                WIDE,
+                tty=False,
+                aliases=LIST_ALIASES,
+            ),
+            _command(
+                "get",
+                "Get details for an available package or the openAPI schema of a package with a specific version",
+                "available:get",
+                NAMESPACE,
+                PACKAGE,
+                VALUES_SCHEMA,
+                DEFAULT_VALUES_FILE_OUTPUT,
+                tty=False,
+                aliases=("g",),
+            ),
+        ),
+    )
+
+
+def installed_command() -> Command:
+    return Command(
+        "installed",
+        "Installed packages",
+        aliases=("i",),
+        children=(
+            _command("create", "Install package", "install:create", *_install_flags(), tty=True),
+            _command(
+                "update",
+                "Update package",
+                "install:update",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                UPDATED_PACKAGE,
+                UPDATED_VERSION,
+                VALUES_FILE,
+                VALUES,
+                YTT_OVERLAY_FILE,
+                YTT_OVERLAYS,
+                SHARED_NAMESPACE,
+                *wait(1.0, 1800.0),
+                tty=True,
+            ),
+            _command(
+                "list",
+                "List installed packages in a namespace",
+                "installed:list_installed",
+                NAMESPACE,
+                all_namespaces("installed packages"),
+                WIDE,
+                tty=False,
+                aliases=LIST_ALIASES,
+            ),
+            _command(
+                "get",
+                "Get details for installed package",
+                "installed:get",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                SHOW_VALUES,
+                VALUES_FILE_OUTPUT,
+                GHOST_DIFFS_OVERLAY_OUTPUT,
+                tty=False,
+                aliases=("g",),
+            ),
+            _command(
+                "delete",
+                "Uninstall installed package",
+                "installed:delete",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                NOOP,
+                *wait(1.0, 300.0, can_disable=False),
+                tty=True,
+            ),
+            _command(
+                "pause",
+                "Pause reconciliation of package install",
+                "installed:pause",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                tty=True,
+            ),
+            _command(
+                "kick",
+                "Trigger reconciliation of package install",
+                "installed:kick",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                *wait(2.0, 300.0),
+                tty=True,
+            ),
+            _command(
+                "status",
+                "View status of app created by package install",
+                "installed:status",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                tty=True,
+                aliases=("s",),
+            ),
+        ),
+    )
+
+
+def package_command(section: str) -> Command:
+    """`kapply package` (`pkg`, `p`), listed in the root's help under `section`."""
+    return Command(
+        "package",
+        "Packages: repositories, available packages and installs, as kctrl's package commands (kapply)",
+        aliases=("pkg", "p"),
+        section=section,
+        children=(
+            available_command(),
+            _command("install", "Install package", "install:create", *_install_flags(), tty=True),
+            installed_command(),
+            repository_command(),
+        ),
+    )

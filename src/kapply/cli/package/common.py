@@ -1,0 +1,105 @@
+"""What the package commands share: connecting (and the namespace they work in), kctrl's shared-namespace guard, its
+wait flags, its timestamped progress lines, and the writes the groups share (the pause patches, create-or-update,
+saving a file)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kapply.cli.command import Args
+from kapply.cli.common import client
+from kapply.errors import ClusterError, KapplyError
+from kapply.objects import Obj
+
+if TYPE_CHECKING:
+    from kapply.api import AsyncClient
+    from kapply.resources.cluster import Cluster, ResourceType
+    from kapply.ui.output import Output
+
+# kctrl refuses to create packaging resources (and the cluster-admin account of an install) in these, which every
+# user of the cluster can usually read or write.
+SHARED_NAMESPACES = ("default", "kube-public")
+# kctrl's JSON patches that pause and resume a PackageRepository or PackageInstall (each bumps its generation)
+PAUSE = [{"op": "add", "path": "/spec/paused", "value": True}]
+UNPAUSE = [{"op": "remove", "path": "/spec/paused"}]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFlags:
+    enabled: bool
+    interval: float  # seconds between checks
+    timeout: float  # seconds
+
+
+def wait_flags(args: Args) -> WaitFlags:
+    """kctrl's wait flags; a command without `--wait` (installed delete) always waits."""
+    return WaitFlags(args.parsed.flags.get("wait", True), args["wait-check-interval"], args["wait-timeout"])
+
+
+def check_shared_namespace(args: Args, namespace: str) -> None:
+    """kctrl's guard against `default` and `kube-public`, with its message, unless
+    `--dangerous-allow-use-of-shared-namespace`."""
+    if namespace in SHARED_NAMESPACES and not args["dangerous-allow-use-of-shared-namespace"]:
+        raise KapplyError(
+            f"Creating sensitive resources in a shared namespace ({namespace}) (hint: Specify a namespace using the "
+            "'-n' flag or use kubeconfig to change default namespace 'kubectl config set-context --current "
+            "--namespace=private-namespace'. Or use '--dangerous-allow-use-of-shared-namespace' to allow use of "
+            "shared namespace)"
+        )
+
+
+def required(value: str, message: str) -> str:
+    if not value:
+        raise KapplyError(message)
+    return value
+
+
+def write_file(path: str, content: bytes | str, what: str) -> None:
+    """Save `what` (the values, default values, an overlay) to the file a flag names."""
+    from pathlib import Path
+
+    try:
+        Path(path).write_bytes(content.encode() if isinstance(content, str) else content)
+    except OSError as e:
+        raise KapplyError(f"Writing {what} to '{path}': {e.strerror or e}") from None
+
+
+def offline(args: Args) -> AsyncClient:
+    """A client whose only use is the namespace (`-n`, else $KAPP_NAMESPACE, else the kubeconfig context's): for
+    `--dry-run`, which never talks to the cluster."""
+    return client(args, args["namespace"])
+
+
+@asynccontextmanager
+async def connected(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, str]]:
+    """A client, after saying which cluster (kctrl's `Target cluster ...` line), and the namespace to work in."""
+    async with client(args, args["namespace"], out) as api:
+        namespace = api.namespace()
+        out.line(await api.target())
+        yield api, namespace
+
+
+def log(out: Output, message: str) -> None:
+    """kctrl's status message: a progress line stamped with the time (`3:04:05PM: ...`)."""
+    from kapply.ui.messages import timestamp
+
+    out.begin_line(f"{timestamp()}: {message}\n")
+
+
+async def create_or_update(cluster: Cluster, rtype: ResourceType, obj: Obj) -> Obj:
+    """Create, or replace the existing object's content (kctrl's create-or-update of what `install` makes), keeping
+    what the server keeps (its resourceVersion read first, so the update is not unconditional)."""
+    try:
+        return await cluster.create(rtype, obj)
+    except ClusterError as e:
+        if e.status != 409:
+            raise
+    meta = obj["metadata"]
+    existing = await cluster.get(rtype, meta.get("namespace"), meta["name"])
+    if existing is None:
+        return await cluster.create(rtype, obj)
+    body: dict[str, Any] = {**obj, "metadata": {**meta, "resourceVersion": existing["metadata"]["resourceVersion"]}}
+    return await cluster.update(rtype, body)

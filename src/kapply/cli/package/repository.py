@@ -1,0 +1,175 @@
+"""`kapply package repository add|update|list|get|delete|kick`: kctrl's commands for PackageRepositories."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kapply.cli.command import Args
+from kapply.cli.common import confirm, run
+from kapply.cli.package.common import (
+    PAUSE,
+    UNPAUSE,
+    check_shared_namespace,
+    connected,
+    log,
+    offline,
+    required,
+    wait_flags,
+)
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+
+if TYPE_CHECKING:
+    from kapply.api import AsyncClient
+    from kapply.ui.output import Output
+
+
+def add(args: Args, out: Output) -> None:
+    run(_add_or_update(args, out, create=True))
+
+
+def update(args: Args, out: Output) -> None:
+    run(_add_or_update(args, out, create=False))
+
+
+def list_repositories(args: Args, out: Output) -> None:
+    run(_list(args, out))
+
+
+def get(args: Args, out: Output) -> None:
+    run(_get(args, out))
+
+
+def delete(args: Args, out: Output) -> None:
+    run(_delete(args, out))
+
+
+def kick(args: Args, out: Output) -> None:
+    run(_kick(args, out))
+
+
+def new_repository(name: str, namespace: str, fetch: Obj) -> Obj:
+    from kapply.packaging import names
+
+    return {
+        "apiVersion": names.API_VERSION,
+        "kind": names.PACKAGE_REPOSITORY.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"fetch": fetch},
+    }
+
+
+def _repository_name(args: Args) -> str:
+    return required(args["repository"], "Expected package repository name to be non-empty")
+
+
+async def _existing(api: AsyncClient, namespace: str, name: str) -> Obj:
+    from kapply.packaging import store
+
+    found = await store.get(api.cluster, store.REPOSITORIES, namespace, name)
+    if found is None:
+        raise KapplyError(f"Repository '{name}' does not exist in namespace '{namespace}'")
+    return found
+
+
+async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
+    from kapply.cli.package.kinds import NAMESPACES
+    from kapply.cli.package.sources import repository_fetch, updated_fetch
+    from kapply.cli.package.waiting import wait_for_repository
+    from kapply.diff.yaml_text import to_yaml
+    from kapply.packaging import store
+
+    name = _repository_name(args)
+    url = required(args["url"], "Expected package repository url to be non-empty")
+    constraints, secret = args["semver-tag-constraints"], args["secret-ref"]
+    fetch = repository_fetch(url, constraints, secret)
+    if create and args["dry-run"]:
+        async with offline(args) as api:
+            namespace = api.namespace()
+        check_shared_namespace(args, namespace)
+        out.block(to_yaml(new_repository(name, namespace, fetch)))
+        return
+    async with connected(args, out) as (api, namespace):
+        check_shared_namespace(args, namespace)
+        cluster = api.cluster
+        if create and args["create-namespace"] and await cluster.get(NAMESPACES, None, namespace) is None:
+            log(out, f"Creating namespace '{namespace}'")
+            await cluster.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        existing = await store.get(cluster, store.REPOSITORIES, namespace, name)
+        if existing is None:
+            if not create:
+                raise KapplyError(f"Repository '{name}' does not exist in namespace '{namespace}'")
+            log(out, f"Creating package repository resource '{name}' in namespace '{namespace}'")
+            await cluster.create(store.REPOSITORIES, new_repository(name, namespace, fetch))
+            waiting = "Waiting for package repository to be added"
+            created = True
+        else:
+            spec = existing.get("spec") or {}
+            wanted = updated_fetch(spec.get("fetch") or {}, url, constraints, secret)
+            if wanted != spec.get("fetch"):
+                log(out, f"Updating package repository resource '{name}' in namespace '{namespace}'")
+                await cluster.update(store.REPOSITORIES, {**existing, "spec": {**spec, "fetch": wanted}})
+            waiting, created = "Waiting for package repository to be updated", False
+        wait = wait_flags(args)
+        if wait.enabled:
+            out.line(waiting)
+            await wait_for_repository(cluster, namespace, name, out, wait, created=created)
+        out.finish()
+
+
+async def _list(args: Args, out: Output) -> None:
+    from kapply.packaging import store
+    from kapply.ui.packages import repositories_table
+
+    every = args["all-namespaces"]
+    async with connected(args, out) as (api, namespace):
+        found = await api.cluster.list(store.REPOSITORIES, namespace=None if every else namespace)
+        title = "Repositories in all namespaces" if every else f"Repositories in namespace '{namespace}'"
+        out.table(repositories_table(found, title, show_namespace=every))
+        out.finish()
+
+
+async def _get(args: Args, out: Output) -> None:
+    from kapply.ui.packages import repository_table
+
+    name = _repository_name(args)
+    async with connected(args, out) as (api, namespace):
+        out.table(repository_table(await _existing(api, namespace, name)))
+        out.finish()
+
+
+async def _delete(args: Args, out: Output) -> None:
+    from kapply.cli.package.waiting import wait_for_deletion
+    from kapply.packaging import names, store
+
+    name = _repository_name(args)
+    async with connected(args, out) as (api, namespace):
+        await _existing(api, namespace, name)
+        out.line(f"Deleting package repository '{name}' in namespace '{namespace}'")
+        confirm(args, out)
+        await api.cluster.delete(store.REPOSITORIES, namespace, name)
+        wait = wait_flags(args)
+        if wait.enabled:
+            out.line("Waiting for deletion to be completed...")
+            await wait_for_deletion(
+                api.cluster, store.REPOSITORIES, names.PACKAGE_REPOSITORY, namespace, name, out, wait
+            )
+        out.finish()
+
+
+async def _kick(args: Args, out: Output) -> None:
+    from kapply.cli.package.waiting import wait_for_repository
+    from kapply.packaging import store
+
+    name = required(args["repository"], "Expected repository name to be non empty")
+    async with connected(args, out) as (api, namespace):
+        await _existing(api, namespace, name)
+        out.line(f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'")
+        confirm(args, out)
+        # pausing and resuming bumps the generation twice: the controller reconciles the latest
+        await api.cluster.patch(store.REPOSITORIES, namespace, name, PAUSE)
+        await api.cluster.patch(store.REPOSITORIES, namespace, name, UNPAUSE)
+        wait = wait_flags(args)
+        if wait.enabled:
+            await wait_for_repository(api.cluster, namespace, name, out, wait)
+        out.finish()

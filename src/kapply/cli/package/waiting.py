@@ -1,0 +1,181 @@
+"""Waiting for packaging resources as kctrl waits, polling every `--wait-check-interval` until `--wait-timeout`: a
+PackageRepository or PackageInstall is done when its status reports its current generation
+(`observedGeneration`) with ReconcileSucceeded, and fails with ReconcileFailed. Meanwhile the stages of the
+repository, or of the install's App, are tailed (tailing.py), from the status they had when waiting began, and each
+change of the resource's own condition is said (`packageinstall/x (packaging.kapply.dev/v1alpha1) namespace: ns:
+Reconciling`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from kapply.cli.package.common import WaitFlags, log
+from kapply.cli.package.tailing import condition, progress
+from kapply.controller.apps import APPS
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+from kapply.packaging import names, store
+from kapply.resources.cluster import Cluster, ResourceType
+from kapply.ui.output import Output
+from kapply.ui.packages import status_line
+from kapply.values import format_duration
+
+PAUSED = "Canceled/paused"  # an App's friendlyDescription once it has seen it is paused
+
+
+def description(resource: names.Resource, namespace: str, name: str) -> str:
+    """kctrl's name of a resource in its messages: `packageinstall/x (packaging.kapply.dev/v1alpha1) namespace: ns`."""
+    return f"{resource.kind.lower()}/{name} ({resource.api_version}) namespace: {namespace}"
+
+
+def _status(obj: Obj) -> Obj:
+    found = obj.get("status")
+    return found if isinstance(found, dict) else {}
+
+
+def observed(obj: Obj) -> bool:
+    """Whether the status reports the current spec."""
+    return bool(_status(obj).get("observedGeneration") == obj["metadata"].get("generation"))
+
+
+@dataclass
+class Tail:
+    """The status lines of one object, from the status it had when waiting began."""
+
+    out: Output
+    previous: Obj
+    deploy_output: str = ""
+    generations: set[int] = field(default_factory=set)  # those "Waiting for generation N" was said of
+
+    def update(self, obj: Obj) -> None:
+        status = _status(obj)
+        if status == self.previous:
+            return
+        if not observed(obj):
+            generation = int(obj["metadata"].get("generation") or 0)
+            if generation not in self.generations:
+                self.generations.add(generation)
+                status_line(self.out, f"Waiting for generation {generation} to be observed", "")
+            return
+        found = progress(self.previous, status, self.deploy_output)
+        for line in found.lines:
+            status_line(self.out, line.message, line.at, line.block)
+        self.previous, self.deploy_output = status, found.deploy_output
+
+
+@dataclass
+class Conditions:
+    """Says each new condition of the waited-for resource, once it reports its current generation."""
+
+    out: Output
+    what: str
+    last: str = ""
+
+    def update(self, obj: Obj) -> str:
+        """The condition the resource reports for its current spec ("" while it has not seen it)."""
+        if not observed(obj):
+            return ""
+        found = condition(_status(obj))
+        if found and found != self.last:
+            self.last = found
+            status_line(self.out, f"{self.what}: {found}", "")
+        return found
+
+
+class Deadline:
+    def __init__(self, flags: WaitFlags) -> None:
+        self.flags = flags
+        self.end = time.monotonic() + flags.timeout
+
+    async def next(self, what: str) -> None:
+        """Sleep until the next check; KapplyError naming `what` once the timeout has passed."""
+        if time.monotonic() >= self.end:
+            raise KapplyError(f"{what}: timed out waiting after {format_duration(self.flags.timeout)}")
+        await asyncio.sleep(min(self.flags.interval, max(self.end - time.monotonic(), 0)))
+
+
+async def wait_for_repository(
+    cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, *, created: bool = False
+) -> None:
+    """Until the repository has reconciled its current spec, tailing its stages (all of them when it was just
+    `created`, else those that change from now on)."""
+    log(out, f"Waiting for package repository reconciliation for '{name}'")
+    what = description(names.PACKAGE_REPOSITORY, namespace, name)
+    deadline, tail, said = Deadline(flags), Tail(out, {}) if created else None, Conditions(out, what)
+    while True:
+        repository = await store.get(cluster, store.REPOSITORIES, namespace, name)
+        if repository is None:
+            raise KapplyError(f"Package repository '{name}' in namespace '{namespace}' deleted")
+        tail = tail or Tail(out, _status(repository))
+        tail.update(repository)
+        match said.update(repository):
+            case "ReconcileSucceeded":
+                return
+            case "ReconcileFailed":
+                useful = _status(repository).get("usefulErrorMessage", "")
+                raise KapplyError(f"Reconciling repository: ReconcileFailed: {useful}")
+        await deadline.next(f"{what}: Reconciling")
+
+
+async def wait_for_install(
+    cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, *, created: bool = False
+) -> None:
+    """Until the PackageInstall has reconciled its current spec, tailing its App's stages (all of them when the
+    install was just `created`, else those that change from now on)."""
+    log(out, f"Waiting for PackageInstall reconciliation for '{name}'")
+    what = description(names.PACKAGE_INSTALL, namespace, name)
+    deadline, tail, said = Deadline(flags), Tail(out, {}) if created else None, Conditions(out, what)
+    while True:
+        install = await store.get(cluster, store.INSTALLS, namespace, name)
+        if install is None:
+            raise KapplyError(f"Package install '{name}' in namespace '{namespace}' deleted")
+        app = await cluster.get(APPS, namespace, name)
+        if tail is None:
+            tail = Tail(out, _status(app or {}))
+        elif app is not None:
+            tail.update(app)
+        match said.update(install):
+            case "ReconcileSucceeded":
+                return
+            case "ReconcileFailed":
+                status = _status(install)
+                useful, friendly = status.get("usefulErrorMessage", ""), status.get("friendlyDescription", "")
+                raise KapplyError(f"{what}: Reconciling: {useful}. {friendly}")
+        await deadline.next(f"{what}: Reconciling")
+
+
+async def wait_for_app_paused(cluster: Cluster, namespace: str, name: str, flags: WaitFlags) -> None:
+    """Until the install's App has seen that it is paused (kctrl waits so before changing what the App reads)."""
+    deadline = Deadline(flags)
+    while True:
+        app = await cluster.get(APPS, namespace, name)
+        if app is None or (observed(app) and _status(app).get("friendlyDescription") == PAUSED):
+            return
+        await deadline.next(f"Waiting for app '{name}' in namespace '{namespace}' to be paused")
+
+
+async def wait_for_deletion(
+    cluster: Cluster,
+    rtype: ResourceType,
+    resource: names.Resource,
+    namespace: str,
+    name: str,
+    out: Output,
+    flags: WaitFlags,
+) -> None:
+    """Until the resource is gone (`...: DeletionSucceeded`); KapplyError when its deletion fails."""
+    what = description(resource, namespace, name)
+    deadline, said = Deadline(flags), Conditions(out, what)
+    while True:
+        found = await cluster.get(rtype, namespace, name)
+        if found is None:
+            status_line(out, f"{what}: DeletionSucceeded", "")
+            return
+        if said.update(found) == "DeleteFailed":
+            status = _status(found)
+            raise KapplyError(
+                f"{what}: Deleting: {status.get('usefulErrorMessage', '')}. {status.get('friendlyDescription', '')}"
+            )
+        await deadline.next(f"{what}: Deleting")

@@ -1,0 +1,33 @@
+"""The delete stage: an App that goes takes its kapp app with it (kapply's delete, with the App's service account and
+`deploy[].kapp.delete.rawOptions`), unless `noopDelete`.
+
+The delete looks for the App's objects in the kinds its record names (as every deploy of it does), not in every
+type the cluster serves as `kapp delete` does, and plans from the watch-fed cache (cache.py): the record and the
+objects as the watches last saw them, each type and namespace read from memory only where the App's account was
+allowed to list it. The run goes to the API server (a delete of an object already gone counts as done), and it checks
+that nothing is left with a LIST of those kinds, so a cache that lagged fails the delete, which is tried again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kapply.api import AsyncClient, deploy_options
+from kapply.controller.cache import cached_reads
+from kapply.controller.deploy import kapp_app_name
+from kapply.controller.options import DELETE, parse_raw_options
+from kapply.controller.spec import AppSpec
+from kapply.delete import DeleteOptions
+
+
+async def delete(client: AsyncClient, name: str, namespace: str, spec: AppSpec) -> None:
+    """Delete the App's kapp app; KapplyError when that fails."""
+    values = parse_raw_options(spec.deploy.delete_raw_options, DELETE)
+    options = DeleteOptions()
+    if "wait" in values or "wait-timeout" in values:
+        built = deploy_options(values)
+        options = DeleteOptions(built.apply, built.wait)
+    options = replace(options, used_kinds_only=True)
+    with cached_reads():
+        plan = await client.plan_delete(kapp_app_name(name), namespace=namespace, options=options)
+    if plan is not None:
+        await client.run_delete(plan)

@@ -1,0 +1,59 @@
+"""The controller process with the packaging controllers: kapply.controller.main's Controller, with PackageRepositories
+and PackageInstalls registered beside Apps, and the watches that concern PackageInstalls (Packages, and the Apps they
+control). kapp-controller runs them in one process too; each is reconciled one at a time, as kapp-controller's
+packaging controllers (MaxConcurrentReconciles 1), so a burst of Packages never takes the Apps' workers."""
+
+from __future__ import annotations
+
+from kapply.api import AsyncClient
+from kapply.controller.apps import APPS
+from kapply.controller.main import ControllerOptions, Kind, Trigger
+from kapply.controller.main import run as run_controller
+from kapply.packaging import names, store
+from kapply.packaging.install import InstallReconciler, install_fingerprint
+from kapply.packaging.repository import RepositoryReconciler
+from kapply.packaging.settings import PackagingSettings
+from kapply.packaging.triggers import InstallIndex, app_trigger, package_trigger
+
+
+def registrations(
+    api: AsyncClient, options: ControllerOptions, settings: PackagingSettings
+) -> tuple[tuple[Kind, ...], tuple[Trigger, ...]]:
+    """The packaging kinds and triggers for a Controller."""
+    repositories = RepositoryReconciler(api, options.settings)
+    installs = InstallReconciler(api, settings)
+    index = InstallIndex()
+
+    def forget(key: tuple[str, str]) -> None:
+        index.forget(key)
+        installs.forget(key)
+
+    kinds = (
+        Kind(names.PACKAGE_REPOSITORY.kind, store.REPOSITORIES, repositories.reconcile),
+        Kind(
+            names.PACKAGE_INSTALL.kind,
+            store.INSTALLS,
+            installs.reconcile,
+            fingerprint=install_fingerprint,
+            observe=index.observe,
+            forget=forget,
+        ),
+    )
+    # With `-n`, Packages of that namespace and of the global namespace concern its PackageInstalls.
+    namespaces = (
+        (None,) if options.namespace is None else tuple(dict.fromkeys((options.namespace, settings.global_namespace)))
+    )
+    triggers = (
+        Trigger(APPS, app_trigger),
+        Trigger(store.PACKAGES, package_trigger(index, settings.global_namespace), namespaces),
+    )
+    return kinds, triggers
+
+
+async def run(api: AsyncClient, options: ControllerOptions, settings: PackagingSettings | None) -> None:
+    """Run the controller until cancelled: Apps, and with `settings` the packaging controllers too."""
+    if settings is None:
+        await run_controller(api, options)
+        return
+    kinds, triggers = registrations(api, options, settings)
+    await run_controller(api, options, kinds, triggers)

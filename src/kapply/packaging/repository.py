@@ -1,0 +1,179 @@
+"""Reconciling one PackageRepository, as kapp-controller's pkgrepository: a repository being deleted takes its
+Packages with it; a paused one is left alone; any other is fetched, templated into Packages and PackageMetadatas
+(repository_content.py) and deployed as the kapp app `<name>.pkgr` (repository_deploy.py), every sync period (10
+minutes unless set, never under 30 s) and at once when its spec changes. The status has kapp-controller's shape and
+texts (fetch, template and deploy stages, one condition, the consecutive counts).
+
+As for Apps, a sync that changes nothing writes nothing (kapp-controller writes the stages' times and counts at every
+sync): `consecutiveReconcileSuccesses` counts the syncs that changed something.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+from kapply.api import AsyncClient
+from kapply.controller import status as st
+from kapply.controller.settings import Settings
+from kapply.controller.spec import SpecError
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+from kapply.packaging import names, store
+from kapply.packaging.repository_content import ContentError, check_layout, read_documents, repository_objects
+from kapply.packaging.repository_deploy import RepositoryDeployed, RepositoryDeployFailed, delete, deploy
+from kapply.packaging.repository_fetch import RepositoryFetchError, fetch_repository
+from kapply.packaging.spec import (
+    REPOSITORY_DEFAULT_SYNC_PERIOD,
+    PackageRepositorySpec,
+    parse_package_repository,
+)
+from kapply.packaging.timing import retry_delay
+
+_log = logging.getLogger("kapply.controller")
+KIND = names.PACKAGE_REPOSITORY.kind
+
+
+class StageFailed(KapplyError):
+    """A stage failed: its status (fetch, template or deploy), its error (the message) and usefulErrorMessage."""
+
+    def __init__(self, stage: str, result: st.Stage, useful: str) -> None:
+        super().__init__(result.error)
+        self.stage = stage
+        self.status = result.to_status(with_stdout=stage != "template", finished=True if stage == "deploy" else None)
+        self.useful = useful
+
+
+def tool_failure(prefix: str, error: str, stderr: str) -> tuple[str, str]:
+    """A stage's error and usefulErrorMessage, as kapp-controller words them: when a tool said why it failed, the
+    error points at usefulErrorMessage, which holds what it said (`Fetching resources: Error (see
+    .status.usefulErrorMessage for details)`); otherwise the error itself, after the stage's prefix."""
+    if stderr:
+        return f"{prefix}{names.SEE_USEFUL_ERROR_MESSAGE}", stderr
+    message = f"{prefix}{error}"
+    return message, message
+
+
+def paused(status: Obj, generation: int) -> Obj:
+    """A paused repository's status: its generation seen, `Paused`; the condition left as it was."""
+    return {**status, "observedGeneration": generation, "friendlyDescription": "Paused"}
+
+
+def _starts_anew(previous: Obj, generation: int) -> bool:
+    """A pass for a spec not reconciled yet, or after a failure (an idle periodic sync writes nothing)."""
+    return previous.get("observedGeneration") != generation or bool(previous.get("consecutiveReconcileFailures"))
+
+
+class RepositoryReconciler:
+    def __init__(self, api: AsyncClient, settings: Settings) -> None:
+        self.api = api
+        self.settings = settings
+
+    async def reconcile(self, namespace: str, name: str) -> float | None:
+        """One pass; returns when to come back (seconds), or None (gone, or paused: its next change brings it back)."""
+        repository = await store.get(self.api.cluster, store.REPOSITORIES, namespace, name)
+        if repository is None:
+            return None
+        if repository["metadata"].get("deletionTimestamp"):
+            return await self._delete(repository)
+        generation = int(repository["metadata"].get("generation") or 0)
+        status = {**(repository.get("status") or {}), "observedGeneration": generation}
+        try:
+            spec = parse_package_repository(repository)
+        except SpecError as e:
+            return await self._fail(repository, status, str(e), str(e), REPOSITORY_DEFAULT_SYNC_PERIOD)
+        if spec.paused:
+            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, paused(status, generation))
+            return None
+        return await self._sync(repository, spec, status)
+
+    async def _sync(self, repository: Obj, spec: PackageRepositorySpec, status: Obj) -> float:
+        """Fetch, template, deploy; the status says how each stage went."""
+        namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
+        previous: Obj = repository.get("status") or {}
+        if _starts_anew(previous, status["observedGeneration"]):
+            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, st.reconciling(status))
+        try:
+            with tempfile.TemporaryDirectory(prefix="kapply-pkgr-") as work:
+                status["fetch"] = await self._fetch(namespace, spec, Path(work))
+                wanted, status["template"] = await self._template(namespace, name, Path(work))
+            deployed, status["deploy"] = await self._deploy(repository, wanted)
+        except StageFailed as e:
+            status[e.stage] = e.status
+            return await self._fail(repository, status, str(e), e.useful, spec.sync_period)
+        unchanged = previous.get("observedGeneration") == status["observedGeneration"]
+        if deployed.changed or not unchanged or previous.get("friendlyDescription") != "Reconcile succeeded":
+            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, st.succeeded(status))
+        left = f", left to other repositories: {', '.join(deployed.left)}" if deployed.left else ""
+        _log.info("%s %s/%s: %s%s", KIND, namespace, name, "deployed" if deployed.changed else "no changes", left)
+        return spec.sync_period
+
+    async def _fetch(self, namespace: str, spec: PackageRepositorySpec, root: Path) -> Obj:
+        started = st.now()
+        try:
+            lock = await fetch_repository(self.api, namespace, spec.fetch, root, self.settings)
+        except RepositoryFetchError as e:
+            error, useful = tool_failure("Fetching resources: ", str(e), e.stderr)
+            raise StageFailed("fetch", st.Stage(1, stderr=e.stderr, error=error, started_at=started), useful) from e
+        return st.Stage(0, stdout=lock, started_at=started).to_status()
+
+    async def _template(self, namespace: str, name: str, root: Path) -> tuple[list[Obj], Obj]:
+        try:
+            wanted = repository_objects(await read_documents(root, check_layout(root)), namespace, name)
+        except ContentError as e:
+            # ytt's failures point at what ytt said; the controller's own (no `packages/`) are said as they are
+            error, useful = tool_failure("Templating dir: ", str(e), e.stderr) if e.stderr else (str(e), str(e))
+            raise StageFailed("template", st.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
+        return wanted, st.Stage(0).to_status(with_stdout=False)
+
+    async def _deploy(self, repository: Obj, wanted: list[Obj]) -> tuple[RepositoryDeployed, Obj]:
+        namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
+        started = st.now()
+
+        async def owns() -> None:  # before the deploy applies anything, as kapp-controller ("Blocking for deploy")
+            try:
+                await store.add_finalizer(self.api.cluster, store.REPOSITORIES, repository, names.REPOSITORY_FINALIZER)
+            except KapplyError as e:
+                raise KapplyError(f"Blocking for deploy: {e}") from e
+
+        try:
+            deployed = await deploy(self.api, name, namespace, wanted, owns)
+        except RepositoryDeployFailed as e:
+            stage = st.Stage(
+                1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
+            )
+            raise StageFailed("deploy", stage, str(e)) from e
+        return deployed, st.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
+
+    async def _fail(self, repository: Obj, status: Obj, message: str, useful: str, period: float) -> float:
+        failed = st.failed(status, st.Condition.RECONCILE_FAILED, message, useful)
+        again = retry_delay(failed["consecutiveReconcileFailures"], period)
+        meta = repository["metadata"]
+        _log.warning("%s %s/%s: %s (retrying in %.0fs)", KIND, meta["namespace"], meta["name"], message, again)
+        await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+        return again
+
+    async def _delete(self, repository: Obj) -> float | None:
+        """Delete the repository's kapp app (its Packages go), then let the repository go."""
+        namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
+        if not store.has_finalizer(repository, names.REPOSITORY_FINALIZER):
+            return None
+        status = {
+            **(repository.get("status") or {}),
+            "observedGeneration": int(repository["metadata"].get("generation") or 0),
+        }
+        await store.write_status(
+            self.api.cluster, store.REPOSITORIES, repository, st.with_condition(status, st.Condition.DELETING)
+        )
+        try:
+            await delete(self.api, name, namespace)
+        except KapplyError as e:
+            failed = st.failed(status, st.Condition.DELETE_FAILED, f"Deleting: {e}", str(e))
+            again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
+            _log.warning("%s %s/%s: Deleting: %s (retrying in %.0fs)", KIND, namespace, name, e, again)
+            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+            return again
+        await store.remove_finalizer(self.api.cluster, store.REPOSITORIES, namespace, name, names.REPOSITORY_FINALIZER)
+        _log.info("%s %s/%s: deleted", KIND, namespace, name)
+        return None

@@ -1,0 +1,60 @@
+"""A PackageRepository's fetch stage: its source as the one App fetch step kapp-controller makes of it, fetched by the
+App controller's fetch (kapply.controller.fetch), with the controller's own identity (a repository has no service
+account) into the content's root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kapply.api import AsyncClient
+from kapply.controller.fetch import FetchPolicy, fetch
+from kapply.controller.reconciler import reader
+from kapply.controller.settings import Settings
+from kapply.controller.spec import FetchSource, SpecError, parse_spec
+from kapply.errors import KapplyError
+from kapply.packaging.spec import RepositoryFetch
+
+_APP_WHERE = "spec.fetch[0]."
+_REPOSITORY_WHERE = "spec.fetch."
+
+
+class RepositoryFetchError(KapplyError):
+    """Fetching failed; `stderr` is what a tool said (git), if anything."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+def repository_message(message: str) -> str:
+    """An App fetch message with its fields named as the repository's (`spec.fetch.git.url`, not
+    `spec.fetch[0].git.url`)."""
+    return message.replace(_APP_WHERE, _REPOSITORY_WHERE)
+
+
+def fetch_sources(source: RepositoryFetch) -> tuple[FetchSource, ...]:
+    """The App fetch step of a repository's source, read by the App's own parser, so that every source the App
+    controller fetches is a repository's too, with the same checks and messages."""
+    app = {
+        "spec": {
+            "serviceAccountName": "unused",
+            "fetch": [{source.source.value: source.config}],
+            "template": [{"ytt": {}}],
+            "deploy": [{"kapp": {}}],
+        }
+    }
+    try:
+        return parse_spec(app).fetch
+    except SpecError as e:
+        raise RepositoryFetchError(repository_message(str(e))) from None
+
+
+async def fetch_repository(
+    api: AsyncClient, namespace: str, source: RepositoryFetch, root: Path, settings: Settings
+) -> str:
+    """Fetch the repository's content into `root`; the lock text for status.fetch.stdout."""
+    sources = fetch_sources(source)
+    try:
+        return await fetch(sources, root, reader(api, namespace), FetchPolicy.from_settings(settings))
+    except KapplyError as e:
+        raise RepositoryFetchError(repository_message(str(e)), getattr(e, "stderr", "")) from e

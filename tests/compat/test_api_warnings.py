@@ -1,0 +1,82 @@
+"""The API server's warnings (here a deprecated custom resource version) shown as kapp shows them: `Warning: <text>`
+among the progress lines, once however often the server says it, for the writes of a deploy or delete (not for its
+reads); in `--json` as one of the lines; none with `--warnings=false`."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from lightkube import Client
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+from tests.compat.harness import Harness
+
+pytestmark = pytest.mark.compat
+
+
+@pytest.fixture
+def deprecated_group(kube: Client) -> Iterator[str]:
+    """A CRD (of a group of this test's own) whose `v1alpha1` is deprecated, `v1` the stored version."""
+    group = f"w{uuid.uuid4().hex[:6]}.compat.kapply.dev"
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    warning = f"{group}/v1alpha1 CronTab is deprecated; use {group}/v1 CronTab"
+    name = f"crontabs.{group}"
+    kube.create(
+        CustomResourceDefinition.from_dict(
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "group": group,
+                    "scope": "Namespaced",
+                    "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                    "versions": [
+                        {
+                            "name": "v1alpha1",
+                            "served": True,
+                            "storage": False,
+                            "deprecated": True,
+                            "deprecationWarning": warning,
+                            "schema": schema,
+                        },
+                        {"name": "v1", "served": True, "storage": True, "schema": schema},
+                    ],
+                },
+            }
+        )
+    )
+    deadline = time.monotonic() + 30
+    while not any(
+        c.type == "Established" and c.status == "True"
+        for c in (kube.get(CustomResourceDefinition, name).status.conditions or [])
+    ):
+        assert time.monotonic() < deadline, "the CRD did not become established"
+        time.sleep(0.2)
+    try:
+        yield group
+    finally:
+        kube.delete(CustomResourceDefinition, name)
+
+
+def crontabs(group: str, *names: str, spec: int = 1) -> str:
+    return "".join(
+        f"---\napiVersion: {group}/v1alpha1\nkind: CronTab\nmetadata: {{name: {name}}}\nspec: {{x: {spec}}}\n"
+        for name in names
+    )
+
+
+def test_a_deprecated_version_is_warned_about_once(both: Harness, deprecated_group: str):
+    group = deprecated_group
+    deploy = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y")
+    pair = both.run(*deploy, input=crontabs(group, "cr-1", "cr-2"))
+    both.same(pair)
+    assert pair.kapply.stdout.count(f"Warning: {group}/v1alpha1 CronTab is deprecated") == 1
+    both.same(both.run(*deploy, input=crontabs(group, "cr-1", "cr-2")), exact=False)  # nothing written: no warning
+    both.same(both.run(*deploy, "--warnings=false", input=crontabs(group, "cr-1", "cr-2", spec=2)), exact=False)
+    pair = both.run(*deploy, "--json", input=crontabs(group, "cr-1", spec=3))
+    both.same_json(pair)
+    assert any("Warning: " in line for line in json.loads(pair.kapply.stdout)["Lines"])
+    both.same(both.run("delete", "-a", "app", "-n", "{ns}", "-y"), exact=False)

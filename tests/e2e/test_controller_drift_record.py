@@ -1,0 +1,291 @@
+"""Drift is never laundered (seed 004 extended): a field left drifted under `warn` stays reported after a deploy of
+another desired change, the real kapp's diff shows it as the true difference, and `enforce` reverts it; with the
+real controller process, and with `kapply deploy --drift-policy` alone.
+
+Before, such a deploy recorded the desired state as last applied with an MD5 that absorbed the drifted value, so
+that the record "certified" the drifted object: nothing reported the drift again, `enforce` reverted nothing, and
+kapp's `--diff-run` showed no change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Event, Namespace, ServiceAccount
+from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from lightkube.types import PatchType
+
+from kapply.objects import DRIFT_KEPT
+from tests.e2e.controller_harness import REPO, App, condition, controller, deployer, inline_app, status
+from tests.e2e.harness import Cluster, KapplyRunner, eventually, external_tool
+
+pytestmark = pytest.mark.e2e
+
+IDENTITY_NAMESPACE = "kapply-drift-record-tests"
+RAW_OPTIONS = ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]
+IMAGE, NEW_IMAGE = "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9"
+
+
+def deployment(replicas: int, image: str = IMAGE) -> str:
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec: {{containers: [{{name: web, image: {image}}}]}}
+"""
+
+
+def _create(kube: Client, obj: Any) -> None:
+    try:
+        kube.create(obj)
+    except ApiError as e:
+        if e.status.code != 409:
+            raise
+
+
+@pytest.fixture(scope="module")
+def controller_kubeconfig(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A kubeconfig for the ServiceAccount the controller runs as (cluster-admin), as in test_controller_drift.py but
+    in a namespace of this module's own (that module deletes its own when it ends)."""
+    _create(kube, Namespace.from_dict({"metadata": {"name": IDENTITY_NAMESPACE}}))
+    _create(kube, ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": IDENTITY_NAMESPACE}}))
+    binding = ClusterRoleBinding.from_dict(
+        {
+            "metadata": {"name": f"{IDENTITY_NAMESPACE}-controller"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": IDENTITY_NAMESPACE}],
+        }
+    )
+    _create(kube, binding)
+    token = kube.create(
+        ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=7200)),
+        "controller",
+        namespace=IDENTITY_NAMESPACE,
+    ).status.token
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    path = tmp_path_factory.mktemp("identity") / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": admin["clusters"][:1],
+                "users": [{"name": "controller", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    yield path
+    kube.delete(ClusterRoleBinding, binding.metadata.name)
+    kube.delete(Namespace, IDENTITY_NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def running(
+    cluster: Cluster, kube: Client, controller_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen]:
+    _create(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
+    crd = subprocess.run(
+        [sys.executable, "-m", "kapply", "deploy", "-a", "kapply-crds", "-n", "kapply-system", "-y"]
+        + ["--wait-check-interval=0.5s", "-f", str(REPO / "config" / "controller" / "crd.yml")],
+        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert crd.returncode == 0, crd.stdout + crd.stderr
+    ytt = external_tool("ytt", "KAPPLY_YTT")
+    log = tmp_path_factory.mktemp("controller") / "controller.log"
+    with controller(controller_kubeconfig, log, "--leader-elect=false", env={"KAPPLY_YTT": str(ytt)}) as process:
+        process.log = log  # type: ignore[attr-defined]
+        yield process
+
+
+@pytest.fixture
+def apps_deleted(running: subprocess.Popen, kube: Client, namespace: str) -> Iterator[None]:
+    """Afterwards the test's Apps are deleted while the controller runs, and the controller's log lines about the
+    namespace are printed (shown when the test fails)."""
+    yield
+    for app in kube.list(App, namespace=namespace):
+        kube.delete(App, app.metadata.name, namespace=namespace)
+    eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
+    print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))  # type: ignore[attr-defined]
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def kapp(cluster: Cluster) -> Run:
+    """The real kapp against the test cluster."""
+    binary = external_tool("kapp", "KAPPLY_KAPP")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+        return subprocess.run([str(binary), *args], env=env, capture_output=True, text=True, timeout=240)
+
+    return run
+
+
+_CHANGED_LINE = re.compile(r"\s*\d+\s+([-+]) (.*)")  # `` 95     -   replicas: 0``; context lines have `95, 95`
+
+
+def kapp_diff(kapp: Run, app: str, namespace: str, manifest: Path) -> list[tuple[str, str]]:
+    """The lines the real kapp's `deploy --diff-run --diff-changes` shows as removed and added, as (`-`/`+`, text)."""
+    result = kapp("deploy", "-a", app, "-n", namespace, "-f", str(manifest), "--diff-run", "--diff-changes")
+    assert result.returncode == 0, result.stdout + result.stderr
+    changed = [m.groups() for line in result.stdout.splitlines() if (m := _CHANGED_LINE.fullmatch(line))]
+    return [(sign, text.strip()) for sign, text in changed]
+
+
+def kapp_sees_no_changes(kapp: Run, app: str, namespace: str, manifest: Path) -> None:
+    result = kapp("deploy", "-a", app, "-n", namespace, "-f", str(manifest), "--diff-run", "--diff-exit-status", "-c")
+    assert result.returncode == 2, f"kapp found changes (exit {result.returncode}):\n{result.stdout}{result.stderr}"
+
+
+def scale(kube: Client, namespace: str, count: int) -> None:
+    """What `kubectl scale` does: a write of the scale subresource by the field manager `kubectl`."""
+    kube.patch(
+        Deployment.Scale,
+        "web",
+        {"spec": {"replicas": count}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+        field_manager="kubectl",
+    )
+
+
+def live(kube: Client, namespace: str) -> Deployment:
+    return kube.get(Deployment, "web", namespace=namespace)
+
+
+def image(kube: Client, namespace: str) -> str:
+    return str(live(kube, namespace).spec.template.spec.containers[0].image)
+
+
+def drift(kube: Client, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    fields = (status(kube, namespace, name).get("drift") or {}).get("fields") or []
+    return [(f["path"], f["desired"], f["live"]) for f in fields]
+
+
+def events(kube: Client, namespace: str, reason: str) -> list[Event]:
+    return [e for e in kube.list(Event, namespace=namespace) if e.reason == reason]
+
+
+def set_files(kube: Client, namespace: str, name: str, files: dict[str, str]) -> int:
+    """Replace the App's inline files; returns the new generation."""
+    app = kube.patch(
+        App, name, {"spec": {"fetch": [{"inline": {"paths": files}}]}}, namespace=namespace, patch_type=PatchType.MERGE
+    )
+    return int(app.metadata.generation)
+
+
+def deployed(kube: Client, namespace: str, name: str, generation: int) -> bool:
+    reported = status(kube, namespace, name)
+    return reported.get("observedGeneration") == generation and condition(kube, namespace, name) == (
+        "ReconcileSucceeded"
+    )
+
+
+REPLICAS_REVERTED = [("-", "replicas: 0"), ("+", "replicas: 2")]
+
+
+def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_then_reverts_it(
+    running: subprocess.Popen, apps_deleted: None, kube: Client, namespace: str, kapp: Run, tmp_path: Path
+) -> None:
+    for doc in yaml.safe_load_all(deployer(namespace)):
+        _create(kube, from_dict(doc))
+    spec = {"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], "driftPolicy": "warn"}
+    kube.create(App(**inline_app("web", namespace, {"web.yml": deployment(2)}, **spec)))
+    eventually(lambda: condition(kube, namespace, "web") == "ReconcileSucceeded", timeout=60, what="the first deploy")
+    scale(kube, namespace, 0)
+    eventually(lambda: drift(kube, namespace, "web") == [("spec.replicas", "2", "0")], timeout=30, what="the drift")
+
+    generation = set_files(kube, namespace, "web", {"web.yml": deployment(2, NEW_IMAGE)})
+    eventually(lambda: deployed(kube, namespace, "web", generation), timeout=60, what="the new image deployed")
+    assert image(kube, namespace) == NEW_IMAGE
+    time.sleep(6)  # three sync periods after the deploy
+    assert live(kube, namespace).spec.replicas == 0, "warn reverts nothing"
+    assert drift(kube, namespace, "web") == [("spec.replicas", "2", "0")], "the drift is still reported"
+    assert [e.type for e in events(kube, namespace, "Drift")][:1] == ["Warning"]
+    assert live(kube, namespace).metadata.annotations[DRIFT_KEPT] == '[[["spec","replicas"],2]]'
+
+    desired = tmp_path / "web.yml"
+    desired.write_text(deployment(2, NEW_IMAGE))
+    assert kapp_diff(kapp, "web.app", namespace, desired) == REPLICAS_REVERTED  # the true difference, and only it
+
+    kube.patch(App, "web", {"spec": {"driftPolicy": "enforce"}}, namespace=namespace, patch_type=PatchType.MERGE)
+    eventually(lambda: live(kube, namespace).spec.replicas == 2, timeout=30, what="the replicas set back")
+    eventually(lambda: "drift" not in status(kube, namespace, "web"), timeout=30, what="the drift report cleared")
+    assert DRIFT_KEPT not in (live(kube, namespace).metadata.annotations or {})
+    kapp_sees_no_changes(kapp, "web.app", namespace, desired)
+
+
+def test_cli_warn_deploys_record_what_they_applied_and_enforce_reverts_the_drift(
+    kube: Client, namespace: str, kapply: KapplyRunner, kapp: Run, tmp_path: Path
+) -> None:
+    kapply.deploy(namespace, deployment(2), "--drift-policy=warn", app="web")
+    scale(kube, namespace, 0)
+    note = "Fields changed on the cluster by others: left as is (drift policy warn)"
+    field = "spec.replicas: desired 2, live 0, written by"
+
+    changed = kapply.deploy(namespace, deployment(2, NEW_IMAGE), "--drift-policy=warn", app="web")
+    assert note in changed.stdout and field in changed.stdout, changed.stdout
+    assert (image(kube, namespace), live(kube, namespace).spec.replicas) == (NEW_IMAGE, 0)
+
+    again = kapply.deploy(namespace, deployment(2, NEW_IMAGE), "--drift-policy=warn", app="web")
+    assert "0 update" in again.stdout, again.stdout
+    assert note in again.stdout and field in again.stdout, "the drift is still reported:\n" + again.stdout
+
+    desired = tmp_path / "web.yml"
+    desired.write_text(deployment(2, NEW_IMAGE))
+    assert kapp_diff(kapp, "web", namespace, desired) == REPLICAS_REVERTED
+
+    enforced = kapply.deploy(namespace, deployment(2, NEW_IMAGE), "--drift-policy=enforce", "-c", app="web")
+    assert "Fields changed on the cluster by others: set back to the desired value" in enforced.stdout
+    assert field in enforced.stdout, enforced.stdout
+    assert live(kube, namespace).spec.replicas == 2
+    kapp_sees_no_changes(kapp, "web", namespace, desired)
+
+
+def test_kapp_deploying_over_a_kept_drift_reverts_it_and_leaves_nothing_drifted(
+    kube: Client, namespace: str, kapply: KapplyRunner, kapp: Run, tmp_path: Path
+) -> None:
+    kapply.deploy(namespace, deployment(2), "--drift-policy=preserve", app="web")
+    scale(kube, namespace, 0)
+    kapply.deploy(namespace, deployment(2, NEW_IMAGE), "--drift-policy=preserve", app="web")
+    assert DRIFT_KEPT in live(kube, namespace).metadata.annotations
+
+    desired = tmp_path / "web.yml"
+    desired.write_text(deployment(2, NEW_IMAGE))
+    result = kapp("deploy", "-a", "web", "-n", namespace, "-f", str(desired), "-y", "--wait-check-interval=0.5s")
+    assert result.returncode == 0, result.stdout + result.stderr
+    obj = live(kube, namespace)
+    assert obj.spec.replicas == 2 and DRIFT_KEPT not in obj.metadata.annotations
+
+    after = kapply(
+        "deploy", "-a", "web", "-n", namespace, "-f", str(desired),
+        "--drift-policy=warn", "--diff-run", "--diff-exit-status",
+    )  # fmt: skip
+    assert after.returncode == 2, after.stdout + after.stderr
+    assert "Fields changed on the cluster by others" not in after.stdout

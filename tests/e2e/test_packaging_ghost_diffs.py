@@ -1,0 +1,182 @@
+"""Ghost diffs at the package level (kapply's, beyond kapp-controller): another actor keeps scaling a Deployment a
+package deploys, the PackageInstall's status shows the App's ghost diff with the suggested rule as a ytt file, and
+that file, added through kapp-controller's overlay annotation (a Secret named by
+`ext.packaging.carvel.dev/ytt-paths-from-secret-name.<suffix>`), ends the ghost diffs without touching the package:
+no more app-change per sync."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import ConfigMap
+from lightkube.types import PatchType
+
+from kapply.packaging import names
+from tests.e2e.controller_harness import App, deployer
+from tests.e2e.controller_harness import create_all as create_objects
+from tests.e2e.harness import Cluster, eventually
+from tests.e2e.packaging_harness import (
+    PackageInstall,
+    condition,
+    create,
+    get,
+    install,
+    install_crds,
+    packaging_controller,
+    status,
+)
+
+pytestmark = pytest.mark.e2e
+REF = "web.test.carvel.dev"
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: registry.k8s.io/pause:3.10}]}
+"""
+
+
+def web_package() -> dict[str, object]:
+    return {
+        "apiVersion": names.DATA_API_VERSION,
+        "kind": "Package",
+        "metadata": {"name": names.package_name(REF, "1.0.0")},
+        "spec": {
+            "refName": REF,
+            "version": "1.0.0",
+            "template": {
+                "spec": {
+                    "fetch": [{"inline": {"paths": {"web.yml": DEPLOYMENT}}}],
+                    "template": [{"ytt": {}}],
+                    "deploy": [
+                        {"kapp": {"rawOptions": ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]}}
+                    ],
+                }
+            },
+        },
+    }
+
+
+def replicas(kube: Client, namespace: str) -> int:
+    return int(kube.get(Deployment, "web", namespace=namespace).spec.replicas)
+
+
+@contextmanager
+def keeps_scaling(kube: Client, namespace: str, count: int) -> Iterator[None]:
+    """Another actor (an HPA, say) that scales the Deployment back to `count` whenever it differs (`kubectl scale`)."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            if replicas(kube, namespace) != count:
+                kube.patch(
+                    Deployment.Scale,
+                    "web",
+                    {"spec": {"replicas": count}},
+                    namespace=namespace,
+                    patch_type=PatchType.MERGE,
+                    field_manager="kubectl",
+                )
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def app_changes(kube: Client, namespace: str) -> set[str]:
+    """The app-change ConfigMaps of the install's kapp app `web.app`."""
+    return {
+        cm.metadata.name
+        for cm in kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})
+        if cm.metadata.name.startswith("web.app-change-")
+    }
+
+
+def ghost_diffs(kube: Client, namespace: str) -> dict[str, object]:
+    return dict(status(kube, PackageInstall, namespace, "web").get("ghostDiffs") or {})
+
+
+def test_a_ghost_diff_is_shown_on_the_install_and_its_suggested_overlay_ends_it(
+    cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+) -> None:
+    install_crds(cluster, kube)
+    create_objects(kube, deployer(namespace))
+    with packaging_controller(cluster, kube, namespace, tmp_path):
+        create(kube, namespace, web_package(), install("web", REF, "1.0.0"))
+        eventually(
+            lambda: condition(kube, PackageInstall, namespace, "web") == "ReconcileSucceeded",
+            timeout=90,
+            what="installed",
+        )
+        with keeps_scaling(kube, namespace, 1):
+            eventually(lambda: ghost_diffs(kube, namespace).get("suggestedOverlay"), timeout=60, what="a ghost diff")
+            reported = ghost_diffs(kube, namespace)
+            diff = next(d for d in reported["diffs"] if d["path"] == "spec.replicas")  # type: ignore[attr-defined]
+            assert diff["resource"] == f"deployment/web (apps/v1) namespace: {namespace}"
+            assert (diff["desired"], diff["live"]) == ("2", "1")
+            assert diff["writtenBy"].startswith("kubectl (Update, scale)"), diff
+            app_ghosts = (get(kube, App, namespace, "web") or {})["status"]["ghostDiffs"]
+            assert reported["suggestedConfig"] == app_ghosts["suggestedConfig"]
+            overlay = str(reported["suggestedOverlay"])
+            assert overlay.endswith(str(reported["suggestedConfig"])), overlay
+            assert f"ext.packaging.carvel.dev/ytt-paths-from-secret-name.kapply-ghost-diffs={'web-ghost-diffs'}" in (
+                overlay
+            )
+            before = app_changes(kube, namespace)
+            eventually(
+                lambda: len(app_changes(kube, namespace) - before) >= 2, timeout=30, what="an app-change per sync"
+            )
+
+            # The overlay as its comment says: a Secret, named by the annotation.
+            create(
+                kube,
+                namespace,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "web-ghost-diffs"},
+                    "stringData": {"ghost-diffs.yml": overlay},
+                },
+            )
+            key = "ext.packaging.carvel.dev/ytt-paths-from-secret-name.kapply-ghost-diffs"
+            kube.patch(
+                PackageInstall,
+                "web",
+                {"metadata": {"annotations": {key: "web-ghost-diffs"}}},
+                namespace=namespace,
+                patch_type=PatchType.MERGE,
+            )
+            eventually(
+                lambda: (get(kube, App, namespace, "web") or {})["spec"]["template"][0]["ytt"].get("inline"),
+                timeout=30,
+                what="the overlay Secret in the App's first ytt step",
+            )
+            eventually(
+                lambda: condition(kube, App, namespace, "web") == "ReconcileSucceeded",
+                timeout=60,
+                what="the App deployed with the overlay",
+            )
+            time.sleep(2)  # a sync under way when the overlay arrived may still record its change
+            settled = app_changes(kube, namespace)
+            time.sleep(10)  # five sync periods, the other actor still at work
+            assert app_changes(kube, namespace) == settled, "no new app-change once the overlay is in place"
+            assert replicas(kube, namespace) == 1, "the cluster's value is kept"
+        rule = yaml.safe_load(str(reported["suggestedConfig"]).removeprefix("---\n"))["rebaseRules"][0]
+        assert rule["path"] == ["spec", "replicas"] and rule["sources"] == ["existing", "new"]
