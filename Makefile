@@ -72,10 +72,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 bench: $(VENV)/.bench-installed cluster-build cluster-up
 	$(BIN)/python -m bench.sidebyside $(BENCH_ARGS)
 
-# The controller at scale (not part of `make test`): 200 Apps x 20 resources reconciled by one `kapply controller` on
-# the local control plane, in namespaces kapply-cbench-*; writes bench/controller_results.{md,json}. The Apps template
-# with ytt ($$KAPPLY_YTT or PATH). A quick run: make bench-controller CBENCH_ARGS="--apps 20 --resources 5
-# --sync-period 10s --steady-periods 3 --drift-trials 3 --out /tmp/cbench"
+# The controller at scale (not part of `make test`): 1000 Apps x 20 resources reconciled by one `kapply controller` on
+# the local control plane, in namespaces kapply-cbench-*; writes bench/controller_results.{md,json,png}. Three sharded
+# replicas: CBENCH_ARGS="--replicas 3" (bench/controller_results_replicas3.*). The Apps template with ytt ($$KAPPLY_YTT
+# or PATH). A quick run: make bench-controller CBENCH_ARGS="--apps 20 --resources 5 --sync-period 10s
+# --steady-periods 3 --drift-trials 3 --out /tmp/cbench"
 CBENCH_ARGS ?=
 bench-controller: $(VENV)/.bench-installed cluster-build cluster-up
 	$(BIN)/python -m bench.controller_bench $(CBENCH_ARGS)

@@ -33,11 +33,16 @@ def subject(namespace: str, account: str) -> dict[str, object]:
 
 
 def flow_schemas(
-    prefix: str = PREFIX, subjects: list[dict[str, object]] | None = None, labels: dict[str, str] = LABELS
+    prefix: str = PREFIX,
+    subjects: list[dict[str, object]] | None = None,
+    labels: dict[str, str] = LABELS,
+    precedence: int = 2,
 ) -> list[dict[str, object]]:
     """One FlowSchema per resource verb, one for non-resource requests (discovery, /version, /openapi) and a
     catch-all (any other verb), all for the bench ServiceAccount only (or `subjects`) and all at the `exempt`
-    priority level, named `prefix<verb>`."""
+    priority level, named `prefix<verb>`. They match at `precedence` (the catch-all one after): before every default
+    schema but `exempt` (1, the only one allowed 1) at 2; a harness counting some of the account's requests apart
+    gives those schemas 2 and these 3."""
     subjects = subjects or [subject(NAMESPACE, SERVICE_ACCOUNT)]
     all_resources = {"apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": True}
     rules: dict[str, dict[str, object]] = {
@@ -52,8 +57,7 @@ def flow_schemas(
             "metadata": {"name": prefix + suffix, "labels": labels},
             "spec": {
                 "priorityLevelConfiguration": {"name": "exempt"},
-                # Before every default schema (`exempt` is 1); the catch-all after the per-verb ones.
-                "matchingPrecedence": 3 if suffix == "other" else 2,
+                "matchingPrecedence": precedence + 1 if suffix == "other" else precedence,  # catch-all last
                 "rules": [rule],
             },
         }
@@ -85,6 +89,7 @@ def setup(
     account: str = SERVICE_ACCOUNT,
     prefix: str = PREFIX,
     labels: dict[str, str] = LABELS,
+    precedence: int = 2,
 ) -> Path:
     """Create the ServiceAccount, its binding and the flow schemas (idempotent), and write a kubeconfig that
     authenticates as the ServiceAccount with a fresh token. Returns the kubeconfig's path. The defaults are the
@@ -112,7 +117,7 @@ def setup(
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
     )
-    apply_flow_schemas(kube, flow_schemas(prefix, [subject(namespace, account)], labels))
+    apply_flow_schemas(kube, flow_schemas(prefix, [subject(namespace, account)], labels, precedence))
     token = kube.json(
         "POST",
         sa_path + "/token",

@@ -6,6 +6,7 @@ One cluster per test run (session fixture). The cluster is the one `hack/cluster
 
 import importlib.util
 import os
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,38 @@ from lightkube import Client
 from tests.e2e.harness import Cluster, client_for
 
 REPO = Path(__file__).resolve().parents[1]
+# `KAPPLY_TEST_FILE_ORDER=random` (or `random:<seed>`) runs the test files in a shuffled order, each file's tests in
+# their own order: a test that passes only after another file's left something on the cluster fails then.
+FILE_ORDER = "KAPPLY_TEST_FILE_ORDER"
+_SEED = pytest.StashKey[int]()  # the order's seed, said at the end of the run
+
+
+def shuffled_by_file(items: list[pytest.Item], seed: int) -> list[pytest.Item]:
+    """The items grouped by file, the files in an order drawn from `seed`."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(str(item.path), []).append(item)
+    order = sorted(files)
+    random.Random(seed).shuffle(order)
+    return [item for path in order for item in files[path]]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = os.environ.get(FILE_ORDER, "")
+    if not wanted:
+        return
+    kind, _, seed_text = wanted.partition(":")
+    if kind != "random" or (seed_text and not seed_text.isdigit()):
+        raise pytest.UsageError(f"${FILE_ORDER}: {wanted!r} is not 'random' or 'random:<seed>'")
+    seed = int(seed_text) if seed_text else random.SystemRandom().randrange(10**6)
+    items[:] = shuffled_by_file(items, seed)
+    config.stash[_SEED] = seed
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    seed = config.stash.get(_SEED, None)
+    if seed is not None:
+        terminalreporter.write_line(f"test files ran in random order; again: {FILE_ORDER}=random:{seed}")
 
 
 @pytest.fixture(scope="session")

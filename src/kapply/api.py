@@ -26,125 +26,52 @@ from kapply.app import history, record
 from kapply.app.history import AppChange
 from kapply.app.record import App
 from kapply.apply.planning import ClusterChange
-from kapply.apply.preflight import parse as parse_preflight
 from kapply.apply.progress import Progress
 from kapply.delete import DeleteOptions, DeletePlan
 from kapply.deploy import DeployOptions, Plan, Result, Source
 from kapply.diff import attribution
 from kapply.diff.attribution import OutsideField
 from kapply.diff.change import Change
-from kapply.diff.drift import DriftPolicy
-from kapply.diff.filter import parse_change_filter
 from kapply.diff.ghost import FieldDrift
-from kapply.errors import KapplyError
+from kapply.flags import DELETE_FLAGS, DEPLOY_FLAGS, Target, allow_rules, resource_filter, setting
 from kapply.objects import Obj
-from kapply.resources.allow import AllowRules
 from kapply.resources.cluster import Cluster
-from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, default_namespace, load, with_token
 
 Resources = Sequence[Mapping[str, Any]]
 
 
-def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
-    out = {}
-    for value in values:
-        key, sep, val = value.partition("=")
-        if not sep or not key:
-            raise KapplyError(f"Expected {flag} in format 'key=value', got '{value}'")
-        out[key] = val
-    return out
-
-
-def _drift_policy(value: str) -> DriftPolicy:
-    try:
-        return DriftPolicy(value)
-    except ValueError:
-        choices = ", ".join(p.value for p in DriftPolicy)
-        raise KapplyError(f"Expected --drift-policy to be one of {choices}, got '{value}'") from None
-
-
 def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
-    """DeployOptions from kapp's deploy flags, by flag name (`"diff-against-last-applied"`, `"apply-timeout"` in
-    seconds, `"map-ns"` as `src=dst` strings, ...): what `kapply deploy` and the controller's `rawOptions` both build.
-    A flag not given takes kapp's default."""
+    """DeployOptions from kapp's deploy flags by name (`"diff-against-last-applied"`, `"apply-timeout"` in seconds,
+    `"map-ns"` as `src=dst` strings, ...): what `kapply deploy` and the controller's `rawOptions` both build. Each
+    flag sets the fields its declaration in kapply.flags names; a flag not given takes its declared default."""
     from kapply.apply.options import ApplyOptions, WaitOptions
     from kapply.deploy import DiffOptions
 
-    def get(name: str, default: Any) -> Any:
-        return flags.get(name, default)
+    def of(target: Target) -> dict[str, Any]:
+        return setting(DEPLOY_FLAGS, target, flags)
 
     return DeployOptions(
-        into_namespace=get("into-ns", ""),
-        namespace_map=_pairs(get("map-ns", []), "--map-ns"),
-        app_labels=_pairs(get("labels", []), "--labels"),
-        diff=DiffOptions(
-            get("diff-against-last-applied", True),
-            get("diff-server-side", True),
-            get("diff-run", False),
-            get("diff-anchored", False),
-        ),
-        override_ownership=get("dangerous-override-ownership-of-existing-resources", False),
-        allow_empty=get("dangerous-allow-empty-list-of-resources", False),
-        default_label_scoping=get("default-label-scoping-rules", True),
-        app_changes_max_to_keep=get("app-changes-max-to-keep", 200),
-        drift_policy=_drift_policy(get("drift-policy", "enforce")),
-        apply=ApplyOptions(
-            concurrency=get("apply-concurrency", 5),
-            default_update_strategy=get("apply-default-update-strategy", ""),
-            timeout=get("apply-timeout", 900.0),
-            ignored=get("apply-ignored", False),
-            exit_early=get("exit-early-on-apply-error", True),
-        ),
-        wait=WaitOptions(
-            wait=get("wait", True),
-            timeout=get("wait-timeout", 900.0),
-            resource_timeout=get("wait-resource-timeout", 0.0),
-            check_interval=get("wait-check-interval", 3.0),
-            concurrency=get("wait-concurrency", 5),
-            ignored=get("wait-ignored", False),
-            exit_early=get("exit-early-on-wait-error", True),
-            ignore_failing_api_services=get("dangerous-ignore-failing-api-services", False),
-        ),
-        patch=get("patch", False),
-        logs=get("logs", True),
+        **of(Target.DEPLOY),
+        diff=DiffOptions(**of(Target.DIFF)),
+        apply=ApplyOptions(**of(Target.APPLY)),
+        wait=WaitOptions(**of(Target.WAIT)),
         resource_filter=resource_filter(flags),
-        change_filter=parse_change_filter(get("diff-filter", "")),
-        prev_app=get("prev-app", ""),
-        app_metadata_file=get("app-metadata-file-output", ""),
         allow=allow_rules(flags),
-        ignore_failing_api_services=get("dangerous-ignore-failing-api-services", False),
-        scope_to_fallback_namespaces=get("dangerous-scope-to-fallback-allowed-namespaces", False),
-        disable_gk_scoping=get("dangerous-disable-gk-scoping", False),
-        preflight=parse_preflight(get("preflight", "")),
     )
 
 
-def allow_rules(flags: Mapping[str, Any]) -> AllowRules | None:
-    """kapp's client-side allowing from `--allow-check`, `--allow-ns`, `--allow-all-ns` and `--allow-cluster`; None
-    (no check) without `--allow-check`."""
-    if not flags.get("allow-check", False):
-        return None
-    return AllowRules(
-        tuple(flags.get("allow-ns", ())), flags.get("allow-all-ns", False), flags.get("allow-cluster", False)
-    )
+def delete_options(flags: Mapping[str, Any], prefix: str = "") -> DeleteOptions:
+    """DeleteOptions from kapp's delete flags by name, as `deploy_options` (kapp's delete defaults: it waits for
+    ignored changes). `prefix` "delete-" takes the apply and wait flags `app-group deploy` has for the apps it
+    deletes (`--delete-apply-timeout`, ...), and no resource filter, as kapp."""
+    from kapply.apply.options import ApplyOptions, WaitOptions
 
-
-def resource_filter(flags: Mapping[str, Any]) -> ResourceFilter | None:
-    """The resource filter of kapp's `--filter`, `--filter-kind`, ... flags, by flag name; None when none is set.
-    Raises FilterError for a value kapp refuses."""
-    from kapply.resources.filters import from_flags
-
-    return from_flags(
-        filter_json=flags.get("filter", ""),
-        age=flags.get("filter-age", ""),
-        kinds=flags.get("filter-kind", ()),
-        namespaces=flags.get("filter-ns", ()),
-        names=flags.get("filter-name", ()),
-        kind_names=flags.get("filter-kind-name", ()),
-        kind_namespaces=flags.get("filter-kind-ns", ()),
-        kind_ns_names=flags.get("filter-kind-ns-name", ()),
-        labels=flags.get("filter-labels", ()),
+    return DeleteOptions(
+        apply=ApplyOptions(**setting(DELETE_FLAGS, Target.APPLY, flags, prefix)),
+        wait=WaitOptions(**setting(DELETE_FLAGS, Target.WAIT, flags, prefix)),
+        resource_filter=None if prefix else resource_filter(flags),
+        **setting(DELETE_FLAGS, Target.DELETE, flags),
     )
 
 
@@ -322,6 +249,7 @@ class Client:
         in_cluster: bool = False,
         namespace: str | None = None,
         timeout: float = 60,
+        service_account_dir: str | None = None,
     ) -> None:
         self._runner = asyncio.Runner()
         self.aio = AsyncClient(
@@ -331,11 +259,27 @@ class Client:
             in_cluster=in_cluster,
             namespace=namespace,
             timeout=timeout,
+            service_account_dir=service_account_dir,
         )
+
+    @classmethod
+    def _of(cls, aio: AsyncClient) -> Client:
+        client = cls.__new__(cls)
+        client._runner = asyncio.Runner()
+        client.aio = aio
+        return client
 
     @property
     def server(self) -> str:
         return self.aio.server
+
+    def with_token(self, token: str, namespace: str) -> Client:
+        """A client of the same cluster acting as a service account (AsyncClient.with_token), with a connection and
+        an event loop of its own: close it too."""
+        return Client._of(self.aio.with_token(token, namespace))
+
+    def namespace(self, explicit: str | None = None) -> str:
+        return self.aio.namespace(explicit)
 
     def close(self) -> None:
         try:
@@ -377,8 +321,16 @@ class Client:
             )
         )
 
+    def check_deploy(self, plan: Plan) -> None:
+        self._runner.run(self.aio.check_deploy(plan))
+
     def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
         return self._runner.run(self.aio.run_deploy(plan, progress=progress))
+
+    def outside_changes(
+        self, plan: Plan, found: Sequence[tuple[Change, Sequence[FieldDrift]]] | None = None
+    ) -> list[OutsideField]:
+        return self._runner.run(self.aio.outside_changes(plan, found))
 
     def deploy(
         self,

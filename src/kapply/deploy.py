@@ -2,7 +2,9 @@
 
 `plan` reads and prepares the desired resources, finds what the app has on the
 cluster and calculates the changes; it writes nothing, so bad input leaves the
-cluster untouched. `run` stores the app's record (new apps get one even when
+cluster untouched. Its stages, in order: `read_manifests` (while `locate_app`
+runs), `check_record`, `desired_resources`, `existing_resources`,
+`calculate_changes`. `run` stores the app's record (new apps get one even when
 nothing changes, as with kapp), applies the plan and records it as an
 app-change. The CLI shows the plan between the two and asks for confirmation.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -221,33 +223,129 @@ async def plan(
 ) -> Plan:
     """The changes that deploying `source` as app `app_name` makes. Resources without a namespace go to
     `namespace_name` (default: $KAPP_NAMESPACE, else the kubeconfig context's); the app record lives in
-    `app_namespace` (default: the same)."""
+    `app_namespace` (default: the same).
+
+    In stages: the manifests are read (on a thread, while the event loop locates the app), the app's record checked,
+    the desired resources prepared, the app's existing resources found, and the changes between them calculated."""
     default_ns = default_namespace(namespace_name, cluster.namespace)
-    finding = asyncio.ensure_future(_find(cluster, app_namespace or default_ns, app_name, options))
-    try:  # the manifests are read on a thread meanwhile; what is wrong with them is said first, as before
-        docs, user_configs = split_configs(await _in_thread(source.documents))
-        config = with_defaults(user_configs)
+    placement = Placement(default_ns, options.into_namespace, options.namespace_map)
+    locating = asyncio.ensure_future(locate_app(cluster, app_namespace or default_ns, app_name, options))
+    manifests = await read_manifests(source, meanwhile=locating)
+    located = await locating
+    await check_record(cluster, located, options)
+    desired = desired_resources(manifests, located, placement, options)
+    existing = await existing_resources(cluster, located, desired, placement, options)
+    changes = await calculate_changes(cluster, located.discovery, manifests.config, desired, existing, options)
+    planned = _cluster_changes(changes.changes, manifests.config, options)
+    return Plan(
+        located.app,
+        options,
+        manifests.config,
+        located.discovery,
+        planned,
+        order(planned, manifests.config),
+        desired.namespaces,
+        changes.used,
+        changes.new_used,
+        tuple(c for c in changes.changes if c.drifted),
+        renamed_from=located.renamed_from,
+        not_allowed=desired.not_allowed,
+        listing=existing.listing,
+    )
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """What the manifests hold: the resources, and the Config their Config documents make with kapp's defaults."""
+
+    docs: tuple[Document, ...]
+    config: Config
+
+
+def split_manifests(documents: Sequence[Document]) -> Manifests:
+    """The manifests' documents, the Configs taken out of the resources and merged with kapp's default Config."""
+    docs, user_configs = split_configs(documents)
+    return Manifests(tuple(docs), with_defaults(user_configs))
+
+
+async def read_manifests(source: Source, *, meanwhile: asyncio.Future[T]) -> Manifests:
+    """The manifests of `source`, read on a thread while the event loop works on `meanwhile` (a deploy's first
+    requests go out while it reads). What is wrong with the manifests is said first, as before: `meanwhile` is then
+    cancelled, and whatever it failed with is dropped."""
+    try:
+        return split_manifests(await _in_thread(source.documents))
     except BaseException:
-        finding.cancel()
-        await asyncio.gather(finding, return_exceptions=True)
+        meanwhile.cancel()
+        await asyncio.gather(meanwhile, return_exceptions=True)
         raise
-    app, renamed_from, discovery, listed = await finding
-    if renamed_from is not None and options.diff.run:  # kapp renames before planning, but not in a diff run: it fails
+
+
+@dataclass(frozen=True)
+class Located:
+    """The app as the cluster has it before the manifests are read, and the cluster's types."""
+
+    app: record.App
+    namespace: str  # where the app's record was looked for
+    renamed_from: record.App | None  # the record the app is renamed from (`--prev-app`), renamed by `run`
+    discovery: Discovery
+    listed: Listed | None  # the app's objects of the types its record says it used, listed cluster-wide ahead
+
+
+async def locate_app(cluster: Cluster, namespace: str, app_name: str, options: DeployOptions) -> Located:
+    """The app, the record it is renamed from (`--prev-app`), discovery, and the app's objects of the types its
+    record says it used, listed cluster-wide (`plan` lists what else it needs once it has read the manifests)."""
+    (app, renamed_from), discovery = await asyncio.gather(
+        record.find_or_rename(cluster, namespace, app_name, options.prev_app), cluster.discovery()
+    )
+    scope = _used_scope(app, options)
+    if not app.stored or renamed_from is not None or scope is None or options.scope_to_fallback_namespaces:
+        return Located(app, namespace, renamed_from, discovery, None)
+    listed = await list_cluster_wide(cluster, types_in_scope(discovery, scope), app.label_selector)
+    return Located(app, namespace, renamed_from, discovery, listed)
+
+
+def _used_scope(app: record.App, options: DeployOptions) -> set[tuple[str, str]] | None:
+    """The (group, kind)s the app's record says it used, where a deploy looks for the app's objects with those of
+    its manifests; None: in every type (an app recorded without them, or `--dangerous-disable-gk-scoping`)."""
+    if app.meta.used_gks is None or options.disable_gk_scoping:
+        return None
+    scope = set(app.meta.used_gks)
+    if options.logs and (options.apply.ignored or options.wait.ignored):
+        scope.add(("", "Pod"))  # kapp lists Pods to show their logs: their deletes are ignored changes it shows
+    return scope
+
+
+async def check_record(cluster: Cluster, located: Located, options: DeployOptions) -> None:
+    """What stops kapp at the app's record, before it plans: a rename (`--prev-app`) in a diff run, and the record of
+    a new app that could not be created."""
+    app = located.app
+    if located.renamed_from is not None and options.diff.run:
+        # kapp renames before planning, but not in a diff run: it fails
         raise AppNotFoundError(
             f"{record.missing(app.namespace, app.name)}: {await record.elsewhere(cluster, app.name)}"
         )
     if not app.stored and not options.diff.run:  # kapp creates the record first: a missing namespace stops it here
         await record.check_creatable(cluster, app, options.app_labels)
-    required = {objects.api_version(d.obj) for d in docs} | {
-        api_services.group_version(g, v) for g, v in app.meta.used_gvs
-    }
-    api_services.check_required(discovery, required, ignore=options.ignore_failing_api_services)
-    placement = Placement(default_ns, options.into_namespace, options.namespace_map)
-    label_key, label_value = record.ownership_label(app)
+
+
+@dataclass(frozen=True)
+class Desired:
+    """The resources to deploy, prepared for the app (validated, placed, labeled) and filtered (`--filter*`)."""
+
+    resources: tuple[Document, ...]
+    namespaces: tuple[str, ...]  # of the resources before the filters, as kapp: `(cluster)` for cluster-scoped ones
+    not_allowed: tuple[str, ...]  # what --allow-check refuses (see Plan.check_allowed)
+
+
+def desired_resources(manifests: Manifests, located: Located, placement: Placement, options: DeployOptions) -> Desired:
+    """The manifests' resources prepared for the app. Refused: resources of a group version whose API service fails
+    (see `api_services`), invalid ones, and none at all (it would delete the app's resources) unless allowed."""
+    _check_api_services(manifests, located, options)
+    label_key, label_value = record.ownership_label(located.app)
     prepared = prepare(
-        docs,
-        discovery,
-        config,
+        manifests.docs,
+        located.discovery,
+        manifests.config,
         placement,
         {label_key: label_value},
         default_label_scoping=options.default_label_scoping,
@@ -262,62 +360,150 @@ async def plan(
             "Trying to apply empty set of resources will result in deletion of resources on cluster. "
             "Refusing to continue unless --dangerous-allow-empty-list-of-resources is specified."
         )
-    labeled: list[Obj] = []
-    listing: Listing | None = None
-    if app.stored:
-        scope = _used_scope(app, options)
-        if scope is not None:
-            scope |= {(group_of(p.obj), p.obj["kind"]) for p in prepared}
-        fallback = record.fallback_namespaces(app, default_ns, *(namespace(p.obj) for p in prepared))
-        labeled = await list_labeled(
-            cluster,
-            types_in_scope(discovery, scope),
-            app.label_selector,
-            fallback,
-            scope_to_fallback=options.scope_to_fallback_namespaces,
-            listed=listed,
-            needed={(group_of(p.obj), objects.kind(p.obj)) for p in prepared},
-        )
-        labeled = await at_written_versions(cluster, discovery, labeled)
-        if options.resource_filter is not None:
-            labeled = options.resource_filter.apply(labeled)
-        listing = Listing(None if scope is None else frozenset(scope), frozenset(fallback), _found(labeled))
-    existing_by_key = {key_of(obj): obj for obj in labeled}
-    # kapp looks for the new resources the label did not find by their names in the manifests, before versioning:
-    # an unlabeled `config` is found for a versioned `config` (and deleted, as an older "version"), `config-ver-N`
-    # never is.
-    prepared_by_key = {key_of(p.obj): p.obj for p in prepared}
-    unlabeled = await get_each(cluster, discovery, [r for k, r in prepared_by_key.items() if k not in existing_by_key])
+    return Desired(tuple(prepared), tuple(namespaces), tuple(not_allowed))
+
+
+def _check_api_services(manifests: Manifests, located: Located, options: DeployOptions) -> None:
+    """Refuse when an API service fails that serves a group version of the manifests' resources or one the app's
+    record says it used (kapp's check, unless `--dangerous-ignore-failing-api-services`)."""
+    required = {objects.api_version(d.obj) for d in manifests.docs} | {
+        api_services.group_version(g, v) for g, v in located.app.meta.used_gvs
+    }
+    api_services.check_required(located.discovery, required, ignore=options.ignore_failing_api_services)
+
+
+@dataclass(frozen=True)
+class Existing:
+    """The app's objects on the cluster, found by its label, and the desired resources found by name."""
+
+    by_key: Mapping[ResourceKey, Obj]
+    found_by_name: frozenset[ResourceKey]  # not the app's yet, but never transient (kapp's Get)
+    listing: Listing | None  # how the app's objects were found (None: a new app, which has none)
+
+    def transient(self, obj: Obj) -> bool:
+        """Not created by the app itself (see `is_transient`: a controller made it, say); never one found by the
+        name the manifests give it."""
+        return key_of(obj) not in self.found_by_name and is_transient(obj)
+
+
+async def existing_resources(
+    cluster: Cluster, located: Located, desired: Desired, placement: Placement, options: DeployOptions
+) -> Existing:
+    """What the app has on the cluster: its objects (found by its label), and the desired resources the label did
+    not find, looked for by name."""
+    labeled, listing = await _labeled(cluster, located, desired, placement.default_namespace, options)
+    by_key = {key_of(obj): obj for obj in labeled}
+    unlabeled = await _found_by_name(cluster, located, desired, by_key.keys(), options)
+    by_key.update((key_of(obj), obj) for obj in unlabeled)
+    return Existing(by_key, frozenset(key_of(obj) for obj in unlabeled), listing)
+
+
+async def _labeled(
+    cluster: Cluster, located: Located, desired: Desired, default_ns: str, options: DeployOptions
+) -> tuple[list[Obj], Listing | None]:
+    """The app's objects, found by its label in the types its record and its manifests use (at the versions they
+    were written with), and how they were found; a new app has none."""
+    app = located.app
+    if not app.stored:
+        return [], None
+    resources = [d.obj for d in desired.resources]
+    scope = _used_scope(app, options)
+    if scope is not None:
+        scope |= {(group_of(r), r["kind"]) for r in resources}
+    fallback = record.fallback_namespaces(app, default_ns, *(namespace(r) for r in resources))
+    labeled = await list_labeled(
+        cluster,
+        types_in_scope(located.discovery, scope),
+        app.label_selector,
+        fallback,
+        scope_to_fallback=options.scope_to_fallback_namespaces,
+        listed=located.listed,
+        needed={(group_of(r), objects.kind(r)) for r in resources},
+    )
+    labeled = _filtered(await at_written_versions(cluster, located.discovery, labeled), options)
+    return labeled, Listing(None if scope is None else frozenset(scope), frozenset(fallback), _found(labeled))
+
+
+async def _found_by_name(
+    cluster: Cluster, located: Located, desired: Desired, labeled: Collection[ResourceKey], options: DeployOptions
+) -> list[Obj]:
+    """The desired resources the app's label did not find (not in `labeled`), as the cluster has them. Refused:
+    those another app owns (unless `--dangerous-override-ownership-of-existing-resources`), and app records (kapp's
+    disallowed labels check).
+
+    kapp looks for the new resources the label did not find by their names in the manifests, before versioning:
+    an unlabeled `config` is found for a versioned `config` (and deleted, as an older "version"), `config-ver-N`
+    never is."""
+    app = located.app
+    label_key, label_value = record.ownership_label(app)
+    prepared_by_key = _by_key(desired.resources)
+    unlabeled = await get_each(cluster, located.discovery, [r for k, r in prepared_by_key.items() if k not in labeled])
     if not options.override_ownership:
         others = {owner for _, owner in foreign(unlabeled, prepared_by_key, label_value, label_key)}
-        owners = await record.owners(cluster, app.namespace or app_namespace or default_ns, label_key, others)
+        owners = await record.owners(cluster, app.namespace or located.namespace, label_key, others)
         check_ownership(unlabeled, prepared_by_key, label_value, owners, label_key)
     check_disallowed_labels(unlabeled, prepared_by_key, ResourceKey(app.namespace, "", "ConfigMap", app.configmap_name))
-    if options.resource_filter is not None:
-        unlabeled = options.resource_filter.apply(unlabeled)
-    existing_by_key.update((key_of(obj), obj) for obj in unlabeled)
-    found_by_name = {key_of(obj) for obj in unlabeled}  # not the app's yet, but never transient (kapp's Get)
+    return _filtered(unlabeled, options)
 
-    # Renewal comes first, as in kapp: a renewed versioned resource differs from its latest version, so it is a
-    # new version, not an update of the current one.
-    now = datetime.now(UTC)
-    current = versioned.current_by_key(list(existing_by_key.values()))
-    prepared = [replace(p, obj=renewed(p.obj, current.get(key_of(p.obj)), now)) for p in prepared]
-    resolved = versioned.resolve(prepared, list(existing_by_key.values()), config)
-    new_by_key = {key_of(d.obj): d.obj for d in resolved.desired}
+
+def _filtered(found: list[Obj], options: DeployOptions) -> list[Obj]:
+    """The objects `--filter*` keeps."""
+    return found if options.resource_filter is None else options.resource_filter.apply(found)
+
+
+def _by_key(docs: Iterable[Document]) -> dict[ResourceKey, Obj]:
+    return {key_of(d.obj): d.obj for d in docs}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The changes from the app's existing resources to the desired ones, and the kinds the app uses after them."""
+
+    changes: tuple[Change, ...]  # as the server confirms them, filtered
+    used: frozenset[GroupVersionKind]  # of the new resources, and of the existing ones the deploy keeps
+    new_used: frozenset[GroupVersionKind]  # of the new resources
+
+
+async def calculate_changes(
+    cluster: Cluster, discovery: Discovery, config: Config, desired: Desired, existing: Existing, options: DeployOptions
+) -> Changes:
+    """The changes that take the existing resources to the desired ones: calculated, then confirmed by a dry run
+    (`--diff-server-side`) and filtered (`--diff-filter`, `--patch`)."""
+    resolved = desired_versions(desired, existing, config, datetime.now(UTC))
+    changes = resource_changes(resolved, existing, config, options)
+    if options.diff.server_side_check:
+        changes = await server_check.check_all(cluster, discovery, changes, config)
+    new_by_key = _by_key(resolved.desired)
+    new_used = kinds_of(new_by_key.values())
+    used = new_used | kept_kinds(new_by_key.keys(), existing, options)
+    return Changes(tuple(filtered_changes(changes, options)), used, new_used)
+
+
+def desired_versions(desired: Desired, existing: Existing, config: Config, now: datetime) -> versioned.Versioned:
+    """The desired resources renewed (`kapp.k14s.io/renew-duration`, as of `now`), then given their versioned names.
+
+    Renewal comes first, as in kapp: a renewed versioned resource differs from its latest version, so it is a
+    new version, not an update of the current one."""
+    found = list(existing.by_key.values())
+    current = versioned.current_by_key(found)
+    renewals = [replace(d, obj=renewed(d.obj, current.get(key_of(d.obj)), now)) for d in desired.resources]
+    return versioned.resolve(renewals, found, config)
+
+
+def resource_changes(
+    resolved: versioned.Versioned, existing: Existing, config: Config, options: DeployOptions
+) -> list[Change]:
+    """The change of each desired resource (a new version's shown against the version before it), then the delete
+    of each existing resource no longer desired, but old versions kept."""
+    new_by_key = _by_key(resolved.desired)
     origins = {key_of(d.obj): d.origin for d in resolved.desired}
-
-    def transient(obj: Obj) -> bool:
-        return key_of(obj) not in found_by_name and is_transient(obj)
-
-    against_last_applied = options.diff.against_last_applied
     changes = [
         calculate(
             new,
-            existing_by_key.get(key),
+            existing.by_key.get(key),
             config,
             origin=origins[key],
-            against_last_applied=against_last_applied,
+            against_last_applied=options.diff.against_last_applied,
             policy=options.drift_policy,
         )
         for key, new in new_by_key.items()
@@ -326,24 +512,46 @@ async def plan(
         versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
         for c in changes
     ]
+    return changes + _deletes(new_by_key.keys(), resolved.keep, existing, config, options)
+
+
+def _deletes(
+    new_keys: Collection[ResourceKey],
+    keep: Collection[ResourceKey],
+    existing: Existing,
+    config: Config,
+    options: DeployOptions,
+) -> list[Change]:
+    """The deletes of the existing resources not in `new_keys`, but the old versions to `keep`. Deleting a transient
+    object is an ignored change."""
     ignored_shown = options.apply.ignored or options.wait.ignored  # else ignored changes are neither shown nor run
-    gone = [obj for key, obj in existing_by_key.items() if key not in new_by_key and key not in resolved.keep]
-    changes += [
+    gone = [obj for key, obj in existing.by_key.items() if key not in new_keys and key not in keep]
+    return [
         calculate(None, obj, config, transient=ignored)
-        for obj, ignored in ((obj, transient(obj)) for obj in gone)
+        for obj, ignored in ((obj, existing.transient(obj)) for obj in gone)
         if ignored_shown or not ignored
     ]
-    if options.diff.server_side_check:
-        changes = await server_check.check_all(cluster, discovery, changes, config)
-    if options.change_filter is not None:
-        changes = options.change_filter.apply(changes)
-    if options.patch:  # kapp's --patch: existing resources the new ones do not name are left alone
-        changes = [c for c in changes if c.op is not Op.DELETE]
 
-    new_used = kinds_of(new_by_key.values())
-    kept = new_by_key.keys() if options.patch else existing_by_key.keys()  # patch: only the existing ones named
-    used = new_used | kinds_of(o for k, o in existing_by_key.items() if k in kept and not transient(o))
-    planned = tuple(
+
+def filtered_changes(changes: Sequence[Change], options: DeployOptions) -> list[Change]:
+    """The changes `--diff-filter` keeps; under `--patch` (kapp's), no deletes: existing resources the new ones do not
+    name are left alone."""
+    kept = list(changes) if options.change_filter is None else options.change_filter.apply(changes)
+    return [c for c in kept if c.op is not Op.DELETE] if options.patch else kept
+
+
+def kept_kinds(
+    new_keys: Collection[ResourceKey], existing: Existing, options: DeployOptions
+) -> frozenset[GroupVersionKind]:
+    """The kinds of the existing resources but transient objects (under `--patch`, of those the new resources name
+    only): with the new resources' kinds, the kinds the app's record says it uses while the deploy applies."""
+    kept = new_keys if options.patch else existing.by_key.keys()  # patch: only the existing ones named
+    return kinds_of(o for k, o in existing.by_key.items() if k in kept and not existing.transient(o))
+
+
+def _cluster_changes(changes: Sequence[Change], config: Config, options: DeployOptions) -> tuple[ClusterChange, ...]:
+    """The changes as they apply and wait (see `cluster_changes`): those that apply or wait on something."""
+    return tuple(
         cluster_changes(
             changes,
             config,
@@ -352,48 +560,6 @@ async def plan(
             wait_ignored=options.wait.ignored,
         )
     )
-    drifted = tuple(c for c in changes if c.drifted)
-    return Plan(
-        app,
-        options,
-        config,
-        discovery,
-        planned,
-        order(planned, config),
-        tuple(namespaces),
-        used,
-        new_used,
-        drifted,
-        renamed_from=renamed_from,
-        not_allowed=tuple(not_allowed),
-        listing=listing,
-    )
-
-
-async def _find(
-    cluster: Cluster, namespace: str, app_name: str, options: DeployOptions
-) -> tuple[record.App, record.App | None, Discovery, Listed | None]:
-    """The app, the record it is renamed from (`--prev-app`), discovery, and the app's objects of the types its
-    record says it used, listed cluster-wide (`plan` lists what else it needs once it has read the manifests)."""
-    (app, renamed_from), discovery = await asyncio.gather(
-        record.find_or_rename(cluster, namespace, app_name, options.prev_app), cluster.discovery()
-    )
-    scope = _used_scope(app, options)
-    if not app.stored or renamed_from is not None or scope is None or options.scope_to_fallback_namespaces:
-        return app, renamed_from, discovery, None
-    listed = await list_cluster_wide(cluster, types_in_scope(discovery, scope), app.label_selector)
-    return app, renamed_from, discovery, listed
-
-
-def _used_scope(app: record.App, options: DeployOptions) -> set[tuple[str, str]] | None:
-    """The (group, kind)s the app's record says it used, where a deploy looks for the app's objects with those of
-    its manifests; None: in every type (an app recorded without them, or `--dangerous-disable-gk-scoping`)."""
-    if app.meta.used_gks is None or options.disable_gk_scoping:
-        return None
-    scope = set(app.meta.used_gks)
-    if options.logs and (options.apply.ignored or options.wait.ignored):
-        scope.add(("", "Pod"))  # kapp lists Pods to show their logs: their deletes are ignored changes it shows
-    return scope
 
 
 def _in_thread(work: Callable[[], T]) -> asyncio.Future[T]:
@@ -447,11 +613,7 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
     plan.check_allowed()
     if plan.app.labeled:  # no record and no history: only the resources
         return await _apply_labeled(cluster, plan, progress or LoggedProgress())
-    app = plan.app
-    if plan.renamed_from is not None:  # kapp's --prev-app: the earlier record takes the new name
-        await rename(cluster, plan.renamed_from, app.name, app.namespace)
-    elif app.stored and record.fq_names() and not app.configmap_name.endswith(record.FQ_SUFFIX):
-        app = await _migrated(cluster, app)
+    app = await _under_its_name(cluster, plan)
     if not plan.changes and app.stored:  # nothing to apply: kapp writes nothing but new labels
         if options.app_labels:
             await record.update_record(cluster, app, lambda cm: record.merge_labels(cm, options.app_labels))
@@ -462,6 +624,16 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
             write_app_metadata(options.app_metadata_file, app)
             return Result(app, (), "", (), 0)
         return await _apply(cluster, plan, app, progress or LoggedProgress())
+
+
+async def _under_its_name(cluster: Cluster, plan: Plan) -> record.App:
+    """The app, its record stored under the name it is deployed as (before `run` holds it)."""
+    app = plan.app
+    if plan.renamed_from is not None:  # kapp's --prev-app: the earlier record takes the new name
+        await rename(cluster, plan.renamed_from, app.name, app.namespace)
+    elif app.stored and record.fq_names() and not app.configmap_name.endswith(record.FQ_SUFFIX):
+        app = await _migrated(cluster, app)
+    return app
 
 
 async def _migrated(cluster: Cluster, app: record.App) -> record.App:

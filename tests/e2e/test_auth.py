@@ -204,7 +204,7 @@ def test_a_rejected_token_is_reported_as_unauthorized(kapply, cluster: Cluster, 
     )
 
     failed = kapply.deploy(None, CONFIGMAP, app="auth", check=False, env={"KUBECONFIG": str(kubeconfig)})
-    assert_clean_failure(failed, "API server says: Unauthorized")
+    assert_clean_failure(failed, "API server says:\n  Unauthorized (reason: Unauthorized)")
 
 
 def test_a_missing_exec_plugin_is_a_clean_error(kapply, cluster: Cluster, namespace: str, tmp_path: Path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kapply.cli.flags import Flag, Kind, UsageError, parse
+from kapply.cli.flags import UsageError, parse
+from kapply.flags import Flag, Kind
 from kapply.values import format_duration, parse_duration, parse_int
 
 FLAGS = (

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kapply.cli import groups
 from kapply.cli.completion import SHELLS, levels, script
 from kapply.cli.tree import tree
+from kapply.flags import GLOBAL_FLAGS
 
 CASES = [
     (["kapply", "dep"], ["deploy", "deploy-config"]),
@@ -57,7 +57,7 @@ def test_bash_offers_every_command_of_the_tree_and_files_for_file_flags(tmp_path
 
 
 def test_flags_kapply_does_not_implement_yet_are_not_offered():
-    deploy = next(level for level in levels(tree(), groups.GLOBAL) if level.path == "deploy")
+    deploy = next(level for level in levels(tree(), GLOBAL_FLAGS) if level.path == "deploy")
     offered = {flag for flag, _ in deploy.flags}
     assert "--diff-run" in offered and "-c" in offered and "--yes" in offered
     assert "--diff-anchored" in offered and "--diff-ui-alpha" in offered

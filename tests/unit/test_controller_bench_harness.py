@@ -277,6 +277,33 @@ def test_results_md_reports_every_phase():
     assert "  - `2026-11-23 20:01:00,000 WARNING kapply.controller: ns/a001: boom`" in text
 
 
+def test_the_first_syncs_after_the_deploys_are_reported_apart_from_the_steady_state():
+    first = _phase(35.0, syncs=200, outcomes={"unchanged": 200})
+    first["deploys"] = {"LIST": 4}
+    first["refused"] = [
+        {"verb": "LIST", "resource": resource, "scope": "cluster", "code": "403", "count": 2}
+        for resource in ("configmaps", "secrets")
+    ]
+    steady = _phase(
+        120.0,
+        periods=4,
+        syncs=800,
+        expected_syncs=800,
+        outcomes={"unchanged": 800},
+        intervals=None,
+        moved={"created": [], "updated": [], "deleted": []},
+        events_created=0,
+    )
+    steady["cpu_s"] = 3.2
+    doc = _doc(first=first, steady=steady)
+    text = cb.render(doc)
+    assert "| first | 35.0 s | 8.8 s (25 % of a core) |" in text
+    assert "- 200 reconciles logged (unchanged 200); controller CPU 43.8 ms per sync, ytt 5.0 ms." in text
+    assert "- Requests per sync: controller GET 2.00; deploy LIST 0.02." in text
+    assert "(403, every client's): LIST configmaps (cluster) 2, LIST secrets (cluster) 2." in text
+    assert cb.summary(doc)["idle_cpu_ms"] == 4.0  # the steady state's only
+
+
 def test_results_md_says_when_apps_never_became_ready_and_when_objects_moved():
     initial = _phase(100.0, create_s=2.0, all_ready_s=None, not_ready=3, ready_times=None, outcomes={"failed": 9})
     steady = _phase(
@@ -329,8 +356,178 @@ def test_results_md_shows_the_run_against_the_goals_beside_the_baseline():
     doc["baseline"] = {"command": "controller_bench", "started": "2026-11-24T00:00:00", "commit": "abc"}
     doc["baseline"]["summary"] = cb.summary(before)
     text = cb.render(doc)
-    assert "| | this run | before (2026-11-24, abc) | goal |" in text
+    assert "|  | this run (1 process, 200 Apps) | before (2026-11-24, abc, 1 process, 200 Apps) | goal |" in text
     assert "| requests per App per idle sync | LIST 0.00 | LIST 0.50, GET 1.00 | no LIST, no GET |" in text
     assert "| LIST per App per idle sync | 0.00 (met) | 0.50 | 0 |" in text
     assert "| controller CPU per idle sync (ms) | 5.00 (met) | 37.50 | 5 |" in text
     assert "| the cache, end of steady state | 4000 objects, 6.0 MB of JSON, 3 stores | - |  |" in text
+    assert "| Lease requests per minute (sharding's, no App sync) | - | - |  |" in text  # no `leases`: an old run
+
+
+# ---------------------------------------------------------------- several replicas
+
+
+def test_lease_requests_are_counted_apart_from_the_controllers_other_requests():
+    schemas = cb.lease_flow_schemas()
+    assert [s["metadata"]["name"] for s in schemas] == [cb.LEASE_PREFIX + v for v in cb.LEASE_VERBS]  # type: ignore[index]
+    controller = identity.flow_schemas(cb.CTL_PREFIX, precedence=cb.CTL_PRECEDENCE)
+    first = max(s["spec"]["matchingPrecedence"] for s in schemas)  # type: ignore[index]
+    assert first == 2  # only `exempt` may have 1
+    assert first < min(s["spec"]["matchingPrecedence"] for s in controller)  # type: ignore[index]
+    (rule,) = schemas[1]["spec"]["rules"]  # type: ignore[index]
+    assert rule["subjects"] == [identity.subject(cb.IDENTITY_NS, cb.CONTROLLER_SA)]
+    assert rule["resourceRules"] == [
+        {
+            "verbs": ["list"],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "namespaces": [cb.IDENTITY_NS],
+        }
+    ]
+    prefixes = [cb.CTL_PREFIX, cb.DEP_PREFIX, cb.LEASE_PREFIX, identity.PREFIX]
+    assert not any(a != b and b.startswith(a) for a in prefixes for b in prefixes)
+    text = (
+        f'{metrics.DISPATCHED}{{flow_schema="{cb.LEASE_PREFIX}update",priority_level="exempt"}} 36\n'
+        f'{metrics.DISPATCHED}{{flow_schema="{cb.CTL_PREFIX}update",priority_level="exempt"}} 2\n'
+    )
+    grew = metrics.delta({}, metrics.parse(text))
+    assert metrics.client_requests(grew, cb.LEASE_PREFIX) == {"PUT": 36}
+    assert metrics.client_requests(grew, cb.CTL_PREFIX) == {"PUT": 2}
+
+
+def test_the_side_by_side_bench_keeps_its_precedence():
+    assert {s["spec"]["matchingPrecedence"] for s in identity.flow_schemas()} == {2, 3}  # type: ignore[index]
+
+
+def test_one_process_runs_without_a_lease_and_several_share_the_apps_by_shards(tmp_path):
+    common = {"sync_period": "30s", "concurrency": 4, "debug": False, "profile": None}
+    one = cb.controller_argv(tmp_path / "k", replicas=1, **common)
+    assert one[1:5] == ["-m", "kapply", "controller", "--kubeconfig"]
+    assert "--leader-elect=false" in one and not any(a.startswith("--shards") for a in one)
+    assert "--metrics-bind-address=127.0.0.1:0" in one  # a free port each: several on one machine
+    three = cb.controller_argv(tmp_path / "k", replicas=3, **common | {"debug": True})
+    assert "--leader-elect=false" not in three  # sharding needs leader election
+    assert {"--shards=3", f"--lease-namespace={cb.IDENTITY_NS}", f"--lease-name={cb.LEASE_NAME}"} <= set(three)
+    assert three[-1] == "--debug"
+    profiled = cb.controller_argv(tmp_path / "k", replicas=3, **common | {"profile": tmp_path / "p-1.prof"})
+    assert profiled[1:5] == ["-c", cb.PROFILE_STEADY, str(tmp_path / "p-1.prof"), "controller"]
+    assert cb.profile_path(tmp_path / "p.prof", 1, 3) == tmp_path / "p-1.prof"
+    assert cb.profile_path(tmp_path / "p.prof", 0, 1) == tmp_path / "p.prof"
+    assert (cb.output_stem(1), cb.output_stem(3)) == ("controller_results", "controller_results_replicas3")
+
+
+def test_a_controllers_endpoints_and_shards_are_read_from_its_log_and_metrics():
+    log = (
+        "2026-11-26 20:45:24,100 DEBUG asyncio: Using selector: EpollSelector\n"
+        "2026-11-26 20:45:24,200 INFO kapply.controller: serving /metrics, /healthz and /readyz on "
+        "http://127.0.0.1:41237, http://[::1]:41237\n"
+    )
+    assert cb.metrics_url(log) == "http://127.0.0.1:41237"
+    assert cb.metrics_url("nothing yet\n") is None
+    text = "# HELP kapply_shards_held Shards held\n# TYPE kapply_shards_held gauge\nkapply_shards_held 2.0\n"
+    assert cb.shards_held(text) == 2
+    assert cb.shards_held("kapply_shards 3.0\n") is None
+
+
+def test_replicas_cpu_is_summed_and_memory_is_the_largest_ones():
+    before = [cb.ProcSample(0, 1.0, 0.5, 100, 100), cb.ProcSample(0, 2.0, 0.0, 100, 100)]
+    after = [cb.ProcSample(9, 3.0, 1.5, 300, 400), cb.ProcSample(9, 2.5, 0.5, 200, 500)]
+    got = cb.combine(before, after)
+    assert (got["cpu_s"], got["children_cpu_s"]) == (2.5, 1.5)
+    assert (got["rss_kb"], got["hwm_kb"]) == (300, 500)
+    assert got["replicas"][1] == {"cpu_s": 0.5, "children_cpu_s": 0.5, "rss_kb": 200, "hwm_kb": 500}
+    ends = [
+        {"exit_code": 0, "cpu_user_s": 5.0, "cpu_sys_s": 1.0, "max_rss_kb": 900, "hwm_kb": 800}
+        | {"problems": 1, "problem_lines": ["a"]},
+        {"exit_code": -9, "cpu_user_s": 4.0, "cpu_sys_s": 2.0, "max_rss_kb": 700, "hwm_kb": 850}
+        | {"problems": 2, "problem_lines": ["b", "c"]},
+    ]
+    end = cb.combine_exits(ends)
+    assert (end["exit_code"], end["cpu_user_s"], end["cpu_sys_s"]) == (-9, 9.0, 3.0)
+    assert (end["max_rss_kb"], end["hwm_kb"], end["problems"], end["problem_lines"]) == (900, 850, 3, ["a", "b", "c"])
+    assert end["replicas"] == ends
+
+
+def _sharded() -> dict:
+    steady = _phase(
+        120.0,
+        periods=4,
+        syncs=800,
+        expected_syncs=800,
+        outcomes={"unchanged": 800},
+        intervals=None,
+        moved={"created": [], "updated": [], "deleted": []},
+        events_created=0,
+        leases={"LIST": 72, "PUT": 144},
+        syncs_per_replica=[250, 280, 270],
+        caches=[{"objects": 4000}, {"objects": 4001}, None],
+    )
+    steady["controller"], steady["deploys"], steady["cpu_s"] = {}, {}, 3.0
+    steady["replicas"] = [{"cpu_s": 1.0}, {"cpu_s": 1.2}, {"cpu_s": 0.8}]
+    doc = _doc(steady=steady)
+    doc["meta"]["config"]["replicas"] = 3
+    ends = [dict(doc["controller_exit"], max_rss_kb=kb * 1024, problems=0) for kb in (100, 120, 110)]
+    doc["controller_exit"] = cb.combine_exits(ends)
+    return doc
+
+
+def test_a_sharded_run_reports_its_replicas_and_lease_requests_apart():
+    doc = _sharded()
+    s = cb.summary(doc)
+    assert (s["replicas"], s["apps"], s["peak_rss_mb"], s["peak_rss_total_mb"]) == (3, 200, 120, 330)
+    assert s["leases_per_min"] == 108  # 216 in 120 s
+    assert s["idle_list"] == 0  # Lease requests are no App sync's
+    text = cb.render(doc)
+    assert "**3 controller processes**, each `--shards=3 --lease-namespace=kapply-cbench-identity" in text
+    assert "| none; Leases LIST 72, PUT 144 | none |" in text
+    assert "| controller peak RSS (MB), all processes | 330 |  |" in text
+    assert "| 1 | 280 | 1.2 s | 85.0 s | 120 MB | 4001 objects | 0 |" in text
+    assert "| 2 | 270 | 0.8 s | 85.0 s | 110 MB | - | 0 |" in text
+
+
+def test_the_run_beside_is_a_column_of_its_own_and_a_bar_of_its_own():
+    single = _doc(steady=_phase(120.0, syncs=800, leases={}))
+    doc = _sharded()
+    doc["beside"] = {"command": "controller_bench", "started": "2026-11-26T21:00:00+00:00", "commit": "f7b4"}
+    doc["beside"]["summary"] = cb.summary(single)
+    doc["baseline"] = {"command": "old", "started": "2026-11-24T00:00:00", "commit": "abc"}
+    doc["baseline"]["summary"] = cb.summary(_doc(steady=_phase(120.0, syncs=400)))
+    text = cb.render(doc)
+    header = (
+        "|  | this run (3 replicas, 200 Apps) | 1 process, 200 Apps (2026-11-26T21:00) | "
+        "before (2026-11-24, abc, 1 process, 200 Apps) | goal |"
+    )
+    assert header in text
+    assert "| drift set back, p90 (s) | - | - | - | 2 |" in text
+    assert "| Lease requests per minute (sharding's, no App sync) | 108 | 0 | - |  |" in text
+    assert "Beside: `controller_bench`, 2026-11-26T21:00:00+00:00." in text
+    bars = cb.plot_bars(doc)
+    assert [label for label, _ in bars] == ["before\n200 Apps", "1 process\n200 Apps", "3 replicas\n200 Apps"]
+    assert bars[0][1]["idle_requests"] == 3.0  # the controller's GET 400, the deploys' LIST 400 and GET 400
+    assert bars[1][1]["idle_requests"] == 1.5  # the same over 800 syncs
+    assert bars[2][1]["drift_p90_s"] is None
+
+
+def test_the_plot_is_drawn_when_matplotlib_is_there(tmp_path):
+    pytest.importorskip("matplotlib")
+    doc = _sharded()
+    doc["baseline"] = {"command": "old", "started": "2026-11-24T00:00:00", "commit": "abc"}
+    doc["baseline"]["summary"] = cb.summary(_doc(steady=_phase(120.0, syncs=400)))
+    assert cb.plot(doc, tmp_path / "p.png") is None
+    assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_what_limits_a_timed_phase_is_where_the_cpu_went():
+    def phase(**more: object) -> dict:
+        return {"wall_s": 10.0, "cpu_s": 3.0, "children_cpu_s": 1.0, "apiserver_cpu_s": 9.0, "etcd_cpu_s": 3.0} | more
+
+    assert "**the local control plane**, not the controller, is the limit" in cb.limit(phase(machine_busy=0.95), 2, 1)
+    assert "API server and etcd 1.20 cores, the controller 0.40 with ytt (0.30 of one core without)" in cb.limit(
+        phase(machine_busy=0.95), 2, 1
+    )
+    assert "**the controller's event loop**" in cb.limit(phase(cpu_s=9.5, machine_busy=0.5), 2, 1)
+    sharded = phase(cpu_s=12.0, machine_busy=0.99, replicas=[{"cpu_s": 4.0}, {"cpu_s": 5.0}, {"cpu_s": 3.0}])
+    assert "its busiest process 0.50 of one core" in cb.limit(sharded, 2, 3)
+    assert "**the controller** is the limit" in cb.limit(sharded, 2, 3)  # 1.3 cores against the plane's 1.2
+    assert "**other load on the machine**" in cb.limit(phase(apiserver_cpu_s=2.0, machine_busy=0.95), 2, 1)
+    assert "nothing saturated" in cb.limit(phase(machine_busy=0.6), 2, 1)

@@ -12,15 +12,17 @@ from kapply.controller.options import (
     DEPLOY,
     DEPLOY_AND_DELETE,
     DEPLOY_ONLY,
-    Parse,
+    delete_from_spec,
     from_spec,
     parse_raw_options,
 )
 from kapply.controller.spec import Deploy
+from kapply.delete import DeleteOptions
 from kapply.errors import KapplyError
+from kapply.flags import Flag
 
 
-def error_of(raw: list[str], allowed: dict[str, Parse] | None = None) -> str:
+def error_of(raw: list[str], allowed: dict[str, Flag] | None = None) -> str:
     with pytest.raises(KapplyError) as e:
         parse_raw_options(raw, allowed if allowed is not None else DEPLOY)
     return str(e.value)
@@ -111,8 +113,10 @@ def test_a_repeated_single_valued_flag_keeps_the_last_value() -> None:
     assert parse_raw_options(["--filter=a", "--filter=b"], DEPLOY) == {"filter": "b"}
 
 
-def test_empty_list_items_are_dropped() -> None:
-    assert parse_raw_options(["--filter-kind=,Deployment,,"], DEPLOY) == {"filter-kind": ["Deployment"]}
+def test_list_values_split_as_pflag_splits_them() -> None:
+    assert parse_raw_options(["--filter-kind=,Deployment,"], DEPLOY) == {"filter-kind": ["", "Deployment", ""]}
+    assert parse_raw_options(['--labels="a=b,c",d=e'], DEPLOY) == {"labels": ["a=b,c", "d=e"]}
+    assert parse_raw_options(["--filter-kind="], DEPLOY) == {"filter-kind": []}
 
 
 def test_the_first_bad_option_is_the_one_reported() -> None:
@@ -151,9 +155,23 @@ def test_an_into_ns_raw_option_wins_over_the_spec_field() -> None:
 
 
 def test_output_flags_are_returned_as_raw_values() -> None:
-    _, raw = from_spec(Deploy(raw_options=("--diff-changes=true", "--diff-run=true")))
+    options, raw = from_spec(Deploy(raw_options=("--diff-changes=true", "--diff-run=true")))
     assert raw["diff-changes"] is True
     assert raw["diff-run"] is True
+    assert options.diff.run
+
+
+def test_the_allow_lists_take_each_flags_declaration() -> None:
+    assert DEPLOY["wait-timeout"].default == 900.0
+    assert parse_raw_options(["--wait-timeout=1m"], DELETE) == {"wait-timeout": 60.0}
+
+
+def test_delete_raw_options_over_kapps_delete_defaults() -> None:
+    assert delete_from_spec(Deploy()) == DeleteOptions()
+    options = delete_from_spec(Deploy(delete_raw_options=("--wait=false", "--apply-ignored=true", "--filter-kind=Pod")))
+    assert not options.wait.wait and options.wait.ignored  # kapp's delete waits for ignored changes by default
+    assert options.apply.ignored
+    assert options.resource_filter is not None and options.resource_filter.kinds == ("Pod",)
 
 
 def test_a_bad_raw_option_fails_from_spec() -> None:

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kapply.api import deploy_options
-from kapply.cli import groups
+from kapply.api import delete_options, deploy_options
 from kapply.cli.command import Args, resolve
-from kapply.cli.tree import PROGRAM, tree
+from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.delete import DeleteOptions
 from kapply.diff.filter import FilterError
 
 
 def args(*argv: str) -> Args:
-    found = resolve(tree(), argv, groups.GLOBAL, PROGRAM)
+    found = resolve(tree(), argv, global_flags(), PROGRAM)
     assert found is not None
     return found
 
@@ -49,8 +48,9 @@ def test_bad_filters_are_refused_when_the_options_are_built():
 
 def test_delete_waits_on_ignored_changes_by_default_as_kapp():
     assert DeleteOptions().wait.ignored
-    parsed = args("delete", "-a", "x")
-    assert groups.wait_options(parsed).ignored and not groups.apply_options(parsed).ignored
+    options = delete_options(args("delete", "-a", "x").parsed.flags)
+    assert options.wait.ignored and not options.apply.ignored
+    assert delete_options({}) == options == DeleteOptions()  # as the controller builds them from no rawOptions
 
 
 def test_app_group_deploy_has_delete_copies_of_the_apply_and_wait_flags():
@@ -58,6 +58,8 @@ def test_app_group_deploy_has_delete_copies_of_the_apply_and_wait_flags():
         "app-group", "deploy", "-g", "g", "--directory", ".", "--delete-apply-ignored", "--delete-wait-ignored=false",
         "--delete-exit-early-on-apply-error=false", "--delete-exit-early-on-wait-error=false",
     )  # fmt: skip
-    apply, wait = groups.apply_options(parsed, "delete-"), groups.wait_options(parsed, "delete-")
+    deleting = delete_options(parsed.parsed.flags, "delete-")
+    apply, wait = deleting.apply, deleting.wait
     assert apply.ignored and not apply.exit_early and not wait.exit_early and not wait.ignored
-    assert groups.wait_options(parsed).exit_early and not groups.wait_options(parsed).ignored
+    deploying = deploy_options(parsed.parsed.flags)
+    assert deploying.wait.exit_early and not deploying.wait.ignored

@@ -10,7 +10,6 @@ from kapply.resources.filters import (
     AGE_ERROR,
     FilterError,
     ResourceFilter,
-    from_args,
     from_flags,
     parse_age,
     parse_bool_filter,
@@ -132,19 +131,7 @@ def test_ages_without_a_direction_or_unit_are_refused_with_kapps_message(age: st
 
 def test_no_flag_no_filter():
     assert from_flags() is None
-    flags = {
-        "filter": "",
-        "filter-age": "",
-        "filter-kind": [],
-        "filter-kind-name": [],
-        "filter-kind-ns": [],
-        "filter-kind-ns-name": [],
-        "filter-labels": [],
-        "filter-name": [],
-        "filter-ns": [],
-    }
-    assert from_args(flags) is None
-    found = from_args({**flags, "filter-kind": ["Pod"]})
+    found = from_flags(kinds=["Pod"])
     assert found is not None and found.kinds == ("Pod",)
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kapply.cli.command import Command
-from kapply.cli.flags import Kind
 from kapply.cli.tree import global_flags, tree
+from kapply.flags import Kind
 
 BOOL, STR, STRS, DUR = Kind.BOOL, Kind.STRING, Kind.STRINGS, Kind.DURATION
 FlagSpec = tuple[str, Kind, Any]  # shorthand, type, default

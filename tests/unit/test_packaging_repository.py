@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kapply.api import deploy_options
 from kapply.packaging.repository import paused, tool_failure
-from kapply.packaging.repository_deploy import DEPLOY_OPTIONS, delete_options
+from kapply.packaging.repository_deploy import repository_delete_options, repository_deploy_options
 from kapply.packaging.repository_fetch import RepositoryFetchError, fetch_sources, repository_message
 from kapply.packaging.spec import RepositoryFetch, parse_package_repository
 from kapply.packaging.timing import retry_delay
@@ -85,8 +84,8 @@ def test_failures_back_off_two_to_the_failures_up_to_the_sync_period() -> None:
 
 
 def test_the_deploy_uses_kapp_controllers_options_for_repositories() -> None:
-    options = deploy_options(DEPLOY_OPTIONS)
+    options = repository_deploy_options()
     assert options.override_ownership and options.allow_empty and options.scope_to_fallback_namespaces
     assert options.app_changes_max_to_keep == 5 and not options.wait.wait and not options.logs
-    deleting = delete_options()
+    deleting = repository_delete_options()
     assert not deleting.wait.wait and deleting.scope_to_fallback_namespaces

@@ -146,6 +146,38 @@ def test_the_cluster_ca_is_trusted_and_the_client_certificate_presented(pki: Pat
     run(go())
 
 
+def test_the_client_certificate_files_are_read_once_while_connected_and_again_after_close(
+    pki: Path, state: Server, tmp_path: Path
+):
+    def renew(to: str) -> None:  # the user's certificate and key files, as a rotation rewrites them
+        for suffix in ("crt", "key"):
+            (tmp_path / f"user.{suffix}").write_bytes((pki / f"{to}.{suffix}").read_bytes())
+
+    async def go() -> None:
+        async with serving(pki, state) as port:
+            renew("admin")
+            path = kubeconfig(
+                tmp_path / "k",
+                port,
+                {"certificate-authority-data": b64(pki / "ca.crt")},
+                {"client-certificate": str(tmp_path / "user.crt"), "client-key": str(tmp_path / "user.key")},
+            )
+            async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
+                await cluster.request("GET", "/one")
+                renew("restricted")
+                async with cluster.stream_lines("/two", {"watch": "1"}, read_timeout=10) as lines:
+                    assert [line async for line in lines]  # the watch's own connection, with the same context
+                await cluster.close()
+                await cluster.request("GET", "/three")
+        assert [(s[1].split("?")[0], s[3]) for s in state.seen] == [
+            ("/one", "kapply-admin"),
+            ("/two", "kapply-admin"),
+            ("/three", "kapply-restricted"),
+        ]
+
+    run(go())
+
+
 def test_a_server_the_kubeconfig_does_not_trust_is_refused_at_once(pki: Path, state: Server, tmp_path: Path):
     other = tmp_path / "other-ca.crt"
     other.write_bytes((pki / "admin.crt").read_bytes())  # a certificate, but not the one that signed the server's

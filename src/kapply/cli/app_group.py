@@ -15,6 +15,7 @@ from kapply.cli.common import ExitStatus, client, run
 from kapply.cli.delete import delete_app
 from kapply.cli.deploy import deploy_app
 from kapply.errors import KapplyError
+from kapply.flags import APP_NAMESPACE, LABELS, NAMESPACE
 from kapply.objects import APP_GROUP_LABEL
 
 if TYPE_CHECKING:
@@ -56,9 +57,9 @@ async def _group_apps(api: AsyncClient, namespace: str, group: str) -> list[str]
 async def _deploy(args: Args, out: Output) -> None:
     group = _group(args)
     directories = _subdirectories(args["directory"])
-    async with client(args, args["namespace"], out) as api:
-        namespace = api.namespace(args["app-namespace"] or None)
-        flags = {**args.parsed.flags, "labels": [*args["labels"], f"{APP_GROUP_LABEL}={group}"]}
+    async with client(args, args[NAMESPACE], out) as api:
+        namespace = api.namespace(args[APP_NAMESPACE] or None)
+        flags = {**args.parsed.flags, LABELS.name: [*args[LABELS], f"{APP_GROUP_LABEL}={group}"]}
         statuses: list[ExitStatus] = []
         deployed = set()
         for index, directory in enumerate(directories):
@@ -83,9 +84,9 @@ async def _deploy(args: Args, out: Output) -> None:
 
 async def _delete(args: Args, out: Output) -> None:
     group = _group(args)
-    async with client(args, args["namespace"], out) as api:
+    async with client(args, args[NAMESPACE], out) as api:
         out.line(await api.target())
-        namespace = api.namespace(args["app-namespace"] or None)
+        namespace = api.namespace(args[APP_NAMESPACE] or None)
         statuses: list[ExitStatus] = []
         for name in await _group_apps(api, namespace, group):
             out.line(f"--- deleting app '{name}' (namespace: {namespace})")

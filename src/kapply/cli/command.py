@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kapply.cli.flags import Flag, Kind, Parsed, UsageError, parse, takes_value
+from kapply.cli.flags import Parsed, UsageError, parse, takes_value
+from kapply.flags import Flag, Kind
 from kapply.values import format_duration
 
 
@@ -53,8 +54,9 @@ class Args:
     parsed: Parsed
     command: Command
 
-    def __getitem__(self, name: str) -> Any:
-        return self.parsed.flags[name]
+    def __getitem__(self, flag: Flag | str) -> Any:
+        """A flag's value: a flag declared in kapply.flags by its declaration, a command's own flag by its name."""
+        return self.parsed.flags[flag if isinstance(flag, str) else flag.name]
 
     def given(self, name: str) -> bool:
         return name in self.parsed.given

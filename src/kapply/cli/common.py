@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.errors import KapplyError
+from kapply.flags import COLUMN, JSON, TTY, WARNINGS, YES
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -40,7 +41,7 @@ def output(args: Args) -> Output:
     stdout is a terminal."""
     from kapply.ui.output import Output
 
-    return Output(tty=args["tty"] or sys.stdout.isatty(), as_json=args["json"], columns=args["column"])
+    return Output(tty=args[TTY] or sys.stdout.isatty(), as_json=args[JSON], columns=args[COLUMN])
 
 
 def client(args: Args, namespace: str = "", out: Output | None = None) -> AsyncClient:
@@ -51,7 +52,7 @@ def client(args: Args, namespace: str = "", out: Output | None = None) -> AsyncC
 
     kube = groups.kubeconfig(args)
     api = AsyncClient(kube.path, context=kube.context, kubeconfig_yaml=kube.yaml, namespace=namespace or None)
-    api.cluster.on_warning = _show_warning(out) if args["warnings"] else _ignore_warning
+    api.cluster.on_warning = _show_warning(out) if args[WARNINGS] else _ignore_warning
     return api
 
 
@@ -130,7 +131,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def confirm(args: Args, out: Output) -> None:
     """kapp's `Continue? [yN]:` unless `--yes`; any answer but y/yes stops the command. Ctrl-C or SIGTERM while the
     question waits ends the command at once (nothing was applied)."""
-    if args["yes"]:
+    if args[YES]:
         return
     with _interruptible():
         out.prompt("Continue? [yN]: ")

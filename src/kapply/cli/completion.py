@@ -14,16 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args, Command
-from kapply.cli.flags import Flag, Kind
-from kapply.cli.tree import NOT_YET, PROGRAM, tree
+from kapply.cli.tree import PROGRAM, tree
 from kapply.errors import KapplyError
+from kapply.flags import GLOBAL_FLAGS, Flag, Kind
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
 
 SHELLS = ("bash", "zsh", "fish", "powershell")
-FILE_FLAGS = frozenset({"file", "file2", "kubeconfig"})  # flags whose value is a path
-DIRECTORY_FLAGS = frozenset({"directory"})
 ARGUMENTS = {"completion": SHELLS}  # positional arguments a command takes, by command path
 HELP = Flag("help", Kind.BOOL, False, "help for the command", short="h")
 
@@ -44,14 +42,8 @@ class Level:
         return not self.subcommands and not self.arguments
 
 
-def _value_kind(flag: Flag) -> str:
-    return "file" if flag.name in FILE_FLAGS else "dir" if flag.name in DIRECTORY_FLAGS else "value"
-
-
 def levels(root: Command, global_flags: tuple[Flag, ...]) -> list[Level]:
-    """Every command of the tree, depth first, with what can follow it. (The global flags are not marked by the
-    tree: NOT_YET names those kapply does not implement.)"""
-    global_flags = tuple(f for f in global_flags if f.name not in NOT_YET)
+    """Every command of the tree, depth first, with what can follow it."""
 
     def walk(command: Command, path: str) -> Iterator[Level]:
         flags = [f for f in (*command.flags, *global_flags, HELP) if f.supported and not f.hidden]
@@ -66,7 +58,7 @@ def levels(root: Command, global_flags: tuple[Flag, ...]) -> list[Level]:
             tuple((word, prefix + c.name) for c in children for word in (c.name, *c.aliases)),
             tuple((f"--{f.name}", f.help) for f in flags) + tuple((f"-{f.short}", f.help) for f in flags if f.short),
             tuple(
-                (word, _value_kind(f))
+                (word, f.completes.value)
                 for f in flags
                 if f.kind is not Kind.BOOL
                 for word in (f"--{f.name}", *((f"-{f.short}",) if f.short else ()))
@@ -388,9 +380,7 @@ SCRIPTS = {"bash": bash_script, "zsh": zsh_script, "fish": fish_script, "powersh
 
 def script(shell: str) -> str:
     """The completion script for `shell` (one of SHELLS)."""
-    from kapply.cli import groups
-
-    return SCRIPTS[shell](levels(tree(), groups.GLOBAL))
+    return SCRIPTS[shell](levels(tree(), GLOBAL_FLAGS))
 
 
 def completion(args: Args, out: Output) -> None:

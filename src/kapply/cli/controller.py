@@ -14,6 +14,8 @@ from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
 from kapply.cli.flags import UsageError
+from kapply.cli.tree import CONTROLLER_NAMESPACE
+from kapply.flags import DEBUG
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -37,7 +39,7 @@ def controller(args: Args, out: Output) -> None:
         raise UsageError(str(e)) from None
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
-    logs.configure(logging.DEBUG if args["debug"] else logging.INFO, log_format)
+    logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)
     options = ControllerOptions(
         settings=Settings(
             default_sync_period=args["default-sync-period"],
@@ -47,7 +49,7 @@ def controller(args: Args, out: Output) -> None:
             allow_file_urls=args["dangerous-allow-file-urls"],
             allow_plain_http_registries=args["dangerous-allow-plain-http-registries"],
         ),
-        namespace=args["namespace"] or None,
+        namespace=args[CONTROLLER_NAMESPACE] or None,
         workers=args["concurrency"],
         leader_election=args["leader-elect"],
         lease_namespace=args["lease-namespace"],

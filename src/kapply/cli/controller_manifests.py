@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kapply.cli import groups as g
 from kapply.cli.command import Args, Command, FlagSection
-from kapply.cli.flags import Flag, Kind, UsageError
+from kapply.cli.flags import UsageError
+from kapply.flags import TTY, Flag, Kind
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -31,16 +31,17 @@ NAMESPACE = "kapply-system"  # the namespace the files name
 LEASE_NAMESPACE_ARG = "--lease-namespace="
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
+INSTALL_NAMESPACE = Flag(
+    "namespace",
+    Kind.STRING,
+    NAMESPACE,
+    "Namespace of the controller's ServiceAccount, Deployment, leader Lease and its Role",
+    short="n",
+)
 FLAGS = (
     Flag("image", Kind.STRING, "", "Image of the controller's Deployment (default: the one deployment.yml names)"),
-    Flag(
-        "namespace",
-        Kind.STRING,
-        NAMESPACE,
-        "Namespace of the controller's ServiceAccount, Deployment, leader Lease and its Role",
-        short="n",
-    ),
-    g.tty(),
+    INSTALL_NAMESPACE,
+    TTY,
 )
 
 
@@ -114,7 +115,7 @@ def _customize(document: dict[str, Any], image: str, namespace: str) -> None:
 
 
 def manifests(args: Args, out: Output) -> None:
-    namespace = args["namespace"]
+    namespace = args[INSTALL_NAMESPACE]
     if not DNS_LABEL.fullmatch(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a namespace name (a DNS label)")
     out.block(stream(args["image"].strip(), namespace))

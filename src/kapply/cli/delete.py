@@ -5,9 +5,10 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from kapply.cli import diff_ui, groups
+from kapply.cli import diff_ui
 from kapply.cli.command import Args
 from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
+from kapply.flags import APPLY_EXIT_STATUS, diff_view
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -34,25 +35,15 @@ async def delete_app(
     """Plan one app's delete, show it, and (unless --diff-run) confirm and run it; `prefix` "delete-" takes
     `app-group deploy`'s `--delete-apply-*` and `--delete-wait-*` flags. The exit status asked for (`--diff-exit-status`
     with --diff-run, `--apply-exit-status`), else None; a missing app has none, as with kapp."""
-    from kapply.api import resource_filter
+    from kapply.api import delete_options
     from kapply.app.record import elsewhere, missing, partly
-    from kapply.delete import DeleteOptions
     from kapply.diff.change import ApplyOp
-    from kapply.diff.filter import parse_change_filter
     from kapply.ui.changes import changes_table, show_changes
     from kapply.ui.messages import ProgressLines
 
-    diff = groups.diff_flags(args)
-    options = DeleteOptions(
-        groups.apply_options(args, prefix),
-        groups.wait_options(args, prefix),
-        # app-group deploy deletes the apps it no longer has with its diff flags but no resource filter, as kapp
-        resource_filter=None if prefix else resource_filter(args.parsed.flags),
-        change_filter=parse_change_filter(args["diff-filter"]),
-        prev_app=args.parsed.flags.get("prev-app", ""),
-        ignore_failing_api_services=args.parsed.flags.get("dangerous-ignore-failing-api-services", False),
-        scope_to_fallback_namespaces=args.parsed.flags.get("dangerous-scope-to-fallback-allowed-namespaces", False),
-    )
+    diff = diff_view(args.parsed.flags)
+    # app-group deploy deletes the apps it no longer has with its diff flags but no resource filter, as kapp
+    options = delete_options(args.parsed.flags, prefix)
     plan = await api.plan_delete(name, namespace=namespace, options=options)
     if plan is None:
         if options.prev_app:  # kapp names both apps it looked for, the previous one first
@@ -74,6 +65,6 @@ async def delete_app(
         return None
     async with diff_ui.confirmation(args, out, review, asks=True):
         await api.run_delete(plan, progress=ProgressLines(out))
-    if args[f"{prefix}apply-exit-status"]:
+    if args[prefix + APPLY_EXIT_STATUS.name]:
         return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", pending)
     return None

@@ -9,9 +9,10 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kapply.cli import diff_ui, groups
+from kapply.cli import diff_ui
 from kapply.cli.command import Args
 from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
+from kapply.flags import APPLY_EXIT_STATUS, DIFF_FIELD_OWNERS, FILE, LOGS_ALL, PREFLIGHT, Target, diff_view, setting
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -27,7 +28,7 @@ async def _deploy(args: Args, out: Output) -> None:
     app = require_app_name(args)
     async with client(args, app.namespace, out) as api:
         status = await deploy_app(
-            api, args, out, app.name, args["file"], app.app_namespace or None, args.parsed.flags, show_target=True
+            api, args, out, app.name, args[FILE], app.app_namespace or None, args.parsed.flags, show_target=True
         )
         if status is not None:
             raise status
@@ -48,12 +49,11 @@ async def deploy_app(
     """Plan one app's deploy, show it, and (unless --diff-run) confirm and run it. The exit status asked for
     (`--diff-exit-status` with --diff-run, `--apply-exit-status`), else None. `app-group deploy` calls it per app."""
     from kapply.api import deploy_options
-    from kapply.apply.preflight import parse as parse_preflight
     from kapply.ui.changes import changes_table, show_changes, show_outside_changes
     from kapply.ui.messages import ProgressLines
 
-    diff = groups.diff_flags(args)
-    parse_preflight(flags.get("preflight", ""))  # a flag value kapp refuses before it names the cluster
+    diff = diff_view(flags)
+    setting((PREFLIGHT,), Target.DEPLOY, flags)  # a --preflight kapp refuses fails before it names the cluster
 
     async def planned() -> Plan:  # the options too: a bad filter fails after the cluster was named, as kapp's
         options = deploy_options(flags)
@@ -72,7 +72,7 @@ async def deploy_app(
     show_changes(out, plan.text(diff.format(), yaml=diff.changes_yaml, diffs=diff.changes))
     if diff.summary:
         out.table(changes_table(plan.changes, options.apply.default_update_strategy))
-    if args["diff-field-owners"]:
+    if args[DIFF_FIELD_OWNERS]:
         show_outside_changes(out, await api.outside_changes(plan), plan.config, options.drift_policy)
     plan.check_allowed()  # kapp shows the plan before refusing what --allow-* does not allow
     review = partial(diff_ui.deploy_review, api, plan, diff.format())
@@ -89,7 +89,7 @@ async def deploy_app(
         result = await api.run_deploy(plan, progress=ProgressLines(out))
     if result.deleted_app_changes:
         out.line(f"Deleted {result.deleted_app_changes} older app changes")
-    if args["apply-exit-status"]:
+    if args[APPLY_EXIT_STATUS]:
         return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", plan.pending)
     return None
 
@@ -97,11 +97,11 @@ async def deploy_app(
 @asynccontextmanager
 async def _logs(api: AsyncClient, args: Args, out: Output, plan: Plan) -> AsyncIterator[None]:
     """kapp's `--logs` (`--logs-all`): the app's Pods' logs, followed while the deploy runs."""
-    if not args["logs"] or not plan.changes:  # nothing applied or waited on: no Pod to show
+    if not plan.options.logs or not plan.changes:  # nothing applied or waited on: no Pod to show
         yield
         return
     from kapply.cli.deploy_logs import deploy_logs
 
     namespaces = list(dict.fromkeys([plan.app.namespace, *(ns for ns in plan.namespaces if ns != "(cluster)")]))
-    async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=args["logs-all"]):
+    async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=args[LOGS_ALL]):
         yield

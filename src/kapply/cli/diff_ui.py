@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from kapply.cli.command import Args
 from kapply.cli.common import confirm
 from kapply.errors import KapplyError
+from kapply.flags import DIFF_UI_ALPHA
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
@@ -38,7 +39,7 @@ async def confirmation(
     """Run the block once the run is confirmed: with `asks`, kapp's `Continue? [yN]:` (or `-y`); with
     `--diff-ui-alpha`, the page made by `review(asks)` (see the module docs). The block is what confirmation starts;
     the page shows how it ended."""
-    if not args["diff-ui-alpha"]:
+    if not args[DIFF_UI_ALPHA]:
         if asks:
             confirm(args, out)
         yield

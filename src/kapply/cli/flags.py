@@ -10,73 +10,21 @@ errors read as pflag's (`invalid argument "10" for "--wait-timeout" flag: time: 
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from kapply.errors import KapplyError
-from kapply.values import parse_bool, parse_duration, parse_float, parse_int
+from kapply.flags import Flag, Kind, convert
 
 
 class UsageError(KapplyError):
     """The command line itself is wrong (exit 1, as kapp)."""
 
 
-class Kind(StrEnum):
-    """A flag's type, named as cobra's help names it."""
-
-    BOOL = ""
-    STRING = "string"
-    STRINGS = "strings"
-    INT = "int"
-    FLOAT = "float32"
-    DURATION = "duration"
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    name: str  # the long name, without dashes
-    kind: Kind
-    default: Any
-    help: str
-    short: str = ""
-    hidden: bool = False
-    supported: bool = True  # False: accepted by the parser, refused when set (not implemented yet)
-
-    @property
-    def label(self) -> str:
-        """`-c, --diff-changes` or `--diff-run`, as pflag names a flag in errors."""
-        return f"-{self.short}, --{self.name}" if self.short else f"--{self.name}"
-
-
-def _split_strings(text: str) -> list[str]:
-    """pflag's StringSlice: one value is a CSV line (`a,b` is two values; quotes protect commas)."""
-    if text == "":
-        return []
-    try:
-        return next(csv.reader(io.StringIO(text)))
-    except csv.Error as e:
-        raise ValueError(str(e)) from e
-
-
 def _convert(flag: Flag, text: str) -> Any:
     try:
-        match flag.kind:
-            case Kind.BOOL:
-                return parse_bool(text)
-            case Kind.INT:
-                return parse_int(text)
-            case Kind.FLOAT:
-                return parse_float(text)
-            case Kind.DURATION:
-                return parse_duration(text)
-            case Kind.STRINGS:
-                return _split_strings(text)
-            case _:
-                return text
+        return convert(flag, text)
     except ValueError as e:
         raise UsageError(f'invalid argument "{text}" for "{flag.label}" flag: {e}') from None
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
 from kapply.cli.common import existing_app, run
+from kapply.flags import IGNORE_FAILING_API_SERVICES, SCOPE_TO_FALLBACK_NAMESPACES, resource_filter
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -17,17 +18,17 @@ def inspect(args: Args, out: Output) -> None:
 
 async def _inspect(args: Args, out: Output) -> None:
     from kapply.app.record import inspect_resources
-    from kapply.resources.filters import from_args
     from kapply.ui.resources import raw, raw_order, resources_table, status_table
 
     async with existing_app(args, out) as (api, found):
         resources = await inspect_resources(
             api.cluster,
             found,
-            ignore_failing_api_services=args["dangerous-ignore-failing-api-services"],
-            scope_to_fallback=args["dangerous-scope-to-fallback-allowed-namespaces"],
+            ignore_failing_api_services=args[IGNORE_FAILING_API_SERVICES],
+            scope_to_fallback=args[SCOPE_TO_FALLBACK_NAMESPACES],
         )
-        found_filter = from_args(args)  # after listing, as kapp: a bad value fails after the cluster was read
+        # after listing, as kapp: a bad value fails after the cluster was read
+        found_filter = resource_filter(args.parsed.flags)
         if found_filter is not None:
             resources = found_filter.apply(resources)
         source = f"app '{found.name}'"

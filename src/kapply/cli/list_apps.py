@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kapply.cli.command import Args
 from kapply.cli.common import client, run
 from kapply.errors import KapplyError
+from kapply.flags import FILTER_AGE, FILTER_LABELS, NAMESPACE
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -39,10 +40,10 @@ async def _list(args: Args, out: Output) -> None:
     from kapply.ui.apps import apps_table
 
     all_namespaces = args["all-namespaces"]
-    async with client(args, args["namespace"]) as api:
+    async with client(args, args[NAMESPACE]) as api:
         out.line(await api.target())
-        before, after = parse_age(args["filter-age"], datetime.now(UTC))
-        labels = label_map(args["filter-labels"])
+        before, after = parse_age(args[FILTER_AGE], datetime.now(UTC))
+        labels = label_map(args[FILTER_LABELS])
         apps = await api.list_apps(all_namespaces=all_namespaces)
         if before or after or labels:
             # kapp lists app records by label (its own and these) and keeps those created in the age range

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kapply.cli.command import Args
 from kapply.cli.common import existing_app, run
 from kapply.errors import ClusterError, KapplyError
+from kapply.flags import JSON
 
 if TYPE_CHECKING:
     from kapply.objects import Obj
@@ -57,7 +58,7 @@ def logs(args: Args, out: Output) -> None:
         pod=args["pod-name"],
         containers=tuple(args["container-name"]),
     )
-    if options.follow and not args["json"]:
+    if options.follow and not args[JSON]:
         # Following ends with Ctrl-C, by the signal, as kapp's: nothing is left to clean up (every line is flushed as
         # it is printed), and waiting for the streams to close after the interrupt was seen to hang for 30 s.
         signal.signal(signal.SIGINT, signal.SIG_DFL)

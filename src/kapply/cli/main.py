@@ -10,6 +10,7 @@ errors, its help and usage messages.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from kapply.cli.command import handler, resolve
 from kapply.cli.flags import UsageError
 from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.errors import KapplyError
+from kapply.flags import DEBUG
 
 if TYPE_CHECKING:
     from kapply.cli.command import Args
@@ -64,6 +66,8 @@ def run(argv: Sequence[str]) -> int:
             print(version_text())
             return 0
         out = output(args)
+        if args[DEBUG]:
+            _debug_output()
         handler(args.command)(args, out)
         return 0
     except ExitStatus as e:
@@ -81,6 +85,19 @@ def run(argv: Sequence[str]) -> int:
     except Terminated:
         _fail(out, name, "Terminated (changes applied so far stay applied)")
         return Terminated.STATUS
+
+
+def _debug_output() -> None:
+    """`--debug`: kapply's debug lines on stderr (each request to the API server with its status and duration),
+    kapp's `<time>: debug: ` before each; other messages as without the flag. `kapply controller` sets up its own
+    logging over this (controller.logs.configure)."""
+    debug = logging.StreamHandler(sys.stderr)
+    debug.setFormatter(logging.Formatter("%(asctime)s: debug: %(message)s", "%I:%M:%S%p"))
+    debug.addFilter(lambda record: record.levelno < logging.INFO)
+    others = logging.StreamHandler(sys.stderr)
+    others.setLevel(logging.INFO)
+    logging.basicConfig(handlers=[debug, others])
+    logging.getLogger("kapply").setLevel(logging.DEBUG)
 
 
 def _fail(out: object, name: str, message: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from kapply.cli import groups
 from kapply.cli.command import Args
+from kapply.cli.tree import FILE2
+from kapply.flags import FILE, TOOLS_DIFF_FLAGS, diff_view
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -22,8 +23,8 @@ def diff(args: Args, out: Output) -> None:
     from kapply.resources import manifests
     from kapply.ui.changes import changes_table, show_changes
 
-    flags = groups.diff_flags(args, prefix="")
-    changes = local_changes(manifests.read(args["file"], sys.stdin), manifests.read(args["file2"], sys.stdin))
+    flags = diff_view(args.parsed.flags, TOOLS_DIFF_FLAGS)
+    changes = local_changes(manifests.read(args[FILE], sys.stdin), manifests.read(args[FILE2], sys.stdin))
     found = offline_changes(changes)
     # kapply masks Secret values by default here, in the YAML too (kapp's tools diff has no mask rules)
     config = Config(diff_mask_rules=default_config().diff_mask_rules) if flags.mask else Config()

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
+from kapply.flags import FILE, SORT, resource_filter
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
@@ -35,11 +36,10 @@ def _files(path: str) -> list[tuple[str, str]]:
 
 def inspect(args: Args, out: Output) -> None:
     from kapply.resources import manifests
-    from kapply.resources.filters import from_args
     from kapply.ui.resources import document, resources_table
 
-    found_filter = from_args(args)
-    for path in args["file"]:
+    found_filter = resource_filter(args.parsed.flags)
+    for path in args[FILE]:
         for file, source in _files(path):
             resources = [doc.obj for doc in manifests.read([file], sys.stdin)]
             if found_filter is not None:
@@ -48,5 +48,5 @@ def inspect(args: Args, out: Output) -> None:
                 for obj in resources:
                     out.block(document(obj))
             else:
-                out.table(resources_table(source, resources, sort=args["sort"], listed=False))
+                out.table(resources_table(source, resources, sort=args[SORT], listed=False))
     out.finish()

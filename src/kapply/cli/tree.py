@@ -1,17 +1,20 @@
 """kapp's commands and flags, as kapply offers them: the same names, aliases, flags, types and defaults (checked
-against the real kapp's help by tests/compat/test_flags.py). A flag kapply does not implement yet is accepted by the
-parser and refused, with a clear message, when it is set (`supported=False`); docs/compatibility.md lists them."""
+against the real kapp's help by tests/compat/test_flags.py). kapp's flag groups are declared, each flag once, in
+kapply.flags; the commands here lay them out in the sections kapp's help shows, beside the flags of their own. A flag
+kapply does not implement yet is accepted by the parser and refused, with a clear message, when it is set
+(`supported=False`); docs/compatibility.md lists them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kapply.cli import groups as g
-from kapply.cli.command import Command, FlagSection
+from kapply import flags as f
+from kapply.cli.command import Command
 from kapply.cli.controller_manifests import manifests_command
-from kapply.cli.flags import Flag, Kind
+from kapply.cli.groups import sections
 from kapply.cli.package.commands import package_command
+from kapply.flags import Completes, Flag, Kind
 
 PROGRAM = "kapply"
 APP_SECTION, SUPPORT_SECTION, MISC_SECTION = "App Commands", "App Support Commands", "Misc Commands"
@@ -51,99 +54,40 @@ COMPLETION_EXAMPLES = """  # bash >= 4.0
   kapply completion zsh > "${fpath[1]}/_kapply"
 """
 
-FILE2 = Flag("file2", Kind.STRINGS, [], "Set second file (format: /tmp/foo, https://..., -) (can repeat)")
-
-# Flags kapply accepts but does not implement yet; setting one is an error naming it. A name means the flag on every
-# command; a (command path, name) pair, the flag on that command only.
-NOT_YET: frozenset[str | tuple[str, str]] = frozenset(
-    {
-        # cannot work without Go (see docs/compatibility.md)
-        "profile",
-        "profile-output",
-    }
+FILE2 = Flag(
+    "file2",
+    Kind.STRINGS,
+    [],
+    "Set second file (format: /tmp/foo, https://..., -) (can repeat)",
+    completes=Completes.FILE,
 )
 
 
+# `kapply controller -n`: its own, not kapp's `-n`
+CONTROLLER_NAMESPACE = Flag("namespace", Kind.STRING, "", "Reconcile Apps of this namespace only", short="n")
+
+
 def global_flags() -> tuple[Flag, ...]:
-    """kapp's global flags, those kapply does not implement marked (`--profile`)."""
-    return _marked(g.GLOBAL, "")
-
-
-def _marked(flags: Iterable[Flag], command: str) -> tuple[Flag, ...]:
-    return tuple(replace(f, supported=False) if f.name in NOT_YET or (command, f.name) in NOT_YET else f for f in flags)
-
-
-def _sections(*pairs: tuple[str, tuple[Flag, ...]], command: str = "") -> tuple[FlagSection, ...]:
-    """The flag sections of `command` (its path, as NOT_YET names it: `app-group deploy`)."""
-    return g.sections(*((title, _marked(flags, command)) for title, flags in pairs))
+    """kapp's global flags."""
+    return f.GLOBAL_FLAGS
 
 
 # kapp's `app-group deploy` takes deploy's other flags but these
 APP_GROUP_DEPLOY_EXCLUDED = (
-    "prev-app",
-    "sort",
-    "app-namespace",
-    "dangerous-ignore-failing-api-services",
-    "dangerous-scope-to-fallback-allowed-namespaces",
-)
-
-DEPLOY_OTHER = (
-    g.APP[2],
-    Flag("app-changes-max-to-keep", Kind.INT, 200, "Maximum number of app changes to keep"),
-    Flag("app-metadata-file-output", Kind.STRING, "", "Set filename to write app metadata"),
-    Flag("dangerous-disable-gk-scoping", Kind.BOOL, False, "Disable scoping of resource searching to used GroupKinds"),
-    *g.DANGEROUS_SCOPE,
-    Flag("default-label-scoping-rules", Kind.BOOL, True, "Use default label scoping rules"),
-    Flag(
-        "existing-non-labeled-resources-check",
-        Kind.BOOL,
-        True,
-        "Find and consider existing non-labeled resources in diff",
-    ),
-    Flag(
-        "existing-non-labeled-resources-check-concurrency",
-        Kind.INT,
-        100,
-        "Concurrency to check for existing non-labeled resources",
-    ),
-    Flag("labels", Kind.STRINGS, [], "Set app label (format: key=val, key=) (can repeat)"),
-    Flag("patch", Kind.BOOL, False, "Add or update existing resources only, never delete any", short="p"),
-    Flag(
-        "preflight",
-        Kind.STRING,
-        "",
-        "preflight checks to run. Available preflight checks are [PermissionValidation,CRDUpgradeSafety]",
-    ),
-    g.PREV_APP,
-    g.SORT,
-    Flag(
-        "diff-server-side",
-        Kind.BOOL,
-        True,
-        "Confirm updates found against the live object with a server-side dry run (kapply)",
-    ),
-    Flag(
-        "diff-field-owners",
-        Kind.BOOL,
-        True,
-        "Show which field manager wrote the fields others changed on the cluster (kapply)",
-    ),
-    Flag(
-        "drift-policy",
-        Kind.STRING,
-        "enforce",
-        "What to do with fields others changed on the cluster: enforce, preserve or warn (kapply)",
-    ),
+    f.PREV_APP,
+    f.SORT,
+    f.APP_NAMESPACE,
+    *f.DANGEROUS_SCOPE_FLAGS,
 )
 
 
 def _app_command(name: str, short: str, handler: str, *extra: Flag, **kwargs: object) -> Command:
     """A command that works on one app: -a, -n, --app-namespace, its own flags and --tty."""
-    return Command(name, short, handler, flag_sections=_sections(("Flags", (*g.APP, *extra, g.tty()))), **kwargs)  # type: ignore[arg-type]
+    return Command(name, short, handler, flag_sections=sections(("Flags", (*f.APP_FLAGS, *extra, f.TTY))), **kwargs)  # type: ignore[arg-type]
 
 
 def _prefixed(flags: Iterable[Flag], prefix: str) -> tuple[Flag, ...]:
-    return tuple(replace(f, name=prefix + f.name, short="") for f in flags)
+    return tuple(replace(flag, name=prefix + flag.name, short="") for flag in flags)
 
 
 def tree() -> Command:
@@ -154,17 +98,16 @@ def tree() -> Command:
         aliases=("d", "dep"),
         section=APP_SECTION,
         examples=DEPLOY_EXAMPLES,
-        flag_sections=_sections(
-            ("Common Flags", (g.APP[0], g.FILES, g.APP[1])),
-            ("Diff Flags", g.diff()),
-            ("Apply Flags", g.apply()),
-            ("Wait Flags", g.wait()),
-            ("Resource Filter Flags", g.RESOURCE_FILTER),
-            ("Resource Validation Flags", g.RESOURCE_VALIDATION),
-            ("Resource Mangling Flags", g.RESOURCE_MANGLING),
-            ("Logs Flags", g.LOGS),
-            ("Available/Other Flags", (*DEPLOY_OTHER, g.tty(True))),
-            command="deploy",
+        flag_sections=sections(
+            ("Common Flags", (f.APP, f.FILE, f.NAMESPACE)),
+            ("Diff Flags", f.DIFF_FLAGS),
+            ("Apply Flags", f.APPLY_FLAGS),
+            ("Wait Flags", f.WAIT_FLAGS),
+            ("Resource Filter Flags", f.RESOURCE_FILTER_FLAGS),
+            ("Resource Validation Flags", f.RESOURCE_VALIDATION_FLAGS),
+            ("Resource Mangling Flags", f.RESOURCE_MANGLING_FLAGS),
+            ("Logs Flags", f.LOGS_FLAGS),
+            ("Available/Other Flags", (*f.DEPLOY_OTHER_FLAGS, f.tty(True))),
         ),
     )
     delete = Command(
@@ -172,29 +115,19 @@ def tree() -> Command:
         "Delete app",
         "kapply.cli.delete:delete",
         section=APP_SECTION,
-        flag_sections=_sections(
+        flag_sections=sections(
             (
                 "Flags",
-                (
-                    *g.APP,
-                    *g.diff(),
-                    *g.apply(delete=True),
-                    *g.wait(delete=True),
-                    *g.RESOURCE_FILTER,
-                    *g.DANGEROUS_SCOPE,
-                    g.PREV_APP,
-                    g.tty(True),
-                ),
+                (*f.APP_FLAGS, *f.DELETE_FLAGS, f.tty(True)),
             ),
-            command="delete",
         ),
     )
     inspect = _app_command(
         "inspect",
         "Inspect app",
         "kapply.cli.inspect:inspect",
-        *g.RESOURCE_FILTER,
-        *g.DANGEROUS_SCOPE,
+        *f.RESOURCE_FILTER_FLAGS,
+        *f.DANGEROUS_SCOPE_FLAGS,
         Flag("managed-fields", Kind.BOOL, False, "Keep the metadata.managedFields when printing objects"),
         Flag("raw", Kind.BOOL, False, "Output raw YAML resource content"),
         Flag("status", Kind.BOOL, False, "Output status content"),
@@ -208,15 +141,15 @@ def tree() -> Command:
         "kapply.cli.list_apps:list_apps",
         aliases=LIST_ALIASES,
         section=APP_SECTION,
-        flag_sections=_sections(
+        flag_sections=sections(
             (
                 "Flags",
                 (
                     Flag("all-namespaces", Kind.BOOL, False, "List apps in all namespaces", short="A"),
-                    g.RESOURCE_FILTER[1],
-                    g.RESOURCE_FILTER[6],
-                    g.NAMESPACE,
-                    g.tty(),
+                    f.FILTER_AGE,
+                    f.FILTER_LABELS,
+                    f.NAMESPACE,
+                    f.TTY,
                 ),
             ),
         ),
@@ -275,10 +208,12 @@ def tree() -> Command:
         ),
     )
     group_flags = (
-        Flag("directory", Kind.STRING, "", "Set directory (format: /tmp/foo)", short="d"),
+        Flag(
+            "directory", Kind.STRING, "", "Set directory (format: /tmp/foo)", short="d", completes=Completes.DIRECTORY
+        ),
         Flag("group", Kind.STRING, "", "Set app group name", short="g"),
-        g.NAMESPACE,
-        g.APP[2],
+        f.NAMESPACE,
+        f.APP_NAMESPACE,
     )
     app_group = Command(
         "app-group",
@@ -291,16 +226,16 @@ def tree() -> Command:
                 "delete",
                 "Delete app group",
                 "kapply.cli.app_group:delete",
-                flag_sections=_sections(
+                flag_sections=sections(
                     (
                         "Flags",
                         (
                             group_flags[1],
                             *group_flags[2:],
-                            *g.diff(),
-                            *g.apply(delete=True),
-                            *g.wait(delete=True),
-                            g.tty(True),
+                            *f.DIFF_FLAGS,
+                            *f.DELETE_APPLY_FLAGS,
+                            *f.DELETE_WAIT_FLAGS,
+                            f.tty(True),
                         ),
                     ),
                 ),
@@ -310,24 +245,23 @@ def tree() -> Command:
                 "Deploy app group",
                 "kapply.cli.app_group:deploy",
                 aliases=("d", "dep"),
-                flag_sections=_sections(
+                flag_sections=sections(
                     (
                         "Flags",
                         (
                             *group_flags,
-                            *g.diff(),
-                            *g.apply(),
-                            *g.wait(),
-                            *g.RESOURCE_FILTER,
-                            *g.RESOURCE_VALIDATION,
-                            *g.RESOURCE_MANGLING,
-                            *g.LOGS,
-                            *(f for f in DEPLOY_OTHER if f.name not in APP_GROUP_DEPLOY_EXCLUDED),
-                            *_prefixed((*g.apply(delete=True), *g.wait(delete=True)), "delete-"),
-                            g.tty(True),
+                            *f.DIFF_FLAGS,
+                            *f.APPLY_FLAGS,
+                            *f.WAIT_FLAGS,
+                            *f.RESOURCE_FILTER_FLAGS,
+                            *f.RESOURCE_VALIDATION_FLAGS,
+                            *f.RESOURCE_MANGLING_FLAGS,
+                            *f.LOGS_FLAGS,
+                            *(flag for flag in f.DEPLOY_OTHER_FLAGS if flag not in APP_GROUP_DEPLOY_EXCLUDED),
+                            *_prefixed((*f.DELETE_APPLY_FLAGS, *f.DELETE_WAIT_FLAGS), "delete-"),
+                            f.tty(True),
                         ),
                     ),
-                    command="app-group deploy",
                 ),
             ),
         ),
@@ -371,22 +305,22 @@ def tree() -> Command:
                 "diff",
                 "Diff files against files2",
                 "kapply.cli.tools:diff",
-                flag_sections=_sections(("Flags", (*g.diff(prefix=""), g.FILES, FILE2, g.SORT, g.tty()))),
+                flag_sections=sections(("Flags", (*f.TOOLS_DIFF_FLAGS, f.FILE, FILE2, f.SORT, f.TTY))),
             ),
             Command(
                 "inspect",
                 "Inspect resources",
                 "kapply.cli.tools_inspect:inspect",
                 aliases=("i",),
-                flag_sections=_sections(
+                flag_sections=sections(
                     (
                         "Flags",
                         (
-                            g.FILES,
-                            *g.RESOURCE_FILTER,
+                            f.FILE,
+                            *f.RESOURCE_FILTER_FLAGS,
                             Flag("raw", Kind.BOOL, False, "Output raw YAML resource content"),
-                            g.SORT,
-                            g.tty(),
+                            f.SORT,
+                            f.TTY,
                         ),
                     ),
                 ),
@@ -396,14 +330,14 @@ def tree() -> Command:
                 "List labels",
                 "kapply.cli.list_labels:list_labels",
                 aliases=("ls-labels",),
-                flag_sections=_sections(
+                flag_sections=sections(
                     (
                         "Flags",
                         (
                             Flag("accessor", Kind.STRING, "labels", "Extracted field (labels, annotations, ownerrefs)"),
-                            g.FILES,
-                            g.SORT,
-                            g.tty(),
+                            f.FILE,
+                            f.SORT,
+                            f.TTY,
                             Flag("values", Kind.BOOL, False, "Show values"),
                         ),
                     ),
@@ -411,12 +345,12 @@ def tree() -> Command:
             ),
         ),
     )
-    plain_tty = _sections(("Flags", (g.tty(),)))
+    plain_tty = sections(("Flags", (f.TTY,)))
     root = Command(
         PROGRAM,
         "kapply helps to manage applications on your Kubernetes cluster",
         handler="kapply.cli.main:version",  # for --version
-        flag_sections=_sections(("Flags", (Flag("version", Kind.BOOL, False, "version for kapply", short="v"),))),
+        flag_sections=sections(("Flags", (Flag("version", Kind.BOOL, False, "version for kapply", short="v"),))),
         children=(
             delete,
             deploy,
@@ -470,12 +404,12 @@ def tree() -> Command:
                 "kapply.cli.controller:controller",
                 section=MISC_SECTION,
                 children=(manifests_command(),),
-                flag_sections=_sections(
+                flag_sections=sections(
                     (
                         "Flags",
                         (
                             Flag("in-cluster", Kind.BOOL, False, "Use the pod's service account (in cluster)"),
-                            Flag("namespace", Kind.STRING, "", "Reconcile Apps of this namespace only", short="n"),
+                            CONTROLLER_NAMESPACE,
                             Flag("concurrency", Kind.INT, 4, "Number of Apps reconciled at once"),
                             Flag("default-sync-period", Kind.DURATION, 30.0, "Sync period of Apps that set none"),
                             Flag("min-sync-period", Kind.DURATION, 30.0, "Shortest sync period an App may set"),
@@ -540,7 +474,7 @@ def tree() -> Command:
                                 "kapply-packaging-global",
                                 "Namespace whose Packages and PackageMetadatas every namespace sees",
                             ),
-                            g.tty(),
+                            f.TTY,
                         ),
                     ),
                 ),

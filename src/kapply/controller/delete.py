@@ -11,22 +11,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kapply.api import AsyncClient, deploy_options
+from kapply.api import AsyncClient
 from kapply.controller.cache import cached_reads
 from kapply.controller.deploy import kapp_app_name
-from kapply.controller.options import DELETE, parse_raw_options
+from kapply.controller.options import delete_from_spec
 from kapply.controller.spec import AppSpec
-from kapply.delete import DeleteOptions
 
 
 async def delete(client: AsyncClient, name: str, namespace: str, spec: AppSpec) -> None:
     """Delete the App's kapp app; KapplyError when that fails."""
-    values = parse_raw_options(spec.deploy.delete_raw_options, DELETE)
-    options = DeleteOptions()
-    if "wait" in values or "wait-timeout" in values:
-        built = deploy_options(values)
-        options = DeleteOptions(built.apply, built.wait)
-    options = replace(options, used_kinds_only=True)
+    options = replace(delete_from_spec(spec.deploy), used_kinds_only=True)
     with cached_reads():
         plan = await client.plan_delete(kapp_app_name(name), namespace=namespace, options=options)
     if plan is not None:

@@ -39,6 +39,7 @@ from kapply.diff.change import Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.ghost import FieldDrift, explain
 from kapply.errors import KapplyError
+from kapply.flags import diff_view
 from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
 from kapply.resources.labeled import get_each
@@ -164,13 +165,13 @@ async def deploy(
             path.write_text(manifests)
             plan, reads = await _plan(client, name, namespace, desired[0], path, options)
         track(plan.app.meta.label_value, _types(plan), _namespaces(plan))
-        if raw.get("diff-changes"):
+        if diff_view(raw).changes:
             show_hunks(out, plan.hunks())
         out.table(changes_table(plan.changes))
         ghosts = ghost_diffs(plan) if last_digest == digest else []
         drift = await controller.outside_changes(plan) if spec.drift_policy is not DriftPolicy.ENFORCE else []
         ghost_fields = await controller.outside_changes(plan, ghosts)
-        changed = bool(plan.pending and not raw.get("diff-run"))
+        changed = bool(plan.pending and not options.diff.run)
         if changed or plan.app.stored:
             await owns()
         if changed:

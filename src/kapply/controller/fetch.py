@@ -52,7 +52,6 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import getproxies, proxy_bypass
 
-import aiohttp
 import yaml
 import yarl
 
@@ -60,6 +59,7 @@ from kapply.controller.settings import Settings
 from kapply.controller.spec import FetchSource, Git, Http, Inline, SourceRef, TagSelection
 from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
+from kapply.http import aiohttp
 from kapply.objects import Obj
 from kapply.oci import ExtractLimits, Kind, OciError, RegistryAuth, RegistryClient, from_secret, parse_reference
 from kapply.oci import Limits as RegistryLimits

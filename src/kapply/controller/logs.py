@@ -64,7 +64,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(level: int, log_format: LogFormat) -> None:
-    """Log to stderr in `log_format` from `level` up (the process's root logger)."""
+    """Log to stderr in `log_format` from `level` up (the process's root logger, replacing the handlers that the
+    CLI's `--debug` set up)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format is LogFormat.JSON else logging.Formatter(TEXT))
-    logging.basicConfig(level=level, handlers=[handler])
+    logging.basicConfig(level=level, handlers=[handler], force=True)

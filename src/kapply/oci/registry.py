@@ -36,9 +36,9 @@ from typing import Any
 from urllib.parse import urlencode
 from urllib.request import getproxies, proxy_bypass
 
-import aiohttp
 import yarl
 
+from kapply.http import aiohttp
 from kapply.oci.auth import ANONYMOUS, Credentials, RegistryAuth
 from kapply.oci.errors import OciError, shown
 from kapply.oci.reference import LOOPBACK_HOSTS, SHA256_DIGEST, Reference

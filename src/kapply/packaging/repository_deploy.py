@@ -9,25 +9,28 @@ import io
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from kapply.api import AsyncClient, deploy_options
+from kapply.api import AsyncClient, delete_options, deploy_options
+from kapply.controller.options import DELETE, DEPLOY, parse_raw_options
 from kapply.delete import DeleteOptions
+from kapply.deploy import DeployOptions
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, overlap, store
 
-# kapp-controller's raw options for a repository's kapp deploy (pkgrepository/app.go), by flag name, and kapply's
+# kapp-controller's raw options for a repository's kapp deploy and delete (pkgrepository/app.go), and kapply's
 # `--dangerous-allow-empty-list-of-resources`: a repository may bring no package, or lose its last one.
-DEPLOY_OPTIONS = {
-    "logs": False,
-    "app-changes-max-to-keep": 5,
-    "dangerous-override-ownership-of-existing-resources": True,
-    "existing-non-labeled-resources-check": False,
-    "kube-api-qps": 30.0,
-    "kube-api-burst": 40,
-    "dangerous-scope-to-fallback-allowed-namespaces": True,
-    "wait": False,
-    "dangerous-allow-empty-list-of-resources": True,
-}
+DEPLOY_RAW_OPTIONS = (
+    "--logs=false",
+    "--app-changes-max-to-keep=5",
+    "--dangerous-override-ownership-of-existing-resources=true",
+    "--existing-non-labeled-resources-check=false",
+    "--kube-api-qps=30",
+    "--kube-api-burst=40",
+    "--dangerous-scope-to-fallback-allowed-namespaces=true",
+    "--wait=false",
+    "--dangerous-allow-empty-list-of-resources=true",
+)
+DELETE_RAW_OPTIONS = ("--wait=false", "--dangerous-scope-to-fallback-allowed-namespaces=true")
 
 
 class RepositoryDeployFailed(KapplyError):
@@ -45,10 +48,13 @@ class RepositoryDeployed:
     left: tuple[str, ...]  # `Kind/name` of the objects left to another repository
 
 
-def delete_options() -> DeleteOptions:
+def repository_deploy_options() -> DeployOptions:
+    return deploy_options(parse_raw_options(DEPLOY_RAW_OPTIONS, DEPLOY))
+
+
+def repository_delete_options() -> DeleteOptions:
     """kapp-controller's delete options for a repository: no waiting for the Packages to go."""
-    built = deploy_options({"wait": False, "dangerous-scope-to-fallback-allowed-namespaces": True})
-    return DeleteOptions(built.apply, built.wait, scope_to_fallback_namespaces=True)
+    return delete_options(parse_raw_options(DELETE_RAW_OPTIONS, DELETE))
 
 
 async def _existing(api: AsyncClient, namespace: str) -> dict[tuple[str, str], Obj]:
@@ -90,7 +96,7 @@ async def deploy(
             resources=kept,
             namespace=namespace,
             app_namespace=namespace,
-            options=deploy_options(DEPLOY_OPTIONS),
+            options=repository_deploy_options(),
         )
         out.table(changes_table(plan.changes))
         changed = bool(plan.pending)
@@ -105,4 +111,4 @@ async def deploy(
 
 async def delete(api: AsyncClient, name: str, namespace: str) -> None:
     """Delete the repository's kapp app and with it its Packages and PackageMetadatas; KapplyError when that fails."""
-    await api.delete(names.repository_app_name(name), namespace=namespace, options=delete_options())
+    await api.delete(names.repository_app_name(name), namespace=namespace, options=repository_delete_options())

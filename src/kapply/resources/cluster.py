@@ -15,19 +15,21 @@ import enum
 import logging
 import random
 import re
+import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlencode
 from urllib.request import getproxies, proxy_bypass
 
-import aiohttp
 import orjson
 import yarl
 
 from kapply import objects
 from kapply.errors import ClusterError, ManifestError
+from kapply.http import aiohttp
 from kapply.objects import Obj
 from kapply.resources.auth import credentials, ssl_context
 from kapply.resources.kubeconfig import KubeContext
@@ -280,6 +282,7 @@ class Cluster:
         self._options = _request_options(context)
         self._requests: aiohttp.ClientSession | None = None
         self._streams: aiohttp.ClientSession | None = None
+        self._tls: ssl.SSLContext | Literal[False] | None = None  # made with the first session, again after close()
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
         # what is done with the API server's warnings (a deprecated API version, say): logged, unless a user of the
@@ -292,7 +295,9 @@ class Cluster:
         holds up a request."""
         session = self._streams if streams else self._requests
         if session is None:
-            tls = ssl_context(self.context) if self.server.startswith("https:") else False
+            if self._tls is None:  # one for both sessions (~3 ms: the kubeconfig's CA and client certificate)
+                self._tls = ssl_context(self.context) if self.server.startswith("https:") else False
+            tls = self._tls
             headers = {"User-Agent": USER_AGENT}
             skip = ("Accept-Encoding",) if self.context.cluster.disable_compression else ()
             connector = aiohttp.TCPConnector(limit=0 if streams else CONNECTIONS, ssl=tls)
@@ -312,7 +317,7 @@ class Cluster:
         for session in (self._requests, self._streams):
             if session is not None:
                 await session.close()
-        self._requests = self._streams = None
+        self._requests = self._streams = self._tls = None
 
     async def __aenter__(self) -> Cluster:
         return self
@@ -376,8 +381,10 @@ class Cluster:
         while True:
             if authorization is not None:
                 headers["Authorization"] = authorization
+            started = time.monotonic()
             async with self._session().request(method, url, data=content, headers=headers, **self._options) as response:
                 answer = await response.read()
+            _log.debug("%s %s: %d (%.3fs)", method, url.path_qs, response.status, time.monotonic() - started)
             for observe in REQUEST_OBSERVERS:
                 observe(self, method, response.status)
             if warns:
@@ -569,6 +576,7 @@ class Cluster:
             async with self._session(streams=True).get(
                 url, headers=headers, timeout=timeout, **self._options
             ) as response:
+                _log.debug("GET %s: %d (streamed)", url.path_qs, response.status)
                 for observe in REQUEST_OBSERVERS:
                     observe(self, "WATCH" if params.get("watch") else "GET", response.status)
                 if response.status >= 400:

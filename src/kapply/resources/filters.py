@@ -1,8 +1,8 @@
 """kapp's resource filters: the `--filter-*` flags and the `--filter` JSON, as one pure value.
 
-    from kapply.resources.filters import from_args
+    from kapply.resources.filters import from_flags
 
-    found = from_args(args)          # None when no filter flag is set
+    found = from_flags(kinds=["Deployment"], labels=["app=web"])  # None when no filter is set
     if found is not None:
         resources = found.apply(resources)
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from kapply import objects
 from kapply.errors import KapplyError
@@ -464,12 +464,6 @@ def parse_age(text: str, now: datetime) -> tuple[datetime | None, datetime | Non
     return (moment, None) if older else (None, moment)
 
 
-class FlagValues(Protocol):
-    """What `from_args` reads: the command's flag values by kapp's names (kapply.cli.command.Args is one)."""
-
-    def __getitem__(self, name: str, /) -> Any: ...
-
-
 def from_flags(
     *,
     filter_json: str = "",
@@ -499,21 +493,4 @@ def from_flags(
         created_before=before,
         created_after=after,
         bool_filter=parse_bool_filter(filter_json) if filter_json else None,
-    )
-
-
-def from_args(args: FlagValues, *, now: datetime | None = None) -> ResourceFilter | None:
-    """The filter a command's resource filter flags (kapp's ResourceFilterFlags: `--filter`, `--filter-age`,
-    `--filter-kind`, ...) describe, or None when none is set."""
-    return from_flags(
-        filter_json=args["filter"],
-        age=args["filter-age"],
-        kinds=args["filter-kind"],
-        namespaces=args["filter-ns"],
-        names=args["filter-name"],
-        kind_names=args["filter-kind-name"],
-        kind_namespaces=args["filter-kind-ns"],
-        kind_ns_names=args["filter-kind-ns-name"],
-        labels=args["filter-labels"],
-        now=now,
     )

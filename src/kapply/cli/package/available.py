@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kapply.cli.command import Args
 from kapply.cli.common import run
+from kapply.cli.package.commands import SUMMARY
 from kapply.cli.package.common import connected, required, write_file
 from kapply.errors import KapplyError
 from kapply.objects import Obj
@@ -72,7 +73,7 @@ async def _list(args: Args, out: Output) -> None:
     async with connected(args, out) as (api, namespace):
         where = "all namespaces" if every else f"namespace '{namespace}'"
         scope = None if every else namespace
-        if args["summary"] and not package:
+        if args[SUMMARY] and not package:
             found = await visible(api, store.PACKAGE_METADATAS, scope)
             title = f"Available summarized packages in {where}"
             out.table(package_metadatas_table(found, title, show_namespace=every, wide=args["wide"]))

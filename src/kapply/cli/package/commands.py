@@ -5,16 +5,17 @@ on every kapply command (docs/packages.md, "The CLI")."""
 
 from __future__ import annotations
 
-from kapply.cli import groups as g
+from dataclasses import replace
+
 from kapply.cli.command import Command, FlagSection
-from kapply.cli.flags import Flag, Kind
+from kapply.flags import NAMESPACE, Flag, Kind
+from kapply.flags import tty as tty_flag
 
 BOOL, STR, STRS, DUR = Kind.BOOL, Kind.STRING, Kind.STRINGS, Kind.DURATION
 LIST_ALIASES = ("l", "ls")
 DEFAULT_VERSION = ">= 0.0.0"  # kctrl's version constraint when `install` is given none
 MODULE = "kapply.cli.package"
 
-NAMESPACE = g.NAMESPACE
 SHARED_NAMESPACE = Flag("dangerous-allow-use-of-shared-namespace", BOOL, False, "Allow use of shared namespaces")
 DRY_RUN = Flag(
     "dry-run", BOOL, False, "Print YAML for resources being applied to the cluster without applying them, optional"
@@ -68,13 +69,16 @@ GHOST_DIFFS_OVERLAY_OUTPUT = Flag(
 NOOP = Flag("noop", BOOL, False, "Delete the package install but leave the resources it deployed (noopDelete)")
 
 
+# kctrl's WaitFlags: its own, named as kapp's (kapply.flags); each command sets the defaults of the last two
+WAIT = Flag("wait", BOOL, True, "Wait for reconciliation to complete")
+WAIT_CHECK_INTERVAL = Flag("wait-check-interval", DUR, 1.0, "Amount of time to sleep between checks while waiting")
+WAIT_TIMEOUT = Flag("wait-timeout", DUR, 300.0, "Maximum amount of time to wait in wait phase")
+
+
 def wait(interval: float, timeout: float, *, can_disable: bool = True) -> tuple[Flag, ...]:
     """kctrl's WaitFlags, with the command's defaults; `--wait` only where waiting can be turned off."""
-    flags = (
-        Flag("wait-check-interval", DUR, interval, "Amount of time to sleep between checks while waiting"),
-        Flag("wait-timeout", DUR, timeout, "Maximum amount of time to wait in wait phase"),
-    )
-    return (Flag("wait", BOOL, True, "Wait for reconciliation to complete"), *flags) if can_disable else flags
+    flags = (replace(WAIT_CHECK_INTERVAL, default=interval), replace(WAIT_TIMEOUT, default=timeout))
+    return (WAIT, *flags) if can_disable else flags
 
 
 def all_namespaces(what: str) -> Flag:
@@ -83,7 +87,7 @@ def all_namespaces(what: str) -> Flag:
 
 def _command(name: str, short: str, handler: str, *flags: Flag, tty: bool, aliases: tuple[str, ...] = ()) -> Command:
     """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default)."""
-    section = FlagSection("Flags", (*flags, g.tty(tty)))
+    section = FlagSection("Flags", (*flags, tty_flag(tty)))
     return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,))
 
 

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args
 from kapply.cli.common import client
+from kapply.cli.package.commands import WAIT, WAIT_CHECK_INTERVAL, WAIT_TIMEOUT
 from kapply.errors import ClusterError, KapplyError
+from kapply.flags import NAMESPACE
 from kapply.objects import Obj
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ class WaitFlags:
 
 def wait_flags(args: Args) -> WaitFlags:
     """kctrl's wait flags; a command without `--wait` (installed delete) always waits."""
-    return WaitFlags(args.parsed.flags.get("wait", True), args["wait-check-interval"], args["wait-timeout"])
+    return WaitFlags(args.parsed.flags.get(WAIT.name, WAIT.default), args[WAIT_CHECK_INTERVAL], args[WAIT_TIMEOUT])
 
 
 def check_shared_namespace(args: Args, namespace: str) -> None:
@@ -70,13 +72,13 @@ def write_file(path: str, content: bytes | str, what: str) -> None:
 def offline(args: Args) -> AsyncClient:
     """A client whose only use is the namespace (`-n`, else $KAPP_NAMESPACE, else the kubeconfig context's): for
     `--dry-run`, which never talks to the cluster."""
-    return client(args, args["namespace"])
+    return client(args, args[NAMESPACE])
 
 
 @asynccontextmanager
 async def connected(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, str]]:
     """A client, after saying which cluster (kctrl's `Target cluster ...` line), and the namespace to work in."""
-    async with client(args, args["namespace"], out) as api:
+    async with client(args, args[NAMESPACE], out) as api:
         namespace = api.namespace()
         out.line(await api.target())
         yield api, namespace
