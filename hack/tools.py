@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the templating tools kapply's controller runs, helm and kustomize, and the tests' OCI registry, crane.
+"""Build the templating tools kapply's controller runs, helm, kustomize and kbld, and the tests' OCI registry, crane.
 
 Like the control plane (hack/cluster.py, whose build helpers this reuses), each
 is built with the machine's Go from the Go module proxy at a pinned version,
@@ -7,10 +7,10 @@ into $KAPPLY_CACHE (default ~/.cache/kapply)/<tool>-<version>/bin/<tool>, and
 never rebuilt once there.
 
 Usage:
-    tools.py build [helm|kustomize|crane ...]   build the named tools (default: all) unless built
-    tools.py path TOOL                          print the binary's path; exit 1 if not built
-    tools.py env                                print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_CRANE=...
-                                                for the built ones
+    tools.py build [helm|kustomize|kbld|crane ...]   build the named tools (default: all) unless built
+    tools.py path TOOL                               print the binary's path; exit 1 if not built
+    tools.py env                                     print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_KBLD=...
+                                                     / KAPPLY_CRANE=... for the built ones
 
 crane (go-containerregistry's CLI) is not run by kapply: the tests run `crane registry serve` as the OCI
 registry that kapply.oci pulls from, and push images and imgpkg bundles to it with `crane` (tests/e2e/registry.py).
@@ -35,8 +35,10 @@ import cluster  # noqa: E402  (hack/cluster.py: Build, bin_dir, go_mod_download,
 # local, so Go fetches no newer toolchain): helm v3.22.0 says `go 1.26.0`; kustomize v5.8.3 says `go 1.27.0`, so
 # kustomize stays at v5.8.2 (`go 1.26.0`). helm v4 is out, but kapp-controller's App CR templates with helm v3.
 # go-containerregistry v0.22.1, the newest release, says `go 1.25.0` (and `toolchain go1.26.6`, which Go 1.26 meets).
+# kbld v0.46.0 says `go 1.23.8`.
 HELM_VERSION = "v3.22.0"
 KUSTOMIZE_VERSION = "v5.8.2"
+KBLD_VERSION = "v0.46.0"
 CRANE_VERSION = "v0.22.1"
 
 
@@ -59,6 +61,7 @@ TOOLS = {
         Tool(
             "kustomize", KUSTOMIZE_VERSION, "sigs.k8s.io/kustomize/kustomize/v5", "sigs.k8s.io/kustomize/kustomize/v5"
         ),
+        Tool("kbld", KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
         Tool(
             "crane",
             CRANE_VERSION,
@@ -142,6 +145,11 @@ def crane_ldflags(version: str) -> str:
     return f"-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version={version}"
 
 
+def kbld_ldflags(version: str) -> str:
+    """What kbld's hack/build.sh stamps in: the release's version, without its `v` (`kbld version` says 0.46.0)."""
+    return f"-s -w -X carvel.dev/kbld/pkg/kbld/version.Version={version.removeprefix('v')}"
+
+
 def build_spec(tool: Tool, gomod: str) -> cluster.Build:
     """The cluster.Build for a tool, given the go.mod of its module at the pinned version.
     kustomize needs no stamps: it reads its version from the Go build info of the dependency."""
@@ -149,6 +157,8 @@ def build_spec(tool: Tool, gomod: str) -> cluster.Build:
         ldflags = helm_ldflags(tool.version, gomod)
     elif tool.name == "crane":
         ldflags = crane_ldflags(tool.version)
+    elif tool.name == "kbld":
+        ldflags = kbld_ldflags(tool.version)
     else:
         ldflags = "-s -w"
     return cluster.Build(

@@ -1,4 +1,4 @@
-"""Finding the programs kapply runs (git, ytt, kustomize, helm): `$KAPPLY_<PROGRAM>`, which must then name an
+"""Finding the programs kapply runs (git, ytt, kustomize, helm, kbld): `$KAPPLY_<PROGRAM>`, which must then name an
 executable file (a wrong path is an error, not a fall-back), else PATH."""
 
 from __future__ import annotations
@@ -8,7 +8,13 @@ import shutil
 
 from kapply.errors import KapplyError
 
-ENV = {"git": "KAPPLY_GIT", "ytt": "KAPPLY_YTT", "kustomize": "KAPPLY_KUSTOMIZE", "helm": "KAPPLY_HELM"}
+ENV = {
+    "git": "KAPPLY_GIT",
+    "ytt": "KAPPLY_YTT",
+    "kustomize": "KAPPLY_KUSTOMIZE",
+    "helm": "KAPPLY_HELM",
+    "kbld": "KAPPLY_KBLD",
+}
 
 
 class ProgramNotFound(KapplyError):

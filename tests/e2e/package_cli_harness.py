@@ -133,7 +133,10 @@ class Pushed:
         for package in packages:
             files[f"packages/{REF}/{package['spec']['version']}.yml"] = yaml.safe_dump(package).encode()
         ref = f"{self.base}/my-pkg-repo:{tag}"
-        self.registry.push_bundle(ref, files, [{"image": self.app_image}], self.work)
+        # as `kctrl package repository release` locks it (kbld's id: the reference the Packages write); kbld reads
+        # the lock when the repository is fetched, and refuses an entry without an id
+        locked = [{"image": self.app_image, "annotations": {"kbld.carvel.dev/id": self.app_image}}]
+        self.registry.push_bundle(ref, files, locked, self.work)
         return ref
 
 

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]  # the first test may 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "image.py"
 USER = "65532:65532"
-TOOLS = ("helm", "kustomize", "ytt")
+TOOLS = ("helm", "kustomize", "kbld", "ytt")
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 
 
@@ -121,7 +121,7 @@ def test_the_image_is_configured_to_run_the_controller_as_non_root(
     assert settings["Cmd"] == ["controller", "--in-cluster"]
     env = environment(config)
     assert env["PATH"].split(":")[0] == "/opt/kapply/bin"
-    expected_tools = {"helm", "kustomize"} | ({"ytt"} if os.environ.get("KAPPLY_YTT") else set())
+    expected_tools = {"helm", "kustomize", "kbld"} | ({"ytt"} if os.environ.get("KAPPLY_YTT") else set())
     assert set(description["tools"]) == expected_tools
     assert {name for name in TOOLS if f"KAPPLY_{name.upper()}" in env} == expected_tools
     assert settings["Labels"]["org.opencontainers.image.version"] == __version__
@@ -160,6 +160,7 @@ def test_kapply_and_its_tools_run_from_the_root_file_system(rootfs: Path, config
     env = environment(config)
     assert in_image(rootfs, config, env["KAPPLY_HELM"], "version", "--short").startswith("v3.")
     assert in_image(rootfs, config, env["KAPPLY_KUSTOMIZE"], "version").startswith("v5.")
+    assert in_image(rootfs, config, env["KAPPLY_KBLD"], "version").startswith("kbld version 0.46.")
     if "KAPPLY_YTT" in env:
         assert in_image(rootfs, config, env["KAPPLY_YTT"], "version").startswith("ytt version ")
     # the install manifests ship in the wheel: the image's kapply prints what this checkout has in config/

@@ -1,9 +1,11 @@
 """The controller process fetching `image`, `imgpkgBundle` and `http` sources: images and imgpkg bundles pushed with
 the real `crane` to `crane registry serve` (tests/e2e/registry.py), a tag chosen by tagSelection, registry credentials
 from a Secret read with the App's own service account (through an authenticating proxy), and files served over http
-by a server on 127.0.0.1 (a tarball checked against its sha256, a zip, a plain YAML file). Hostile layers and archives
-(an entry climbing out with `../`, a symlink to a canary) end ReconcileFailed naming the entry, and the canary, planted
-in the controller's own temporary directory where a climbing entry would land, is untouched.
+by a server on 127.0.0.1 (a tarball checked against its sha256, a zip, a plain YAML file). A bundle templated as
+kapp-controller's packages are, ytt then the real kbld reading the bundle's `.imgpkg/images.yml`, is deployed with its
+image references rewritten to the locked digests. Hostile layers and archives (an entry climbing out with `../`, a
+symlink to a canary) and kbld paths leaving the fetch directory end ReconcileFailed naming the entry or path, and the
+canary, planted in the controller's own temporary directory where a climbing entry would land, is untouched.
 
 The controllers run with `-n <the test's namespace>` and `--dangerous-allow-plain-http-registries` (the registry
 serves plain http on 127.0.0.1). A cluster-wide controller another test module runs at the same time (without the
@@ -29,7 +31,8 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import Client
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import PodTemplate
 
 from tests.e2e.controller_harness import (
     App,
@@ -45,7 +48,7 @@ from tests.e2e.controller_harness import (
     tool_env,
 )
 from tests.e2e.harness import Cluster, eventually
-from tests.e2e.registry import AuthMode, Registry, auth_proxy
+from tests.e2e.registry import BUNDLE_LABEL, AuthMode, Registry, auth_proxy, images_lock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -74,8 +77,8 @@ def controllers(crd: None, cluster: Cluster, kube: Client, namespace: str, tmp_p
         running.close()
 
 
-def serve(controllers: Controllers, controller_tmp: Path, *flags: str) -> None:
-    controllers.start("--leader-elect=false", *flags, env={**tool_env("ytt"), "TMPDIR": str(controller_tmp)})
+def serve(controllers: Controllers, controller_tmp: Path, *flags: str, tools: tuple[str, ...] = ("ytt",)) -> None:
+    controllers.start("--leader-elect=false", *flags, env={**tool_env(*tools), "TMPDIR": str(controller_tmp)})
 
 
 def app(name: str, namespace: str, source: dict[str, Any], account: str = "deployer", **spec: Any) -> dict[str, Any]:
@@ -346,6 +349,110 @@ def test_an_http_tarball_a_zip_and_a_plain_file_are_deployed_and_a_wrong_sha256_
         f"but was 'sha256:{sha256(archive)}'",
     )
     assert reported["fetch"]["exitCode"] != 0, reported
+
+
+# --- kbld: a bundle's images by their locked digests -------------------------------------------------------------
+
+
+def pod_template(name: str, *images: str) -> bytes:
+    """A PodTemplate (kapp waits for nothing on it) whose containers run `images`."""
+    containers = [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]
+    document = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name}}
+    return yaml.safe_dump({**document, "template": {"spec": {"containers": containers}}}).encode()
+
+
+def deployed_images(kube: Client, namespace: str, name: str) -> list[str]:
+    found = kube.get(PodTemplate, name, namespace=namespace).template
+    assert found is not None and found.spec is not None
+    return [container.image or "" for container in found.spec.containers]
+
+
+KBLD_TEMPLATE = [{"ytt": {"paths": ["config"]}}, {"kbld": {"paths": ["-", ".imgpkg/images.yml"]}}]
+
+
+def test_kbld_rewrites_a_bundles_images_to_the_digests_its_lock_names(
+    controllers: Controllers,
+    kube: Client,
+    namespace: str,
+    oci_registry: Registry,
+    tmp_path: Path,
+    controller_tmp: Path,
+):
+    """As a Carvel package's App: the bundle's configuration names `example.com/app:v1` (a registry never asked: the
+    lock names its digest, relocated to the test's registry); an image the lock does not name is resolved from its
+    registry by kbld, as kapp-controller's kbld does."""
+    work = tmp_path / "work"
+    repository = f"{oci_registry.host}/kapply/e2e/{uuid.uuid4().hex[:8]}"
+    app_digest = oci_registry.push_files(f"{repository}/app:v1", {"app": b"app"}, work)
+    sidecar_digest = oci_registry.push_files(f"{repository}/sidecar:v2", {"sidecar": b"sidecar"}, work)
+    locked = [{"image": f"{repository}/app@{app_digest}", "annotations": {"kbld.carvel.dev/id": "example.com/app:v1"}}]
+    config = {"config/pod.yml": pod_template("web", "example.com/app:v1", f"{repository}/sidecar:v2")}
+    oci_registry.push_bundle(f"{repository}/bundle:v1", config, locked, work)
+    create_all(kube, deployer(namespace))
+    source = {"imgpkgBundle": {"image": f"{repository}/bundle:v1"}}
+    kube.create(App(**app("packaged", namespace, source, template=KBLD_TEMPLATE)))
+    serve(controllers, controller_tmp, FLAG, tools=("ytt", "kbld"))
+
+    succeeded(kube, namespace, "packaged")
+    assert deployed_images(kube, namespace, "web") == [
+        f"{repository}/app@{app_digest}",
+        f"{repository}/sidecar@{sidecar_digest}",
+    ]
+
+
+def test_kbld_paths_leaving_the_fetch_directory_are_refused_and_the_canary_stays_unread(
+    controllers: Controllers,
+    kube: Client,
+    namespace: str,
+    oci_registry: Registry,
+    tmp_path: Path,
+    controller_tmp: Path,
+):
+    """kbld reads ImagesLocks and its own configuration from every path it is given: one leading out of the fetch
+    directory (`..`, absolute, a bundle's lock that is a symlink) would let an App's author feed it the controller's
+    files. The canary is an ImagesLock the test plants; had kbld read it, its digest would be deployed. A file kbld
+    fails on fails the App as any template step does, kbld's own words in usefulErrorMessage."""
+    token = f"sha256:{uuid.uuid4().hex * 2}"
+    canary = controller_tmp / "canary.yml"
+    canary.write_bytes(
+        images_lock(
+            [{"image": f"stolen.example/app@{token}", "annotations": {"kbld.carvel.dev/id": "example.com/app:v1"}}]
+        )
+    )
+    repository = f"{oci_registry.host}/kapply/e2e/{uuid.uuid4().hex[:8]}"
+    config = {"config/pod.yml": pod_template("web", "example.com/app:v1")}
+    oci_registry.push_bundle(f"{repository}/bundle:v1", {**config, "extra/bad.yml": b"a: ["}, [], tmp_path / "work")
+    linked = tmp_path / "linked.tar"
+    linked.write_bytes(tarball({"config/pod.yml": config["config/pod.yml"], ".imgpkg/images.yml": str(canary)}))
+    oci_registry.push_layers(f"{repository}/linked:v1", linked)
+    oci_registry.crane(
+        "mutate", f"{repository}/linked:v1", "--label", f"{BUNDLE_LABEL}=true", "-t", f"{repository}/linked:v1"
+    )
+    create_all(kube, deployer(namespace))
+    bundle = {"imgpkgBundle": {"image": f"{repository}/bundle:v1"}}
+    attacks = {
+        "climb": (bundle, ["-", "../canary.yml"], "Templating dir: Invalid path: ../canary.yml"),
+        "absolute": (bundle, ["-", str(canary)], f"Templating dir: Invalid path: {canary}"),
+        "linked": (
+            {"imgpkgBundle": {"image": f"{repository}/linked:v1"}},
+            ["-", ".imgpkg/images.yml"],
+            "entry '.imgpkg/images.yml' is a symlink to an absolute path",
+        ),
+        "not-yaml": (bundle, ["-", "extra/bad.yml"], "Templating dir: kbld failed (exit status 1)"),
+    }
+    for name, (source, paths, _) in attacks.items():
+        template = [{"ytt": {"paths": ["config"]}}, {"kbld": {"paths": paths}}]
+        kube.create(App(**app(name, namespace, source, template=template)))
+    serve(controllers, controller_tmp, FLAG, tools=("ytt", "kbld"))
+
+    for name, (_, _, message) in attacks.items():
+        reported = failed_with(kube, namespace, name, message)
+        assert token not in yaml.safe_dump(reported)
+    assert "kbld: Error:" in failed_with(kube, namespace, "not-yaml", "kbld failed")["usefulErrorMessage"]
+    with pytest.raises(ApiError):
+        kube.get(PodTemplate, "web", namespace=namespace)
+    for log in controllers.logs_by_name.values():
+        assert token not in log.read_text()
 
 
 # --- hostile layers and archives --------------------------------------------------------------------------------------

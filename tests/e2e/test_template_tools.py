@@ -1,4 +1,4 @@
-"""helm and kustomize, as hack/tools.py builds them for kapply's controller, report their pinned
+"""helm, kustomize and kbld, as hack/tools.py builds them for kapply's controller, report their pinned
 versions and render manifests. They need no cluster; they are built here if missing (slow)."""
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ def pinned_version(tool: str) -> str:
 
 @pytest.fixture(scope="session")
 def template_tools() -> dict[str, Path]:
-    """KAPPLY_HELM / KAPPLY_KUSTOMIZE (and KAPPLY_CRANE, the tests' registry) -> binary, built through the script
-    unless they are."""
+    """KAPPLY_HELM / KAPPLY_KUSTOMIZE / KAPPLY_KBLD (and KAPPLY_CRANE, the tests' registry) -> binary, built through
+    the script unless they are."""
     subprocess.run([sys.executable, str(SCRIPT), "build"], check=True)  # builds nothing when built
     paths = dict(line.split("=", 1) for line in script("env").splitlines())
-    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE", "KAPPLY_CRANE"}
+    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE", "KAPPLY_KBLD", "KAPPLY_CRANE"}
     return {name: Path(path) for name, path in paths.items()}
 
 
@@ -128,3 +128,20 @@ def test_kustomize_build_applies_a_name_prefix_and_common_labels(template_tools,
     version = pinned_version("kustomize")
     assert version.startswith("v5.")
     assert run(kustomize, "version") == f"{version}\n"
+
+
+def test_kbld_reports_its_pinned_version_and_rewrites_an_image_its_lock_names(template_tools, tmp_path):
+    kbld = template_tools["KAPPLY_KBLD"]
+    assert run(kbld, "version").splitlines()[0] == f"kbld version {pinned_version('kbld').removeprefix('v')}"
+    digest = "sha256:" + "1" * 64
+    lock = tmp_path / "images.yml"
+    lock.write_text(
+        "apiVersion: imgpkg.carvel.dev/v1alpha1\nkind: ImagesLock\nimages:\n"
+        f"- image: registry.example/app@{digest}\n  annotations: {{kbld.carvel.dev/id: example.com/app:v1}}\n"
+    )
+    pod = tmp_path / "pod.yml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{image: example.com/app:v1}]}\n"
+    )
+    out = run(kbld, "-f", pod, "-f", lock, "--build=false", env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
+    assert f"image: registry.example/app@{digest}" in out

@@ -383,7 +383,8 @@ def test_no_template_option_is_refused(template: Any) -> None:
 def test_an_unsupported_template_kind_is_refused_naming_what_it_is(entry: Obj, known: str) -> None:
     app = with_spec(lambda s: s.update(template=[{"ytt": {}}, entry]))
     assert error_of(app) == (
-        f"Templating (1): Unsupported way to template ({known}; kapply templates with ytt, kustomize, helmTemplate)"
+        f"Templating (1): Unsupported way to template ({known}; "
+        "kapply templates with ytt, kustomize, helmTemplate, kbld)"
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from kapply.controller.spec import TemplateStep, TemplateTool, ValuesSource
-from kapply.controller.template import TemplateError, check_kustomization, template
+from kapply.controller.template import TemplateError, check_kustomization, kbld_args, template
 from kapply.objects import Obj
 
 
@@ -268,6 +268,12 @@ def test_a_kustomization_refused_means_kustomize_never_runs(
             TemplateStep(TemplateTool.HELM, values_from=(ValuesSource(path="../outside/cm.yaml"),)),
             "Templating helm chart: Invalid path: ../outside/cm.yaml",
         ),
+        (
+            TemplateStep(TemplateTool.KBLD, paths=("link/cm.yaml",)),
+            "Templating dir: Invalid path: link/cm.yaml (a symlink on it leads outside the fetch directory)",
+        ),
+        (TemplateStep(TemplateTool.KBLD, paths=("-", "/etc/hosts")), "Templating dir: Expected stdin to be available"),
+        (TemplateStep(TemplateTool.KBLD, paths=("/etc/hosts",)), "Templating dir: Invalid path: /etc/hosts"),
     ],
 )
 def test_template_paths_are_confined(tmp_path: Path, root: Path, step: TemplateStep, message: str):
@@ -275,3 +281,36 @@ def test_template_paths_are_confined(tmp_path: Path, root: Path, step: TemplateS
     with pytest.raises(TemplateError) as refused:
         run_template((step,), root)
     assert str(refused.value).startswith(message)
+
+
+# --- kbld: its arguments --------------------------------------------------------------------------------------------
+
+
+def test_kbld_reads_the_fetch_directory_or_the_previous_output_by_default(root: Path):
+    assert kbld_args((), root, stdin=False) == ["-f", str(root.resolve()), "--build=false"]
+    assert kbld_args((), root, stdin=True) == ["-f", "-", "--build=false"]
+
+
+def test_kbld_paths_are_absolute_so_none_is_an_option_or_a_url(root: Path):
+    tree(root, {"-x.yml": "", "--build=true": "", "https:/x.example/y.yml": "", "config/a.yml": ""})
+    paths = ("-", "./-", "-x.yml", "--build=true", "https://x.example/y.yml", "config")
+    assert kbld_args(paths, root, stdin=True) == [
+        *("-f", "-"),
+        *("-f", str(root.resolve() / "-")),
+        *("-f", str(root.resolve() / "-x.yml")),
+        *("-f", str(root.resolve() / "--build=true")),
+        *("-f", str(root.resolve() / "https:/x.example/y.yml")),
+        *("-f", str(root.resolve() / "config")),
+        "--build=false",
+    ]
+
+
+def test_kbld_runs_in_the_fetch_directory_with_the_scrubbed_environment(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+):
+    fake(tmp_path, monkeypatch, "kbld")
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")
+    tree(root, {".imgpkg/images.yml": "kind: ImagesLock\n"})
+    ran = run_template((TemplateStep(TemplateTool.KBLD, paths=(".imgpkg/images.yml",)),), root)
+    assert ran["args"] == ["-f", str((root / ".imgpkg/images.yml").resolve()), "--build=false"]
+    assert ran["cwd"] == str(root) and ran["proxy"] == "http://proxy.example:3128"

@@ -19,6 +19,7 @@ from kapply.packaging.repository_content import (
     read_documents,
     repository_object,
     repository_objects,
+    resolve_images,
 )
 from tests.e2e.harness import external_tool
 
@@ -188,3 +189,83 @@ def test_a_field_of_the_wrong_type_fails_as_deserializing(doc: dict[str, Any], m
     with pytest.raises(ContentError) as e:
         repository_object(doc, "ns", "repo")
     assert str(e.value) == message
+
+
+# --- an imgpkgBundle's ImagesLock, through kbld -----------------------------------------------------------------------
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def bundle_package(image: str) -> dict[str, Any]:
+    doc = package(template={"spec": {"fetch": [{"imgpkgBundle": {"image": image}}]}})
+    return repository_objects([doc], "ns", "repo")[0]
+
+
+def lock(root: Path, *images: tuple[str, str]) -> None:
+    """`.imgpkg/images.yml` locking each (kbld id, digest reference)."""
+    entries = [{"image": image, "annotations": {"kbld.carvel.dev/id": ref}} for ref, image in images]
+    (root / ".imgpkg").mkdir(exist_ok=True)
+    (root / ".imgpkg" / "images.yml").write_text(
+        yaml.safe_dump({"apiVersion": "imgpkg.carvel.dev/v1alpha1", "kind": "ImagesLock", "images": entries})
+    )
+
+
+def fetched_image(obj: dict[str, Any]) -> str:
+    return obj["spec"]["template"]["spec"]["fetch"][0]["imgpkgBundle"]["image"]
+
+
+def test_kbld_rewrites_a_packages_bundle_to_the_digest_its_lock_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAPPLY_KBLD", str(external_tool("kbld", "KAPPLY_KBLD")))
+    locked = f"registry.example/relocated/pkg@{DIGEST}"
+    lock(tmp_path, ("example.com/pkg:1.0.0", locked))
+    pinned = f"elsewhere.example/other@{DIGEST}"  # a digest reference is kept (kbld asks no registry for it)
+    resolved = asyncio.run(resolve_images([bundle_package("example.com/pkg:1.0.0"), bundle_package(pinned)], tmp_path))
+    assert [fetched_image(obj) for obj in resolved] == [locked, pinned]
+    assert resolved[0]["metadata"]["name"] == names.package_name("pkg.test.carvel.dev", "1.0.0")
+    assert locked in resolved[0]["metadata"]["annotations"]["kbld.k14s.io/images"]
+    assert resolved[0]["metadata"]["annotations"][names.REPOSITORY_REF_ANNOTATION] == "ns/repo"
+
+
+def test_a_kbld_failure_is_a_template_failure_with_what_kbld_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAPPLY_KBLD", str(external_tool("kbld", "KAPPLY_KBLD")))
+    (tmp_path / ".imgpkg").mkdir()
+    (tmp_path / ".imgpkg" / "images.yml").write_text("images: [\n")
+    with pytest.raises(ContentError, match=r"^Templating dir: kbld failed \(exit status 1\)") as e:
+        asyncio.run(resolve_images([bundle_package(f"registry.example/pkg@{DIGEST}")], tmp_path))
+    assert e.value.exit_code == 1 and "kbld: Error" in e.value.stderr
+
+
+def test_a_symlinked_lock_leading_outside_is_refused_before_kbld_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran = tmp_path / "kbld-ran"
+    script = tmp_path / "fake-kbld"
+    script.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("KAPPLY_KBLD", str(script))
+    (tmp_path / "secret.yml").write_text("password: hunter2\n")
+    root = tmp_path / "root"
+    (root / ".imgpkg").mkdir(parents=True)
+    (root / ".imgpkg" / "images.yml").symlink_to(tmp_path / "secret.yml")
+    with pytest.raises(ContentError) as e:
+        asyncio.run(resolve_images([bundle_package("example.com/pkg:1.0.0")], root))
+    assert str(e.value) == (
+        "Templating dir: Invalid path: .imgpkg/images.yml (a symlink on it leads outside the fetch directory)"
+    )
+    assert "hunter2" not in str(e.value) + e.value.stderr and not ran.exists()
+
+
+def test_without_kbld_the_references_are_kept_and_a_named_missing_kbld_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objs = [bundle_package("example.com/pkg:1.0.0")]
+    monkeypatch.delenv("KAPPLY_KBLD", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert asyncio.run(resolve_images(objs, tmp_path)) == objs
+    monkeypatch.setenv("KAPPLY_KBLD", str(tmp_path / "no-kbld"))
+    with pytest.raises(ContentError, match=r"Templating dir: kbld is not available: \$KAPPLY_KBLD names"):
+        asyncio.run(resolve_images(objs, tmp_path))

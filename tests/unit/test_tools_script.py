@@ -60,6 +60,7 @@ def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
     assert re.fullmatch(r"v3\.\d+\.\d+", tools.HELM_VERSION)
     assert re.fullmatch(r"v5\.\d+\.\d+", tools.KUSTOMIZE_VERSION)
     assert re.fullmatch(r"v0\.\d+\.\d+", tools.CRANE_VERSION)
+    assert re.fullmatch(r"v0\.\d+\.\d+", tools.KBLD_VERSION)
     assert {n: (t.version, t.module, t.package) for n, t in tools.TOOLS.items()} == {
         "helm": (tools.HELM_VERSION, "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm"),
         "kustomize": (
@@ -67,6 +68,7 @@ def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
             "sigs.k8s.io/kustomize/kustomize/v5",
             "sigs.k8s.io/kustomize/kustomize/v5",
         ),
+        "kbld": (tools.KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
         "crane": (
             tools.CRANE_VERSION,
             "github.com/google/go-containerregistry",
@@ -145,6 +147,12 @@ def test_build_spec_requires_the_pinned_module_and_builds_its_main_package(tools
         crane.ldflags == f"-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version={tools.CRANE_VERSION}"
     )
 
+    kbld = tools.build_spec(tools.TOOLS["kbld"], "module carvel.dev/kbld\n\ngo 1.23.8\n")
+    assert kbld.requires == {"carvel.dev/kbld": tools.KBLD_VERSION}
+    assert kbld.binaries == {"kbld": "carvel.dev/kbld/cmd/kbld"}
+    # as kbld's hack/build.sh: `kbld version` says 0.46.0
+    assert kbld.ldflags == f"-s -w -X carvel.dev/kbld/pkg/kbld/version.Version={tools.KBLD_VERSION[1:]}"
+
 
 def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(tools, tmp_path):
     result = run_script(tmp_path, "path", "helm")
@@ -166,5 +174,5 @@ def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(to
 def test_unknown_tools_are_refused(tmp_path):
     result = run_script(tmp_path, "build", "helm", "kubectl")
     assert result.returncode == 2
-    assert "unknown tool kubectl (known: helm, kustomize, crane)" in result.stderr
+    assert "unknown tool kubectl (known: helm, kustomize, kbld, crane)" in result.stderr
     assert not (tmp_path / "build").exists()  # nothing was built, not even helm

@@ -97,6 +97,7 @@ class TemplateTool(StrEnum):
     YTT = "ytt"
     KUSTOMIZE = "kustomize"
     HELM = "helmTemplate"
+    KBLD = "kbld"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ class ValuesSource:
 @dataclass(frozen=True, slots=True)
 class TemplateStep:
     tool: TemplateTool
-    paths: tuple[str, ...] = ()  # ytt: files and directories to read (default: all)
+    paths: tuple[str, ...] = ()  # ytt, kbld: files and directories to read, kbld's "-" the previous step's output
     inline: Inline | None = None  # ytt: more files
     values_from: tuple[ValuesSource, ...] = ()  # ytt data values files, helm values files
     chart_path: str = ""  # helmTemplate: the chart's directory in the fetch root
@@ -389,11 +390,14 @@ def _template(value: Any) -> tuple[TemplateStep, ...]:
                     values_from=_values_from(helm.get("valuesFrom"), f"{where}.helmTemplate.valuesFrom"),
                 )
             )
+        elif "kbld" in item:
+            kbld = read_map(item["kbld"], f"{where}.kbld")
+            steps.append(TemplateStep(TemplateTool.KBLD, paths=read_strings(kbld.get("paths"), f"{where}.kbld.paths")))
         else:
             known = ", ".join(item) or "nothing"
             raise SpecError(
                 f"Templating ({i}): Unsupported way to template ({known}; kapply templates with ytt, kustomize, "
-                "helmTemplate)"
+                "helmTemplate, kbld)"
             )
     return tuple(steps)
 

@@ -1,4 +1,4 @@
-"""Templating an App's fetched files into the YAML it deploys: ytt, kustomize and helm template, run as programs.
+"""Templating an App's fetched files into the YAML it deploys: ytt, kustomize, helm template and kbld, run as programs.
 
 Steps run in order: the first reads the fetch directory, each later one the YAML the previous one printed (as
 kapp-controller chains them); kustomize and helm can only start from files, so they must come first.
@@ -9,7 +9,9 @@ the scrubbed environment of `tools.run`, and every value of the App's comes afte
 as an option of its own (a helm release name `--post-renderer=./x` would otherwise run a program). kustomize follows
 `resources: [../../elsewhere]` out of the directory it builds and loads remote bases and files itself: every
 kustomization it can reach is read first (`check_kustomization`), and one that names a remote base or file or a path
-outside the fetch directory is refused.
+outside the fetch directory is refused. kbld never builds (`--build=false`): it rewrites image references to the
+digests an ImagesLock (`.imgpkg/images.yml`) or its own configuration names, and asks the image's registry for the
+digest of any other tag, as kapp-controller's kbld does.
 """
 
 from __future__ import annotations
@@ -249,10 +251,39 @@ async def _helm(
     return (await run("helm", *args, cwd=root, env=env)).stdout
 
 
+# --- kbld -------------------------------------------------------------------------------------------------------------
+
+STDIN = "-"
+
+
+def kbld_args(paths: tuple[str, ...], root: Path, stdin: bool) -> list[str]:
+    """kapp-controller's `kbld -f <path>... --build=false`: each path confined to the fetch directory `root` (and so
+    absolute: none can be taken for an option or a URL), "-" the previous step's output; without paths, that output,
+    or for a first step the whole fetch directory."""
+    args: list[str] = []
+    for path in paths or ((STDIN,) if stdin else (".",)):
+        if path != STDIN:
+            args += ["-f", str(confined(root, path))]
+        elif stdin:
+            args += ["-f", STDIN]
+        else:
+            raise TemplateError("Templating dir: Expected stdin to be available when using it as path, but was not")
+    return [*args, "--build=false"]
+
+
+async def kbld(paths: tuple[str, ...], root: Path, stdin: str | None) -> str:
+    """What kbld prints for `paths` (kbld_args) in the fetch directory `root`, given `stdin` (the previous step's
+    output, or None for a first step); a kbld step's, and a PackageRepository's for its bundle's ImagesLock. FetchError
+    for a path leaving `root`, ToolError when kbld fails."""
+    args = kbld_args(paths, root, stdin is not None)
+    return (await run("kbld", *args, cwd=root, stdin=stdin if STDIN in args else None)).stdout
+
+
 _PREFIX = {
     TemplateTool.YTT: "Templating dir",
     TemplateTool.KUSTOMIZE: "Templating dir",
     TemplateTool.HELM: "Templating helm chart",
+    TemplateTool.KBLD: "Templating dir",
 }
 
 
@@ -268,6 +299,8 @@ async def template(steps: tuple[TemplateStep, ...], root: Path, read: ReadSource
                     stdin = await _ytt(step, root, stdin, scratch, read)
                 elif step.tool is TemplateTool.KUSTOMIZE:
                     stdin = await _kustomize(step, root, stdin)
+                elif step.tool is TemplateTool.KBLD:
+                    stdin = await kbld(step.paths, root, stdin)
                 else:
                     stdin = await _helm(step, root, stdin, scratch, read, name, namespace)
             except (ToolError, FetchError) as e:

@@ -1,6 +1,6 @@
-"""The programs the controller runs to fetch and template (git, ytt, kustomize, helm): found through an environment
-variable or PATH, run with a time limit, their output captured. kapp-controller bundles them; kapply uses the ones the
-machine (or the controller's image) has, and says clearly when one is missing.
+"""The programs the controller runs to fetch and template (git, ytt, kustomize, helm, kbld): found through an
+environment variable or PATH, run with a time limit, their output captured. kapp-controller bundles them; kapply uses
+the ones the machine (or the controller's image) has, and says clearly when one is missing.
 
 Everything a tool reads comes from an App's author, and the controller holds far more rights than that author: a tool
 runs with an allow-listed environment (no kubeconfig, no credentials of the controller's, no proxy passwords), an

@@ -8,10 +8,11 @@ imgpkg (`imgpkg pull -i` / `-b`).
   configuration uses) is read. When every image of the lock is also in the bundle's own repository (the bundle was
   copied with its images, `imgpkg copy -b ... --to-repo ...`), the lock is rewritten to name them there, in the
   fetched `.imgpkg/images.yml` and in what `fetch()` returns, as `imgpkg pull -b` does; otherwise it is left as the
-  bundle has it. kapp-controller's kbld step then reads that lock to resolve the configuration's image references
-  (its default paths include `.imgpkg/images.yml`). imgpkg decides by looking each image up in the bundle's
-  repository (a 404, 401 or 403 means not copied), or by the bundle's image-locations image when `imgpkg copy` left
-  one; kapply always looks the images up, which gives the same answer for a bundle copied whole.
+  bundle has it. A kbld template step (kapp-controller's, and kapply.controller.template's) then reads that lock to
+  resolve the configuration's image references (`kbld: {paths: ["-", .imgpkg/images.yml]}`). imgpkg decides by
+  looking each image up in the bundle's repository (a 404, 401 or 403 means not copied), or by the bundle's
+  image-locations image when `imgpkg copy` left one; kapply always looks the images up, which gives the same answer
+  for a bundle copied whole.
 - An image index is refused unless a platform is given (imgpkg refuses one: "provide a specific digest").
 
 Nested bundles (`imgpkg pull --recursive`) are not fetched: kapp-controller pulls the named bundle only.

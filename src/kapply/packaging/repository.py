@@ -1,8 +1,9 @@
 """Reconciling one PackageRepository, as kapp-controller's pkgrepository: a repository being deleted takes its
 Packages with it; a paused one is left alone; any other is fetched, templated into Packages and PackageMetadatas
-(repository_content.py) and deployed as the kapp app `<name>.pkgr` (repository_deploy.py), every sync period (10
-minutes unless set, never under 30 s) and at once when its spec changes. The status has kapp-controller's shape and
-texts (fetch, template and deploy stages, one condition, the consecutive counts).
+(repository_content.py; an `imgpkgBundle`'s image references resolved by kbld through its `.imgpkg/images.yml`) and
+deployed as the kapp app `<name>.pkgr` (repository_deploy.py), every sync period (10 minutes unless set, never under
+30 s) and at once when its spec changes. The status has kapp-controller's shape and texts (fetch, template and deploy
+stages, one condition, the consecutive counts).
 
 As for Apps, a sync that changes nothing writes nothing (kapp-controller writes the stages' times and counts at every
 sync): `consecutiveReconcileSuccesses` counts the syncs that changed something.
@@ -21,12 +22,19 @@ from kapply.controller.spec import SpecError
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, store
-from kapply.packaging.repository_content import ContentError, check_layout, read_documents, repository_objects
+from kapply.packaging.repository_content import (
+    ContentError,
+    check_layout,
+    read_documents,
+    repository_objects,
+    resolve_images,
+)
 from kapply.packaging.repository_deploy import RepositoryDeployed, RepositoryDeployFailed, delete, deploy
 from kapply.packaging.repository_fetch import RepositoryFetchError, fetch_repository
 from kapply.packaging.spec import (
     REPOSITORY_DEFAULT_SYNC_PERIOD,
     PackageRepositorySpec,
+    RepositorySource,
     parse_package_repository,
 )
 from kapply.packaging.timing import retry_delay
@@ -97,7 +105,7 @@ class RepositoryReconciler:
         try:
             with tempfile.TemporaryDirectory(prefix="kapply-pkgr-") as work:
                 status["fetch"] = await self._fetch(namespace, spec, Path(work))
-                wanted, status["template"] = await self._template(namespace, name, Path(work))
+                wanted, status["template"] = await self._template(namespace, name, spec, Path(work))
             deployed, status["deploy"] = await self._deploy(repository, wanted)
         except StageFailed as e:
             status[e.stage] = e.status
@@ -118,11 +126,16 @@ class RepositoryReconciler:
             raise StageFailed("fetch", st.Stage(1, stderr=e.stderr, error=error, started_at=started), useful) from e
         return st.Stage(0, stdout=lock, started_at=started).to_status()
 
-    async def _template(self, namespace: str, name: str, root: Path) -> tuple[list[Obj], Obj]:
+    async def _template(
+        self, namespace: str, name: str, spec: PackageRepositorySpec, root: Path
+    ) -> tuple[list[Obj], Obj]:
         try:
             wanted = repository_objects(await read_documents(root, check_layout(root)), namespace, name)
+            if spec.fetch.source is RepositorySource.IMGPKG_BUNDLE:  # its ImagesLock, as kapp-controller's kbld pass
+                wanted = await resolve_images(wanted, root)
         except ContentError as e:
-            # ytt's failures point at what ytt said; the controller's own (no `packages/`) are said as they are
+            # ytt's and kbld's failures point at what they said; the controller's own (no `packages/`) are said as
+            # they are
             error, useful = tool_failure("Templating dir: ", str(e), e.stderr) if e.stderr else (str(e), str(e))
             raise StageFailed("template", st.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
         return wanted, st.Stage(0).to_status(with_stdout=False)

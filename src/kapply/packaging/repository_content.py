@@ -12,22 +12,37 @@ kapp-controller's pkgrepository/app_template.go makes them.
    is forced), with kapp-controller's annotations (the repository that brought it, no last-applied copy, no wait,
    create falling back to update), and a Package's kapp-controller name `<refName>.<version>` becomes kapply's
    (names.package_name).
+5. For an `imgpkgBundle` source only (an `image`, git, http or inline source has no lock kapp-controller reads),
+   kbld rewrites the image references of what step 4 made to the digests of the bundle's ImagesLock
+   (`kbld -f - -f .imgpkg/images.yml --build=false`, kapp-controller's last template pass): a Package's
+   `template.spec.fetch[].imgpkgBundle.image` written `example.com/pkg:1.0.0` and locked under that
+   `kbld.carvel.dev/id` becomes the locked `...@sha256:...` reference (the bundle's own repository when it was copied
+   with its images: kapply.oci.bundle rewrote the lock as `imgpkg pull -b` does), with kbld's `kbld.k14s.io/images`
+   annotation; a reference the lock does not name is resolved by kbld against its registry (a digest reference is
+   kept as it is). The lock path is confined to the fetch directory after following symlinks. When the controller has
+   no kbld ($KAPPLY_KBLD unset and none on PATH) the references are kept as written, as step 2 reads plain YAML
+   without ytt.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from kapply import objects, programs, yamlio
+from kapply.controller.fetch import FetchError
 from kapply.controller.spec import SpecError
+from kapply.controller.template import STDIN, kbld
 from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError, ManifestError
 from kapply.objects import Obj
 from kapply.packaging import names, spec
 
 PACKAGES_DIRECTORY = "packages"
+IMAGES_LOCK = ".imgpkg/images.yml"  # an imgpkg bundle's ImagesLock
+KBLD_PATHS = (STDIN, IMAGES_LOCK)  # kapp-controller's kbld pass over a bundle's documents
 INVALID_CONTENT = "Invalid package repository content: must contain 'packages/' directory but did not"
 # Set on every document (kapp-controller's overlay sets them, replacing any value the repository gave).
 ANNOTATIONS = {
@@ -86,16 +101,21 @@ def check_layout(root: Path) -> Path:
     return directory
 
 
-def ytt_available() -> bool:
-    """Whether the controller has ytt ($KAPPLY_YTT or PATH). A $KAPPLY_YTT that names no program is an error, not a
-    reason to read the files without ytt."""
+def tool_available(tool: str) -> bool:
+    """Whether the controller has `tool` (ytt, kbld: $KAPPLY_<TOOL> or PATH). A $KAPPLY_<TOOL> that names no program
+    is an error, not a reason to go without the tool."""
     try:
-        programs.find("ytt")
+        programs.find(tool)
     except programs.ProgramNotFound as e:
-        if os.environ.get(programs.ENV["ytt"]):
+        if os.environ.get(programs.ENV[tool]):
             raise ContentError(f"Templating dir: {e}") from None
         return False
     return True
+
+
+def ytt_available() -> bool:
+    """Whether the controller has ytt ($KAPPLY_YTT or PATH)."""
+    return tool_available("ytt")
 
 
 async def read_documents(root: Path, directory: Path) -> list[Any]:
@@ -186,3 +206,23 @@ def repository_object(doc: Obj, namespace: str, repository: str) -> Obj:
 def repository_objects(docs: list[Any], namespace: str, repository: str) -> list[Obj]:
     """The Packages and PackageMetadatas among a repository's documents, as it deploys them."""
     return [repository_object(doc, namespace, repository) for doc in docs if is_repository_kind(doc)]
+
+
+async def resolve_images(objs: list[Obj], root: Path) -> list[Obj]:
+    """`objs` (repository_objects') with their image references rewritten by kbld to the digests of the fetched
+    bundle's ImagesLock `root/.imgpkg/images.yml` (step 5 of the module's docs); `objs` as they are when the controller
+    has no kbld. ContentError when the lock leaves the fetch directory or kbld fails (what it said in `stderr`)."""
+    if not tool_available("kbld"):
+        return objs
+    # as JSON documents: YAML that every parser reads alike (a string such as `1e3` stays a string)
+    stream = "".join(f"---\n{json.dumps(obj)}\n" for obj in objs)
+    try:
+        printed = await kbld(KBLD_PATHS, root, stream)
+    except ToolError as e:
+        raise ContentError(f"Templating dir: {e}", e.stderr, e.exit_code) from e
+    except FetchError as e:  # a symlinked lock leading outside: its path said, never its content
+        raise ContentError(f"Templating dir: {e}") from None
+    resolved = [doc for doc in _load(printed, "kbld output") if doc is not None]
+    if len(resolved) != len(objs) or not all(is_repository_kind(doc) for doc in resolved):
+        raise ContentError("Templating dir: Expected kbld to print back the Packages and PackageMetadatas it was given")
+    return resolved
