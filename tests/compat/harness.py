@@ -221,10 +221,26 @@ class Harness:
             pytest.fail("the objects kapply left differ from kapp's (normalised):\n" + "\n".join(diff), pytrace=False)
 
 
+def _sort_timed_out(lines: list[str]) -> list[str]:
+    """The `  - <resource>` items after kapp's `Timed out waiting after <d> for resources:`, sorted in place (blank
+    lines where they were): kapp lists the changes still waiting in the order their waits ended, which varies."""
+    out = list(lines)
+    for start, line in enumerate(lines):
+        if "Timed out waiting after" not in line or "for resources:" not in line:
+            continue
+        end = start + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end].startswith("  - ")):
+            end += 1
+        places = [i for i in range(start + 1, end) if lines[i].startswith("  - ")]
+        for i, item in zip(places, sorted(lines[i] for i in places), strict=True):
+            out[i] = item
+    return out
+
+
 def _sort_concurrent(text: str, separator: str = "\n") -> str:
     """Progress lines between two `----` section lines, sorted: changes apply and converge concurrently, so their
-    order varies from run to run with kapp too."""
-    lines = text.split(separator)
+    order varies from run to run with kapp too; so do the resources a timed-out wait names."""
+    lines = _sort_timed_out(text.split(separator))
     out: list[str] = []
     run: list[str] = []
     for line in lines:
