@@ -10,9 +10,11 @@ errors, its help and usage messages.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -115,4 +117,25 @@ def _fail(out: object, name: str, message: str) -> None:
 
 
 def main() -> None:
+    collect_later()
     sys.exit(run(sys.argv[1:]))
+
+
+COLLECT_AFTER_S = 2.0
+
+
+def collect_later(after_s: float = COLLECT_AFTER_S) -> None:
+    """No garbage collection in a command's first seconds. A short command (a small deploy, a diff, `ls`) frees what
+    it made when it exits, and most of the collections it would run only rescan what its imports made: without them,
+    a no-change redeploy of 100 resources takes ~14 ms less CPU, of 1,000 ~39 ms (bench/why.md). A command still
+    running after `after_s` (a deploy waiting, `logs -f`, the controller) collects as usual from then on, with what
+    it made so far frozen out of the collections (`gc.freeze`), as a long-lived process's start-up objects should be."""
+    gc.disable()
+    timer = threading.Timer(after_s, _collect_from_now_on)
+    timer.daemon = True
+    timer.start()
+
+
+def _collect_from_now_on() -> None:
+    gc.freeze()
+    gc.enable()
