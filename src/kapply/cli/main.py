@@ -10,13 +10,15 @@ errors, its help and usage messages.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import gc
 import logging
 import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from kapply import __version__
 from kapply.cli.command import handler, resolve
@@ -118,7 +120,22 @@ def _fail(out: object, name: str, message: str) -> None:
 
 def main() -> None:
     collect_later()
-    sys.exit(run(sys.argv[1:]))
+    exit_now(run(sys.argv[1:]))
+
+
+def exit_now(status: int) -> NoReturn:
+    """Exit without the interpreter's tear-down (freeing every module and object the command made: ~45 ms of a
+    no-change redeploy of 100 resources, bench/why.md). What an exit must do is done first: the atexit handlers
+    (logging's flush, among others) and stdout and stderr flushed. While a thread other than daemons is still at
+    work, the usual exit, which waits for it."""
+    main_thread = threading.main_thread()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not main_thread):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone (`| head`), a stream closed: nothing to add
+            stream.flush()
+    os._exit(status)
 
 
 COLLECT_AFTER_S = 2.0
