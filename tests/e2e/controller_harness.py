@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,12 +149,17 @@ def kapply(kubeconfig: Path, *args: str, timeout: float = 120) -> subprocess.Com
     return result
 
 
-def _ensure_namespace(kube: Client, name: str) -> None:
+def create_if_missing(kube: Client, obj: Any) -> None:
+    """Create `obj`; one that already exists is kept as it is."""
     try:
-        kube.create(Namespace.from_dict({"metadata": {"name": name}}))
+        kube.create(obj)
     except ApiError as e:
         if e.status.code != 409:
             raise
+
+
+def _ensure_namespace(kube: Client, name: str) -> None:
+    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": name}}))
 
 
 def _app_exists(kube: Client, name: str) -> bool:
@@ -169,7 +175,32 @@ def _app_exists(kube: Client, name: str) -> bool:
 def install_crd(kubeconfig: Path, kube: Client) -> None:
     """The CRD alone, as test_controller.py installs it (the app kapply-crds in kapply-system)."""
     _ensure_namespace(kube, CONTROLLER_NAMESPACE)
-    kapply(kubeconfig, "deploy", "-a", CRD_APP, "-n", CONTROLLER_NAMESPACE, "-y", "-f", str(CONFIG / "crd.yml"))
+    kapply(
+        kubeconfig,
+        *("deploy", "-a", CRD_APP, "-n", CONTROLLER_NAMESPACE, "-y", "--wait-check-interval=0.5s"),
+        *("-f", str(CONFIG / "crd.yml")),
+    )
+
+
+@contextmanager
+def running_controller(
+    cluster: Cluster, kube: Client, kubeconfig: Path, directory: Path, *flags: str
+) -> Iterator[subprocess.Popen]:
+    """The CRD installed (`install_crd`) and `kapply controller --leader-elect=false FLAGS` running as `kubeconfig`'s
+    user, with ytt, logging to `directory`/controller.log (the process's `log`); stopped afterwards."""
+    install_crd(cluster.kubeconfig, kube)
+    ytt = external_tool("ytt", "KAPPLY_YTT")
+    log = directory / "controller.log"
+    with controller(kubeconfig, log, "--leader-elect=false", *flags, env={"KAPPLY_YTT": str(ytt)}) as process:
+        process.log = log  # type: ignore[attr-defined]
+        yield process
+
+
+def delete_apps_and_show_log(kube: Client, namespace: str, running: subprocess.Popen) -> None:
+    """After a test: its Apps deleted while the controller runs (their finalizer needs it), and the controller's log
+    lines about the namespace printed (shown when the test fails)."""
+    delete_apps(kube, namespace)
+    print(log_lines(running.log, namespace))  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -380,6 +411,21 @@ def strict_validation_errors(kubeconfig: Path, manifest: Path) -> list[str]:
     return asyncio.run(check())
 
 
+def gone_if_terminating(kube: Client, namespace: str, timeout: float = 120) -> None:
+    """Wait until `namespace` is gone if it is being deleted (an earlier run's, just ended): nothing can be created
+    in it meanwhile."""
+
+    def terminating() -> bool:
+        try:
+            return kube.get(Namespace, namespace).status.phase == "Terminating"  # type: ignore[union-attr]
+        except ApiError as e:
+            if e.status.code == 404:
+                return False
+            raise
+
+    eventually(lambda: not terminating(), timeout=timeout, what=f"namespace {namespace} deleted")
+
+
 @contextmanager
 def admin_identity(kubeconfig: Path, kube: Client, namespace: str, directory: Path) -> Iterator[Path]:
     """A kubeconfig for a ServiceAccount `controller` of `namespace` bound to cluster-admin (what a controller runs as
@@ -389,13 +435,8 @@ def admin_identity(kubeconfig: Path, kube: Client, namespace: str, directory: Pa
     from lightkube.resources.core_v1 import ServiceAccount
     from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
-    def create(obj: Any) -> None:
-        try:
-            kube.create(obj)
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
-
+    gone_if_terminating(kube, namespace)
+    create = partial(create_if_missing, kube)
     create(Namespace.from_dict({"metadata": {"name": namespace}}))
     create(ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": namespace}}))
     binding = ClusterRoleBinding.from_dict(

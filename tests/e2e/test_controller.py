@@ -4,7 +4,6 @@ them, deleted with their resources, and failures that name their cause while oth
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -12,11 +11,19 @@ import pytest
 import yaml
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import ConfigMap, Namespace
+from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
-from tests.e2e.controller_harness import REPO, App, condition, controller, deployer, inline_app, status
-from tests.e2e.harness import Cluster, eventually, external_tool
+from tests.e2e.controller_harness import (
+    App,
+    condition,
+    delete_apps_and_show_log,
+    deployer,
+    inline_app,
+    running_controller,
+    status,
+)
+from tests.e2e.harness import Cluster, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -26,39 +33,10 @@ CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting}\ndata: {text: 
 @pytest.fixture(scope="module")
 def running(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen]:
     """The CRD installed with kapply itself, and one controller for the module's tests."""
-    try:
-        kube.create(Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-    except ApiError as e:
-        if e.status.code != 409:
-            raise
-    crd = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kapply",
-            "deploy",
-            "-a",
-            "kapply-crds",
-            "-n",
-            "kapply-system",
-            "-y",
-            "--wait-check-interval=0.5s",
-            "-f",
-            str(REPO / "config" / "controller" / "crd.yml"),
-        ],
-        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert crd.returncode == 0, crd.stdout + crd.stderr
-    ytt = external_tool("ytt", "KAPPLY_YTT")
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
     # --dangerous-allow-file-urls: test_bad_input_fails_the_app_with_a_useful_message_and_others_go_on fetches a
     # file:// URL that names no repository, to see git's failure reported.
-    flags = ("--leader-elect=false", "--dangerous-allow-file-urls")
-    with controller(cluster.kubeconfig, log, *flags, env={"KAPPLY_YTT": str(ytt)}) as process:
-        process.log = log  # type: ignore[attr-defined]
+    directory = tmp_path_factory.mktemp("controller")
+    with running_controller(cluster, kube, cluster.kubeconfig, directory, "--dangerous-allow-file-urls") as process:
         yield process
 
 
@@ -67,10 +45,7 @@ def apps_deleted_first(running: subprocess.Popen, kube: Client, namespace: str) 
     """Afterwards the test's Apps are deleted while the controller runs (their finalizer needs it), and the
     controller's log lines about the namespace are printed (shown when the test fails)."""
     yield
-    for app in kube.list(App, namespace=namespace):
-        kube.delete(App, app.metadata.name, namespace=namespace)
-    eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
-    print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))
+    delete_apps_and_show_log(kube, namespace, running)
 
 
 def apply(kube: Client, text: str) -> None:

@@ -26,25 +26,25 @@ import pytest
 import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
-from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import ConfigMap, Event, Namespace
+from lightkube.resources.core_v1 import ConfigMap, Event
 from lightkube.types import PatchType
 
 from tests.e2e.controller_harness import (
-    REPO,
     App,
     admin_identity,
     condition,
-    controller,
     counted,
+    create_if_missing,
+    delete_apps_and_show_log,
     deployer,
     dispatched,
     inline_app,
+    running_controller,
     status,
 )
-from tests.e2e.harness import Cluster, eventually, external_tool
+from tests.e2e.harness import Cluster, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -75,38 +75,13 @@ def controller_kubeconfig(cluster: Cluster, kube: Client, tmp_path_factory: pyte
         yield path
 
 
-def _create(kube: Client, obj: Any) -> None:
-    try:
-        kube.create(obj)
-    except ApiError as e:
-        if e.status.code != 409:
-            raise
-
-
 @pytest.fixture(scope="module")
 def running(
     cluster: Cluster, kube: Client, controller_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[subprocess.Popen]:
-    _create(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-    crd = subprocess.run(
-        [sys.executable, "-m", "kapply", "deploy", "-a", "kapply-crds", "-n", "kapply-system", "-y"]
-        + ["--wait-check-interval=0.5s", "-f", str(REPO / "config" / "controller" / "crd.yml")],
-        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert crd.returncode == 0, crd.stdout + crd.stderr
-    ytt = external_tool("ytt", "KAPPLY_YTT")
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
-    with controller(
-        controller_kubeconfig,
-        log,
-        "--leader-elect=false",
-        f"--ghost-diff-quiet-syncs={QUIET_SYNCS}",
-        env={"KAPPLY_YTT": str(ytt)},
-    ) as process:
-        process.log = log  # type: ignore[attr-defined]
+    directory = tmp_path_factory.mktemp("controller")
+    flag = f"--ghost-diff-quiet-syncs={QUIET_SYNCS}"
+    with running_controller(cluster, kube, controller_kubeconfig, directory, flag) as process:
         yield process
 
 
@@ -115,10 +90,7 @@ def apps_deleted_first(running: subprocess.Popen, kube: Client, namespace: str) 
     """Afterwards the test's Apps are deleted while the controller runs, and the controller's log lines about the
     namespace are printed (shown when the test fails)."""
     yield
-    for app in kube.list(App, namespace=namespace):
-        kube.delete(App, app.metadata.name, namespace=namespace)
-    eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
-    print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))
+    delete_apps_and_show_log(kube, namespace, running)
 
 
 QUIET_SYNCS = 4  # the controller's --ghost-diff-quiet-syncs: 8 s at the tests' 2 s sync period
@@ -126,7 +98,7 @@ QUIET_SYNCS = 4  # the controller's --ghost-diff-quiet-syncs: 8 s at the tests' 
 
 def create_app(kube: Client, namespace: str, name: str, files: dict[str, str], **spec: Any) -> None:
     for doc in yaml.safe_load_all(deployer(namespace)):
-        _create(kube, from_dict(doc))
+        create_if_missing(kube, from_dict(doc))
     body = inline_app(name, namespace, files, **{"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], **spec})
     kube.create(App(**body))
     eventually(lambda: condition(kube, namespace, name) == "ReconcileSucceeded", timeout=60, what="the first deploy")

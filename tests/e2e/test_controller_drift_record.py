@@ -12,26 +12,30 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
-from lightkube.core.exceptions import ApiError
-from lightkube.models.authentication_v1 import TokenRequestSpec
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Event, Namespace, ServiceAccount
-from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
+from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
 from kapply.objects import DRIFT_KEPT
-from tests.e2e.controller_harness import REPO, App, condition, controller, deployer, inline_app, status
+from tests.e2e.controller_harness import (
+    App,
+    admin_identity,
+    condition,
+    create_if_missing,
+    delete_apps_and_show_log,
+    deployer,
+    inline_app,
+    running_controller,
+    status,
+)
 from tests.e2e.harness import Cluster, KapplyRunner, eventually, external_tool
 
 pytestmark = pytest.mark.e2e
@@ -54,70 +58,20 @@ spec:
 """
 
 
-def _create(kube: Client, obj: Any) -> None:
-    try:
-        kube.create(obj)
-    except ApiError as e:
-        if e.status.code != 409:
-            raise
-
-
 @pytest.fixture(scope="module")
 def controller_kubeconfig(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A kubeconfig for the ServiceAccount the controller runs as (cluster-admin), as in test_controller_drift.py but
     in a namespace of this module's own (that module deletes its own when it ends)."""
-    _create(kube, Namespace.from_dict({"metadata": {"name": IDENTITY_NAMESPACE}}))
-    _create(kube, ServiceAccount.from_dict({"metadata": {"name": "controller", "namespace": IDENTITY_NAMESPACE}}))
-    binding = ClusterRoleBinding.from_dict(
-        {
-            "metadata": {"name": f"{IDENTITY_NAMESPACE}-controller"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": IDENTITY_NAMESPACE}],
-        }
-    )
-    _create(kube, binding)
-    token = kube.create(
-        ServiceAccount.Token(metadata=ObjectMeta(), spec=TokenRequestSpec(audiences=[], expirationSeconds=7200)),
-        "controller",
-        namespace=IDENTITY_NAMESPACE,
-    ).status.token
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    path = tmp_path_factory.mktemp("identity") / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": admin["clusters"][:1],
-                "users": [{"name": "controller", "user": {"token": token}}],
-                "contexts": [{"name": "c", "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"}}],
-                "current-context": "c",
-            }
-        )
-    )
-    yield path
-    kube.delete(ClusterRoleBinding, binding.metadata.name)
-    kube.delete(Namespace, IDENTITY_NAMESPACE)
+    with admin_identity(cluster.kubeconfig, kube, IDENTITY_NAMESPACE, tmp_path_factory.mktemp("identity")) as path:
+        yield path
 
 
 @pytest.fixture(scope="module")
 def running(
     cluster: Cluster, kube: Client, controller_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[subprocess.Popen]:
-    _create(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-    crd = subprocess.run(
-        [sys.executable, "-m", "kapply", "deploy", "-a", "kapply-crds", "-n", "kapply-system", "-y"]
-        + ["--wait-check-interval=0.5s", "-f", str(REPO / "config" / "controller" / "crd.yml")],
-        env={"KUBECONFIG": str(cluster.kubeconfig), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert crd.returncode == 0, crd.stdout + crd.stderr
-    ytt = external_tool("ytt", "KAPPLY_YTT")
-    log = tmp_path_factory.mktemp("controller") / "controller.log"
-    with controller(controller_kubeconfig, log, "--leader-elect=false", env={"KAPPLY_YTT": str(ytt)}) as process:
-        process.log = log  # type: ignore[attr-defined]
+    directory = tmp_path_factory.mktemp("controller")
+    with running_controller(cluster, kube, controller_kubeconfig, directory) as process:
         yield process
 
 
@@ -126,10 +80,7 @@ def apps_deleted(running: subprocess.Popen, kube: Client, namespace: str) -> Ite
     """Afterwards the test's Apps are deleted while the controller runs, and the controller's log lines about the
     namespace are printed (shown when the test fails)."""
     yield
-    for app in kube.list(App, namespace=namespace):
-        kube.delete(App, app.metadata.name, namespace=namespace)
-    eventually(lambda: not list(kube.list(App, namespace=namespace)), timeout=60, what="the Apps deleted")
-    print("".join(line for line in running.log.read_text().splitlines(True) if namespace in line))  # type: ignore[attr-defined]
+    delete_apps_and_show_log(kube, namespace, running)
 
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -214,7 +165,7 @@ def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_
     running: subprocess.Popen, apps_deleted: None, kube: Client, namespace: str, kapp: Run, tmp_path: Path
 ) -> None:
     for doc in yaml.safe_load_all(deployer(namespace)):
-        _create(kube, from_dict(doc))
+        create_if_missing(kube, from_dict(doc))
     spec = {"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], "driftPolicy": "warn"}
     kube.create(App(**inline_app("web", namespace, {"web.yml": deployment(2)}, **spec)))
     eventually(lambda: condition(kube, namespace, "web") == "ReconcileSucceeded", timeout=60, what="the first deploy")
