@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,61 @@ def test_shared_yaml_nodes_are_checked_once(root: Path):
     )
     tree(root, {"kustomization.yaml": bomb})
     check_kustomization(root, root)  # 10^10 paths if walked as a tree
+
+
+# Every way of writing an entry that kustomize's Go decoder reads as the field: the check sees what kustomize sees.
+# (The class of the hole: a check that read one document, one spelling of a key, one type of scalar.)
+SPELLINGS = {
+    "a second document": "resources: [../outside]\n---\n",
+    "an empty first document": "---\n---\nresources: [../outside]\n",
+    "a later document only": "resources: [cm.yml]\n---\nresources: [../outside]\n",
+    "a key in another case": "Resources: [../outside]\n",
+    "a key in upper case": "RESOURCES: [../outside]\n",
+    "a duplicate key": "resources: [../outside]\nresources: [cm.yml]\n",
+    "a duplicate key in another case": "resources: [cm.yml]\nResources: [../outside]\n",
+    "a binary scalar": "resources: [!!binary Li4vb3V0c2lkZQ==]\n",
+    "a merge key": "base: &b {resources: [../outside]}\n<<: *b\n",
+    "a field key in another case": "patches: [{Path: ../outside/cm.yaml}]\n",
+}
+
+
+@pytest.mark.parametrize("text", SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_an_entry_is_checked_however_it_is_written(root: Path, text: str):
+    tree(root, {"kustomization.yaml": text, "cm.yml": "kind: ConfigMap\n"})
+    with pytest.raises(TemplateError, match=f"'../outside(/cm.yaml)?' {OUTSIDE}$"):
+        check_kustomization(root, root)
+
+
+def test_a_nested_kustomization_with_a_second_document_is_checked(root: Path):
+    tree(
+        root,
+        {
+            "overlay/kustomization.yaml": "resources: [../base]\n---\nkind: Ignored\n",
+            "base/kustomization.yaml": "resources: [cm.yml, http://127.0.0.1:8080/x]\n---\n",
+        },
+    )
+    with pytest.raises(TemplateError) as refused:
+        check_kustomization(root, root / "overlay")
+    assert str(refused.value) == (
+        "Templating dir: Expected kustomization 'base/kustomization.yaml' resources[1] 'http://127.0.0.1:8080/x' "
+        + REMOTE
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "entry", "why"),
+    [
+        # YAML (a mapping) and a URL at once: kustomize may GET it
+        ("patchesStrategicMerge", "http://127.0.0.1:8/x: y", REMOTE),
+        ("transformers", "https://127.0.0.1:8/x: y", REMOTE),
+        # YAML and a path leaving the fetch directory at once
+        ("generators", "a: ../../../outside", OUTSIDE),
+    ],
+)
+def test_an_entry_that_is_both_inline_yaml_and_a_path_is_checked_as_both(root: Path, field: str, entry: str, why: str):
+    tree(root, {"kustomization.yaml": kustomization({field: [entry]})})
+    with pytest.raises(TemplateError, match=f"{field}\\[0\\] '.*' {re.escape(why)}"):
+        check_kustomization(root, root)
 
 
 # --- the steps, with fake tools -------------------------------------------------------------------------------------

@@ -102,13 +102,57 @@ KUSTOMIZE_ENV = {
 }
 
 
+class _Pairs(list[tuple[Any, Any]]):
+    """A YAML mapping's entries in order, duplicate keys kept (PyYAML keeps the last only; Go's decoder may use
+    either)."""
+
+
+class _GoLoader(yaml.SafeLoader):
+    """YAML read as kustomize's Go decoder could read it, so that no spelling hides an entry from the check: every
+    scalar is its text (Go reads a scalar into a string field whatever it looks like), `!!binary` is the text it
+    encodes, and a mapping is a `_Pairs` (its keys compared by `_fold`: Go's encoding/json matches field names
+    without regard to case)."""
+
+
+def _text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _binary(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return loader.construct_yaml_binary(node).decode("utf-8", "surrogateescape")
+
+
+def _pairs(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Pairs:
+    loader.flatten_mapping(node)  # `<<` merge keys, as Go's decoder applies them
+    return _Pairs(
+        (loader.construct_object(key, deep=True), loader.construct_object(value, deep=True))
+        for key, value in node.value
+    )
+
+
+for _tag in ("null", "bool", "int", "float", "timestamp", "str"):
+    _GoLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _text)
+_GoLoader.add_constructor("tag:yaml.org,2002:binary", _binary)
+_GoLoader.add_constructor("tag:yaml.org,2002:map", _pairs)
+
+
+def _load_all(text: str | bytes) -> list[Any]:
+    return list(yaml.load_all(text, Loader=_GoLoader))
+
+
+def _fold(key: Any) -> str | None:
+    """A mapping key as Go matches it to a field name (case-insensitively); None for a key no field can have."""
+    return key.casefold() if isinstance(key, str) else None
+
+
 def _refuse(file: str, where: str, entry: str, why: str) -> TemplateError:
     return TemplateError(f"Templating dir: Expected kustomization '{file}' {where} '{entry}' {why}")
 
 
-def _local(root: str, directory: str, entry: str, file: str, where: str) -> str:
-    """The path a kustomization's entry names, resolved; refused when remote or outside root."""
-    if _REMOTE.match(entry) or "://" in entry or "::" in entry:
+def _local(root: str, directory: str, entry: str, file: str, where: str, inline: bool = False) -> str:
+    """The path a kustomization's entry names, resolved; refused when remote or outside root. An `inline` entry (one
+    that is YAML too, which kustomize may read either way) is refused when it starts like a URL or leaves root."""
+    if _REMOTE.match(entry) or (not inline and ("://" in entry or "::" in entry)):
         raise _refuse(file, where, entry, "to be a path (remote bases and files are not allowed)")
     if "\0" in entry or os.path.isabs(entry):
         raise _refuse(file, where, entry, "to be a relative path")
@@ -121,10 +165,10 @@ def _local(root: str, directory: str, entry: str, file: str, where: str) -> str:
 def _inline_yaml(entry: str) -> list[Any] | None:
     """The documents of an entry written inline (a patch, a plugin configuration), or None for a path."""
     try:
-        docs = list(yaml.safe_load_all(entry))
+        docs = _load_all(entry)
     except (yaml.YAMLError, RecursionError):
         return None
-    return docs if any(isinstance(doc, dict | list) for doc in docs) else None
+    return docs if any(isinstance(doc, list) for doc in docs) else None
 
 
 def _read_docs(path: str, shown: str) -> list[Any]:
@@ -133,7 +177,7 @@ def _read_docs(path: str, shown: str) -> list[Any]:
             text = f.read(MAX_KUSTOMIZATION + 1)
         if len(text) > MAX_KUSTOMIZATION:
             raise TemplateError(f"Templating dir: Expected '{shown}' to be at most {MAX_KUSTOMIZATION} bytes")
-        return list(yaml.safe_load_all(text))
+        return _load_all(text)
     except OSError as e:
         raise TemplateError(f"Templating dir: Reading '{shown}': {e.strerror}") from None
     except (yaml.YAMLError, RecursionError) as e:
@@ -149,51 +193,56 @@ def _file_keys(docs: list[Any], check: Callable[[str, str], str]) -> None:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+        items = node if isinstance(node, _Pairs) else enumerate(node) if isinstance(node, list) else []
         for key, value in items:
             here = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
-            if key in _FILE_KEYS:
+            if _fold(key) in _FILE_KEYS:
                 for i, item in enumerate(value if isinstance(value, list) else [value]):
                     if isinstance(item, str):
                         # configMapGenerator files: `key=path`
-                        check(item.split("=", 1)[-1] if key == "files" else item, f"{here}[{i}]".lstrip("."))
-            if isinstance(value, dict | list):
+                        check(item.split("=", 1)[-1] if _fold(key) == "files" else item, f"{here}[{i}]".lstrip("."))
+            if isinstance(value, list):
                 pending.append((value, here))
 
 
-def _entries(kustomization: dict[str, Any], name: str) -> list[tuple[str, str]]:
-    """The string entries of a kustomization's list field, each with its place (`resources[0]`)."""
-    value = kustomization.get(name)
-    items = value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    return [(item, f"{name}[{i}]") for i, item in enumerate(items) if isinstance(item, str)]
+def _entries(kustomization: _Pairs, name: str) -> list[tuple[str, str]]:
+    """The string entries of a kustomization's list field, each with its place (`resources[0]`), under every key
+    that Go takes for the field (any case, each duplicate)."""
+    entries = []
+    for key, value in kustomization:
+        if _fold(key) == name.casefold():
+            items = value if isinstance(value, list) and not isinstance(value, _Pairs) else [value]
+            entries += [(item, f"{key}[{i}]") for i, item in enumerate(items) if isinstance(item, str)]
+    return entries
 
 
 def _check_one(base: str, directory: str, path: str) -> list[str]:
-    """Check the kustomization file `path` of `directory`; the directories it names (more kustomizations)."""
+    """Check the kustomization file `path` of `directory` (every document of it: kustomize builds the first, and
+    nothing here depends on which that is); the directories it names (more kustomizations)."""
     shown = os.path.relpath(path, base)
     docs = _read_docs(path, shown)
-    kustomization = docs[0] if len(docs) == 1 and isinstance(docs[0], dict) else {}
 
-    def local(entry: str, where: str) -> str:
-        return _local(base, directory, entry, shown, where)
+    def local(entry: str, where: str, inline: bool = False) -> str:
+        return _local(base, directory, entry, shown, where, inline)
 
     more = []
-    for name in _BASES:
-        for entry, where in _entries(kustomization, name):
-            if os.path.isdir(resolved := local(entry, where)):
-                more.append(resolved)
-    for name in _PLUGINS:
-        for entry, where in _entries(kustomization, name):
-            if (inline := _inline_yaml(entry)) is not None:
-                _file_keys(inline, local)
-            elif os.path.isdir(resolved := local(entry, where)):
-                more.append(resolved)
-            elif os.path.isfile(resolved):
-                _file_keys(_read_docs(resolved, os.path.relpath(resolved, base)), local)
-    for name in _FILES:
-        for entry, where in _entries(kustomization, name):
-            if name != "patchesStrategicMerge" or _inline_yaml(entry) is None:
-                local(entry, where)
+    for kustomization in (doc for doc in docs if isinstance(doc, _Pairs)):
+        for name in _BASES:
+            for entry, where in _entries(kustomization, name):
+                if os.path.isdir(resolved := local(entry, where)):
+                    more.append(resolved)
+        for name in _PLUGINS:
+            for entry, where in _entries(kustomization, name):
+                # kustomize reads an entry as inline YAML when it can, else as a path: both are checked
+                if (inline := _inline_yaml(entry)) is not None:
+                    _file_keys(inline, local)
+                if os.path.isdir(resolved := local(entry, where, inline is not None)):
+                    more.append(resolved)
+                elif os.path.isfile(resolved):
+                    _file_keys(_read_docs(resolved, os.path.relpath(resolved, base)), local)
+        for name in _FILES:
+            for entry, where in _entries(kustomization, name):
+                local(entry, where, name == "patchesStrategicMerge" and _inline_yaml(entry) is not None)
     _file_keys(docs, local)
     return more
 
