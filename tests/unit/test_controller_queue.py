@@ -1,4 +1,5 @@
-"""The controller's work queue: each App at most once, at the earliest time asked, never by two workers at once.
+"""The controller's work queue: each App at most once, at the earliest time asked, never by two workers at once;
+namespaces served in turn, none running more than its share.
 
 Timings are tens of milliseconds; each test runs its own event loop with `asyncio.run`."""
 
@@ -11,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from kapply.controller.queue import WorkQueue
+from kapply.controller.queue import WorkQueue, namespace_share
 
 T = TypeVar("T")
 A = ("ns", "a")
@@ -281,3 +282,140 @@ def test_several_workers_share_keys_without_running_one_twice(workers: int) -> N
         assert len(queue) == 0
 
     run(test)
+
+
+# --- fairness across namespaces ---------------------------------------------------------------------------------------
+
+
+async def taken(queue: WorkQueue[tuple[str, str]], count: int) -> list[tuple[str, str]]:
+    return [(await next_key(queue))[0] for _ in range(count)]
+
+
+def test_namespaces_take_turns_whatever_the_length_of_their_lines() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        for i in range(5):
+            queue.add(("hog", f"a{i}"))
+        queue.add(("other", "b"))  # came due last: served second, not sixth
+        assert await taken(queue, 6) == [("hog", "a0"), ("other", "b"), *[("hog", f"a{i}") for i in range(1, 5)]]
+
+    run(test)
+
+
+def test_round_robin_over_three_namespaces_keeps_each_ones_order() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        for ns, count in (("a", 3), ("b", 3), ("c", 1)):
+            for i in range(count):
+                queue.add((ns, str(i)))
+        order = await taken(queue, 7)
+        assert order == [("a", "0"), ("b", "0"), ("c", "0"), ("a", "1"), ("b", "1"), ("a", "2"), ("b", "2")]
+
+    run(test)
+
+
+def test_a_namespace_coming_due_later_takes_its_turn_at_the_back() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        queue.add(("a", "0"))
+        queue.add(("a", "1"))
+        queue.add(("b", "0"), 0.03)
+        assert await taken(queue, 1) == [("a", "0")]
+        await asyncio.sleep(0.04)
+        assert await taken(queue, 2) == [("a", "1"), ("b", "0")]  # behind the one key of each namespace in line
+
+    run(test)
+
+
+def test_a_namespace_runs_at_most_its_share_while_others_are_served() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue(per_namespace=2)
+        for i in range(4):
+            queue.add(("hog", str(i)))
+        queue.add(("other", "x"))
+        assert await taken(queue, 3) == [("hog", "0"), ("other", "x"), ("hog", "1")]
+        assert await nothing_due(queue)  # hog's other keys wait: two of its keys run
+        assert queue.ready() == 2
+        queue.done(("other", "x"), None)
+        assert await nothing_due(queue)  # another namespace's key ending frees none of hog's share
+        queue.done(("hog", "0"), None)
+        assert await taken(queue, 1) == [("hog", "2")]
+
+    run(test)
+
+
+def test_a_worker_waiting_on_a_full_share_wakes_when_a_key_of_it_is_done() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue(per_namespace=1)
+        queue.add(("hog", "0"))
+        queue.add(("hog", "1"))
+        await next_key(queue)
+        waiter = asyncio.create_task(next_key(queue))
+        await asyncio.sleep(0.02)
+        assert not waiter.done()
+        queue.done(("hog", "0"), None)
+        key, waited = await waiter
+        assert key == ("hog", "1")
+        assert waited < 0.5
+
+    run(test)
+
+
+def test_forget_drops_a_key_waiting_in_its_namespace_line() -> None:
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue(per_namespace=1)
+        queue.add(("hog", "0"))
+        queue.add(("hog", "1"))
+        await next_key(queue)
+        assert await nothing_due(queue)  # hog/1 is in its line now, held back by the share
+        queue.forget(("hog", "1"))
+        queue.done(("hog", "0"), None)
+        assert await nothing_due(queue)
+        assert len(queue) == 0
+        queue.add(("hog", "1"))  # added again: once, not twice
+        assert await taken(queue, 1) == [("hog", "1")]
+        queue.done(("hog", "1"), None)
+        assert await nothing_due(queue)
+
+    run(test)
+
+
+def test_slow_keys_of_one_namespace_never_hold_every_worker() -> None:
+    """Four workers, a share of two: eight keys of one namespace that never finish hold two workers, and the keys of
+    other namespaces, added afterwards, are each reconciled at once."""
+
+    async def test() -> None:
+        queue: WorkQueue[tuple[str, str]] = WorkQueue(per_namespace=namespace_share(4, 0))
+        handled: dict[tuple[str, str], float] = {}
+        start = time.monotonic()
+
+        async def worker() -> None:
+            while True:
+                key = await queue.get()
+                handled[key] = time.monotonic() - start
+                await asyncio.sleep(10 if key[0] == "hog" else 0.01)
+                queue.done(key, None)
+
+        tasks = [asyncio.create_task(worker()) for _ in range(4)]
+        for i in range(8):
+            queue.add(("hog", str(i)))
+        await asyncio.sleep(0.02)
+        for ns in ("a", "b", "c"):
+            queue.add((ns, "app"))
+            queue.add((ns, "other"), 0.02)
+        await asyncio.sleep(0.1)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert sorted(k for k in handled if k[0] == "hog") == [("hog", "0"), ("hog", "1")]
+        assert all((ns, name) in handled for ns in "abc" for name in ("app", "other"))
+        assert max(t for k, t in handled.items() if k[0] != "hog") < 0.09
+
+    run(test)
+
+
+@pytest.mark.parametrize(
+    ("workers", "per_namespace", "share"), [(4, 0, 2), (1, 0, 1), (2, 0, 1), (3, 0, 1), (8, 0, 4), (4, 3, 3), (4, 9, 4)]
+)
+def test_a_namespace_share_is_half_the_workers_unless_set(workers: int, per_namespace: int, share: int) -> None:
+    assert namespace_share(workers, per_namespace) == share

@@ -37,6 +37,12 @@ def controller(args: Args, out: Output) -> None:
         endpoints = health.parse_address(args["metrics-bind-address"])
     except ValueError as e:
         raise UsageError(str(e)) from None
+    for name in ("namespace-concurrency", "fetch-min-rate"):
+        if args[name] < 0:
+            raise UsageError(f"--{name}={args[name]}: expected 0 or more")
+    for name in ("concurrency", "fetch-timeout", "fetch-min-rate-window"):
+        if args[name] <= 0:
+            raise UsageError(f"--{name}={args[name]}: expected more than 0")
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
     logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)
@@ -48,9 +54,13 @@ def controller(args: Args, out: Output) -> None:
             progress_interval=args["progress-interval"],
             allow_file_urls=args["dangerous-allow-file-urls"],
             allow_plain_http_registries=args["dangerous-allow-plain-http-registries"],
+            fetch_timeout=args["fetch-timeout"],
+            fetch_min_rate=args["fetch-min-rate"],
+            fetch_min_rate_window=args["fetch-min-rate-window"],
         ),
         namespace=args[CONTROLLER_NAMESPACE] or None,
         workers=args["concurrency"],
+        per_namespace=args["namespace-concurrency"],
         leader_election=args["leader-elect"],
         lease_namespace=args["lease-namespace"],
         lease_name=args["lease-name"],

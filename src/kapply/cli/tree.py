@@ -410,7 +410,19 @@ def tree() -> Command:
                         (
                             Flag("in-cluster", Kind.BOOL, False, "Use the pod's service account (in cluster)"),
                             CONTROLLER_NAMESPACE,
-                            Flag("concurrency", Kind.INT, 4, "Number of Apps reconciled at once"),
+                            Flag(
+                                "concurrency",
+                                Kind.INT,
+                                4,
+                                "Number of Apps reconciled at once (and as many PackageRepositories, PackageInstalls)",
+                            ),
+                            Flag(
+                                "namespace-concurrency",
+                                Kind.INT,
+                                0,
+                                "Objects of one namespace reconciled at once, per kind (0: half of --concurrency, "
+                                "at least 1)",
+                            ),
                             Flag("default-sync-period", Kind.DURATION, 30.0, "Sync period of Apps that set none"),
                             Flag("min-sync-period", Kind.DURATION, 30.0, "Shortest sync period an App may set"),
                             Flag("leader-elect", Kind.BOOL, True, "Reconcile only while holding the leader Lease"),
@@ -455,6 +467,24 @@ def tree() -> Command:
                                 Kind.BOOL,
                                 False,
                                 "Let Apps pull images over plain http from registries on localhost, 127.0.0.1 or [::1]",
+                            ),
+                            Flag(
+                                "fetch-timeout",
+                                Kind.DURATION,
+                                120.0,
+                                "Longest an http download or an image or bundle pull of an App's source may take",
+                            ),
+                            Flag(
+                                "fetch-min-rate",
+                                Kind.INT,
+                                1024,
+                                "Slowest a download of an App's source may go, in bytes per second (0: no minimum)",
+                            ),
+                            Flag(
+                                "fetch-min-rate-window",
+                                Kind.DURATION,
+                                30.0,
+                                "Seconds over which --fetch-min-rate is measured",
                             ),
                             Flag(
                                 "packaging",

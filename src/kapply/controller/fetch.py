@@ -55,7 +55,7 @@ from urllib.request import getproxies, proxy_bypass
 import yaml
 import yarl
 
-from kapply.controller.settings import Settings
+from kapply.controller.settings import FETCH_TIMEOUT, Settings
 from kapply.controller.spec import FetchSource, Git, Http, Inline, SourceRef, TagSelection
 from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
@@ -67,6 +67,7 @@ from kapply.oci import fetch as pull
 from kapply.oci.errors import shown
 from kapply.oci.extract import Extraction
 from kapply.oci.reference import LOOPBACK_HOSTS
+from kapply.oci.transfer import MinRate, TooSlow, paced
 from kapply.versions import Prereleases, SelectionError, VersionSelection, select_version
 
 # Reads a ConfigMap or Secret of the App's namespace by (kind, name); None when it does not exist.
@@ -78,7 +79,6 @@ MAX_BYTES = 1 << 30  # KAPPLY_FETCH_MAX_BYTES: bytes of all files (and of a git 
 MAX_FILES = 100_000  # KAPPLY_FETCH_MAX_FILES: files, directories and symlinks
 MAX_DEPTH = 64  # KAPPLY_FETCH_MAX_DEPTH: directories within directories
 CLONE_CHECK_INTERVAL = 0.5  # seconds between two looks at the size of a clone in progress
-DOWNLOAD_TIMEOUT = 300.0  # seconds for a tag listing, an image's pull (unpacking included), an http download
 
 
 class FetchError(KapplyError):
@@ -137,11 +137,24 @@ class FetchPolicy:
     allow_file_urls: bool = False  # `file://` git URLs and local paths (the controller's own disk): an explicit flag
     limits: Limits = field(default_factory=Limits.from_environment)
     allow_plain_http_registries: bool = False  # registries on this machine over plain http: an explicit flag too
+    # A slow source is bounded twice: a tag listing, an image's or a bundle's pull (unpacking included) and an http
+    # download each end within `timeout` seconds, and every body (http, a registry's manifests and blobs, git over
+    # http or https) is stopped when it comes slower than `min_rate`.
+    timeout: float = FETCH_TIMEOUT
+    min_rate: MinRate = MinRate()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
         """What the controller's flags allow, with the limits of its environment."""
-        return cls(settings.allow_file_urls, allow_plain_http_registries=settings.allow_plain_http_registries)
+        return cls(
+            settings.allow_file_urls,
+            allow_plain_http_registries=settings.allow_plain_http_registries,
+            timeout=settings.fetch_timeout,
+            min_rate=MinRate(settings.fetch_min_rate, settings.fetch_min_rate_window),
+        )
+
+    def too_late(self, what: str) -> FetchError:
+        return FetchError(f"{what} within {self.timeout:g} s (the fetch deadline: the controller's --fetch-timeout)")
 
 
 # --- paths ----------------------------------------------------------------------------------------------------------
@@ -316,11 +329,16 @@ def git_ref(ref: str, where: str) -> str:
 
 def _git_options(policy: FetchPolicy) -> tuple[str, ...]:
     """git's configuration for every run, over none at all (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL): the transports
-    allowed (remote helpers and `file` refused unless allowed), no hooks, no fsmonitor, no submodules."""
+    allowed (remote helpers and `file` refused unless allowed), no hooks, no fsmonitor, no submodules, and the
+    policy's minimum rate as git's own for http and https (`http.lowSpeedLimit` bytes a second over
+    `http.lowSpeedTime` seconds, whole ones)."""
     allowed = [Transport.HTTPS, Transport.HTTP, Transport.SSH] + ([Transport.FILE] if policy.allow_file_urls else [])
     settings = ["protocol.allow=never", *(f"protocol.{t.value}.allow=always" for t in allowed)]
     settings += ["core.hooksPath=/dev/null", "core.fsmonitor=false", "submodule.recurse=false"]
     settings += ["fetch.recurseSubmodules=false"]
+    rate = policy.min_rate
+    if rate.bytes_per_second > 0:
+        settings += [f"http.lowSpeedLimit={rate.bytes_per_second}", f"http.lowSpeedTime={max(1, round(rate.window))}"]
     return tuple(a for setting in settings for a in ("-c", setting))
 
 
@@ -550,11 +568,12 @@ async def _pull(
         if source.tag_selection is not None:
             if "@" in url or ":" in url.rsplit("/", 1)[-1]:
                 raise FetchError(f"Expected {source.where} to name no tag or digest: tagSelection picks the tag")
-            async with RegistryClient(auth, plain_http=plain_http) as client:
+            listing = RegistryLimits(min_rate=policy.min_rate)
+            async with RegistryClient(auth, plain_http=plain_http, limits=listing) as client:
                 try:
-                    tags = await asyncio.wait_for(client.tags(parse_reference(url)), DOWNLOAD_TIMEOUT)
+                    tags = await asyncio.wait_for(client.tags(parse_reference(url)), policy.timeout)
                 except TimeoutError:
-                    raise FetchError(f"{url}: tags not listed within {DOWNLOAD_TIMEOUT:.0f} s") from None
+                    raise policy.too_late(f"{url}: tags not listed") from None
             url = f"{url}:{select_tag(tags, source.tag_selection)}"
         with tempfile.TemporaryDirectory(prefix="kapply-oci-", ignore_cleanup_errors=True) as scratch:
             limits = policy.limits
@@ -564,13 +583,13 @@ async def _pull(
                 Path(scratch),
                 auth=auth,
                 plain_http=plain_http,
-                registry_limits=RegistryLimits(max_blob_bytes=limits.max_bytes),
+                registry_limits=RegistryLimits(max_blob_bytes=limits.max_bytes, min_rate=policy.min_rate),
                 extract_limits=_extract_limits(limits),
             )
             try:
-                fetched = await asyncio.wait_for(fetching, DOWNLOAD_TIMEOUT)
+                fetched = await asyncio.wait_for(fetching, policy.timeout)
             except TimeoutError:
-                raise FetchError(f"{url}: not pulled within {DOWNLOAD_TIMEOUT:.0f} s") from None
+                raise policy.too_late(f"{url}: not pulled") from None
             _place(Path(scratch), source.sub_path, target, limits, prefix, str(fetched.reference), "the image")
     except (OciError, FetchError) as e:
         raise FetchError(f"{what}: {e}") from None
@@ -642,23 +661,28 @@ async def _http_authorization(source: Http, url: yarl.URL, read: ReadSource) -> 
     return "Basic " + base64.b64encode(pair).decode()
 
 
-async def _save(response: aiohttp.ClientResponse, path: Path, limits: Limits) -> str:
-    """The body into the new file `path`, stopped past the byte limit; its sha256 (hex)."""
+async def _save(response: aiohttp.ClientResponse, path: Path, policy: FetchPolicy) -> str:
+    """The body into the new file `path`, stopped past the byte limit or when slower than the minimum rate; its
+    sha256 (hex)."""
+    limits = policy.limits
     if response.content_length is not None and response.content_length > limits.max_bytes:
         raise limits.too_many_bytes()
     digest = hashlib.sha256()
     size = 0
     with open(path, "xb") as out:
-        async for chunk in response.content.iter_chunked(CHUNK):
-            size += len(chunk)
-            if size > limits.max_bytes:
-                raise limits.too_many_bytes()
-            digest.update(chunk)
-            out.write(chunk)
+        try:
+            async for chunk in paced(response.content, policy.min_rate, CHUNK):
+                size += len(chunk)
+                if size > limits.max_bytes:
+                    raise limits.too_many_bytes()
+                digest.update(chunk)
+                out.write(chunk)
+        except TooSlow as e:
+            raise FetchError(f"{e}; stopped (the controller's --fetch-min-rate and --fetch-min-rate-window)") from None
     return digest.hexdigest()
 
 
-async def http_get(url: yarl.URL, authorization: str | None, path: Path, limits: Limits) -> str:
+async def http_get(url: yarl.URL, authorization: str | None, path: Path, policy: FetchPolicy) -> str:
     """GET `url` into the new file `path`; the sha256 (hex) of what was written. Redirects are followed by hand, to
     http and https URLs only, at most MAX_HTTP_REDIRECTS, and the credentials go to the URL's own origin (scheme, host
     and port) only. Nothing is decompressed in transit, so the digest is of what was served."""
@@ -683,7 +707,7 @@ async def http_get(url: yarl.URL, authorization: str | None, path: Path, limits:
                         continue
                     if response.status != 200:
                         raise FetchError(f"Expected 200 OK, but was '{response.status} {response.reason or ''}'")
-                    return await _save(response, path, limits)
+                    return await _save(response, path, policy)
             except (aiohttp.ClientError, TimeoutError, ValueError) as e:
                 raise FetchError(f"Initiating URL download: {type(e).__name__}: {shown(str(e), 200)}") from None
     raise FetchError(f"Stopped after {MAX_HTTP_REDIRECTS} redirects")
@@ -803,10 +827,10 @@ async def _http(target: Path, source: Http, read: ReadSource, policy: FetchPolic
         downloaded, tree = scratch / "download", scratch / "tree"
         tree.mkdir()
         try:
-            fetching = http_get(url.with_user(None), authorization, downloaded, policy.limits)
-            sha256 = await asyncio.wait_for(fetching, DOWNLOAD_TIMEOUT)
+            fetching = http_get(url.with_user(None), authorization, downloaded, policy)
+            sha256 = await asyncio.wait_for(fetching, policy.timeout)
         except TimeoutError:
-            raise FetchError(f"{what}: Downloading URL: not done within {DOWNLOAD_TIMEOUT:.0f} s") from None
+            raise policy.too_late(f"{what}: Downloading URL: not done") from None
         except FetchError as e:
             raise FetchError(f"{what}: Downloading URL: {e}") from None
         if source.sha256 and sha256 != source.sha256:

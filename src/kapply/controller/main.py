@@ -33,7 +33,7 @@ from kapply.controller.apps import APPS
 from kapply.controller.events import Recorder
 from kapply.controller.leader import RENEW, Election, identity
 from kapply.controller.metrics import Metrics, Result, State
-from kapply.controller.queue import WorkQueue
+from kapply.controller.queue import WorkQueue, namespace_share
 from kapply.controller.reconciler import Reconciler
 from kapply.controller.settings import Settings
 from kapply.controller.shards import ShardLeases, shard_of
@@ -59,7 +59,8 @@ FAILED = frozenset({"ReconcileFailed", "DeleteFailed"})  # the Events of an App 
 class ControllerOptions:
     settings: Settings = Settings()
     namespace: str | None = None  # watch Apps of one namespace only
-    workers: int = 4
+    workers: int = 4  # reconciles of Apps at once (and of each registered kind: see packaging.process)
+    per_namespace: int = 0  # reconciles of one namespace's objects at once, per kind (0: queue.namespace_share's)
     leader_election: bool = True
     lease_namespace: str = LEASE_NAMESPACE
     lease_name: str = "kapply-controller"
@@ -167,7 +168,7 @@ class Controller:
             raise ValueError(f"--shards={options.shards}: expected 1, or more with leader election")
         self.api = api
         self.options = options
-        self.queue: WorkQueue[Key] = WorkQueue()
+        self.queue: WorkQueue[Key] = WorkQueue(namespace_share(options.workers, options.per_namespace))
         self.drift = DriftWatches(api.cluster, lambda app: self._add(None, app, DEBOUNCE))
         self.metrics = Metrics()
         self.metrics.read = self._state
@@ -180,7 +181,9 @@ class Controller:
         self._generations: dict[Key, Hashable] = {}
         self._reports: dict[Key, tuple[int, int]] = {}  # drifted fields and ghost diffs each App's status lists
         self._errors: dict[Key, int] = {}  # consecutive reconciles that raised
-        self.loops = {kind.name: _Loop(kind) for kind in kinds}
+        self.loops = {
+            kind.name: _Loop(kind, WorkQueue(namespace_share(kind.workers, options.per_namespace))) for kind in kinds
+        }
         self._app_triggers = tuple(t for t in triggers if t.rtype == APPS)
         self._triggers = tuple(t for t in triggers if t.rtype != APPS)
         self._unserved: set[ResourceType] = set()  # registered types found not served or not allowed (logged once)

@@ -1,10 +1,15 @@
 """The controller's settings, from `kapply controller`'s flags: sync periods, how long ghost diffs stay listed, how
-often a long deploy reports its progress, whether Apps may fetch from the controller's own disk, and whether they may
-pull from registries on the controller's machine over plain http."""
+often a long deploy reports its progress, whether Apps may fetch from the controller's own disk, whether they may
+pull from registries on the controller's machine over plain http, and how long and how slowly a source may
+download."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from kapply.oci.transfer import MIN_BYTES_PER_SECOND, WINDOW
+
+FETCH_TIMEOUT = 120.0  # seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,3 +25,9 @@ class Settings:
     # Registries are reached over https; with this, those on localhost, 127.0.0.1 or [::1] over plain http (tests run
     # one there). Plain http to any other registry is refused all the same.
     allow_plain_http_registries: bool = False
+    # A slow source is bounded twice (fetch.FetchPolicy): a download (an http source, an image or bundle pull) ends
+    # within `fetch_timeout` seconds, and any download, git's over http included, is stopped when it brings fewer than
+    # `fetch_min_rate` bytes a second over `fetch_min_rate_window` seconds (0: no minimum).
+    fetch_timeout: float = FETCH_TIMEOUT
+    fetch_min_rate: int = MIN_BYTES_PER_SECOND
+    fetch_min_rate_window: float = WINDOW

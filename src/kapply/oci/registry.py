@@ -8,7 +8,8 @@ stack; docs/design.md says why not oras-py).
   the registry's `Docker-Content-Digest`), a config or layer against its descriptor (digest and size). A mismatch is
   refused. Other digest algorithms are refused too, since they could not be checked.
 - Sizes are bounded (`Limits`): manifests and configs are read into memory up to 4 MiB (the limit of the reference
-  registry, distribution), layers are streamed to a file and stopped at their descriptor's size.
+  registry, distribution), layers are streamed to a file and stopped at their descriptor's size. Every body is read
+  at a minimum rate (`Limits.min_rate`, kapply.oci.transfer): a registry that trickles is stopped.
 - Authentication: anonymous, then whatever a 401's `WWW-Authenticate` asks for: `Basic` with the credentials for
   the registry, or `Bearer`: a token from the challenge's realm for its service and scope (pull), fetched with the
   credentials (basic) when there are some, anonymously otherwise. A registry token given as credentials is sent as
@@ -42,6 +43,7 @@ from kapply.http import aiohttp
 from kapply.oci.auth import ANONYMOUS, Credentials, RegistryAuth
 from kapply.oci.errors import OciError, shown
 from kapply.oci.reference import LOOPBACK_HOSTS, SHA256_DIGEST, Reference
+from kapply.oci.transfer import MinRate, TooSlow, paced
 
 USER_AGENT = "kapply"
 MAX_REDIRECTS = 5
@@ -72,6 +74,7 @@ class Limits:
     max_manifest_bytes: int = 4 << 20  # a manifest, an index or an image config
     max_blob_bytes: int = 1 << 30  # one layer, as served (compressed)
     max_layers: int = 256
+    min_rate: MinRate = MinRate()  # of every body read: a manifest, a tag list, a token, a config, a layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +220,7 @@ class RegistryClient:
             async with self._request(repository, "GET", f"tags/list{query}") as response:
                 if response.status != 200:
                     raise await _failure(repository, "listing tags", response)
-                body = await _read(repository, response, self.limits.max_manifest_bytes, "the tag list")
+                body = await _read(repository, response, self.limits, self.limits.max_manifest_bytes, "the tag list")
                 link = response.headers.get("Link", "")
             try:
                 page = json.loads(body).get("tags") or []
@@ -254,7 +257,7 @@ class RegistryClient:
         async with self._request(ref, "GET", f"blobs/{descriptor.digest}") as response:
             if response.status != 200:
                 raise await _failure(ref, f"fetching blob {descriptor.digest}", response)
-            data = await _read(ref, response, descriptor.size, f"blob {descriptor.digest}")
+            data = await _read(ref, response, self.limits, descriptor.size, f"blob {descriptor.digest}")
         _check_blob(ref, descriptor, len(data), sha256_digest(data))
         return data
 
@@ -269,13 +272,16 @@ class RegistryClient:
             size = 0
             try:
                 with open(path, "xb") as out:
-                    async for chunk in response.content.iter_chunked(CHUNK):
+                    async for chunk in paced(response.content, self.limits.min_rate, CHUNK):
                         size += len(chunk)
                         if size > descriptor.size:
                             raise _too_long(ref, f"blob {descriptor.digest}", descriptor.size)
                         digest.update(chunk)
                         out.write(chunk)
                 _check_blob(ref, descriptor, size, "sha256:" + digest.hexdigest())
+            except TooSlow as e:
+                path.unlink(missing_ok=True)
+                raise OciError(f"{ref}: blob {descriptor.digest}: {e}") from None
             except BaseException:
                 path.unlink(missing_ok=True)
                 raise
@@ -289,7 +295,7 @@ class RegistryClient:
                 raise await _failure(ref, "not found", response)
             if response.status != 200:
                 raise await _failure(ref, "fetching the manifest", response)
-            body = await _read(ref, response, self.limits.max_manifest_bytes, "the manifest")
+            body = await _read(ref, response, self.limits, self.limits.max_manifest_bytes, "the manifest")
             served_digest = response.headers.get("Docker-Content-Digest", "")
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
         digest = sha256_digest(body)
@@ -398,7 +404,7 @@ class RegistryClient:
                 raise _Unauthorized(f"{ref}: the registry's token service refused {who} ({response.status})")
             if response.status != 200:
                 raise await _failure(ref, "fetching a token", response)
-            body = await _read(ref, response, TOKEN_MAX, "the token")
+            body = await _read(ref, response, self.limits, TOKEN_MAX, "the token")
         finally:
             response.release()
         try:
@@ -519,16 +525,20 @@ def _check_length(ref: Reference, response: aiohttp.ClientResponse, limit: int, 
         raise _too_long(ref, what, limit)
 
 
-async def _read(ref: Reference, response: aiohttp.ClientResponse, limit: int, what: str) -> bytes:
-    """The body, refused past `limit` bytes whatever Content-Length says."""
+async def _read(ref: Reference, response: aiohttp.ClientResponse, limits: Limits, limit: int, what: str) -> bytes:
+    """The body, refused past `limit` bytes whatever Content-Length says, or slower than the limits' minimum
+    rate."""
     _check_length(ref, response, limit, what)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.content.iter_chunked(CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise _too_long(ref, what, limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in paced(response.content, limits.min_rate, CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise _too_long(ref, what, limit)
+            chunks.append(chunk)
+    except TooSlow as e:
+        raise OciError(f"{ref}: {what}: {e}") from None
     return b"".join(chunks)
 
 

@@ -1,7 +1,10 @@
 """The controller process with the packaging controllers: kapply.controller.main's Controller, with PackageRepositories
 and PackageInstalls registered beside Apps, and the watches that concern PackageInstalls (Packages, and the Apps they
-control). kapp-controller runs them in one process too; each is reconciled one at a time, as kapp-controller's
-packaging controllers (MaxConcurrentReconciles 1), so a burst of Packages never takes the Apps' workers."""
+control). kapp-controller runs them in one process too. Each kind has workers of its own, so a burst of Packages
+never takes the Apps' workers, and as many as the Apps (`--concurrency`), where kapp-controller's packaging
+controllers have one (MaxConcurrentReconciles 1): with one, a tenant's repository stuck on a slow source would hold
+every other namespace's repositories back, the global namespace's included. Their queues serve namespaces in turn
+and hold each to its share of the workers, as the Apps' (kapply.controller.queue)."""
 
 from __future__ import annotations
 
@@ -29,11 +32,12 @@ def registrations(
         installs.forget(key)
 
     kinds = (
-        Kind(names.PACKAGE_REPOSITORY.kind, store.REPOSITORIES, repositories.reconcile),
+        Kind(names.PACKAGE_REPOSITORY.kind, store.REPOSITORIES, repositories.reconcile, options.workers),
         Kind(
             names.PACKAGE_INSTALL.kind,
             store.INSTALLS,
             installs.reconcile,
+            options.workers,
             fingerprint=install_fingerprint,
             observe=index.observe,
             forget=forget,
