@@ -111,6 +111,13 @@ class AsyncClient:
         `namespace` as its default: deploying with the rights of that account, never this client's."""
         return AsyncClient(kubeconfig_yaml=with_token(self.cluster.context, token, namespace), namespace=namespace)
 
+    def through(self, cluster: Cluster) -> AsyncClient:
+        """This client with every request sent through `cluster` (a kapply.resources.confined.Confined wrapping this
+        client's, say), with the same default namespace."""
+        client = AsyncClient.__new__(AsyncClient)
+        client.cluster, client._namespace, client._target = cluster, self._namespace, None
+        return client
+
     def namespace(self, explicit: str | None = None) -> str:
         """The namespace a call uses: `explicit`, else the client's, else $KAPP_NAMESPACE, else the context's."""
         return default_namespace(explicit or self._namespace, self.cluster.namespace)
@@ -277,6 +284,13 @@ class Client:
         """A client of the same cluster acting as a service account (AsyncClient.with_token), with a connection and
         an event loop of its own: close it too."""
         return Client._of(self.aio.with_token(token, namespace))
+
+    def through(self, cluster: Cluster) -> Client:
+        """This client with every request sent through `cluster` (AsyncClient.through), on this client's event loop:
+        close this client, not the one returned."""
+        client = Client.__new__(Client)
+        client._runner, client.aio = self._runner, self.aio.through(cluster)
+        return client
 
     def namespace(self, explicit: str | None = None) -> str:
         return self.aio.namespace(explicit)

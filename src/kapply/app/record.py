@@ -18,7 +18,14 @@ from kapply.objects import Obj
 from kapply.resources.api_services import check_required, group_version
 from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.filters import FilterError, Operator, parse_selector
-from kapply.resources.labeled import at_written_versions, list_labeled, types_in_scope
+from kapply.resources.labeled import (
+    at_written_versions,
+    equality_selector,
+    is_label_key,
+    is_label_value,
+    list_labeled,
+    types_in_scope,
+)
 
 CONFIGMAPS = ResourceType(
     "",
@@ -49,7 +56,7 @@ class App:
     @property
     def label_selector(self) -> str:
         """What finds the app's resources: its label (`kapp.k14s.io/app=<value>`), or a labeled app's selector."""
-        return self.meta.label_selector if self.selector is None else self.selector
+        return equality_selector(self.meta.label_key, self.meta.label_value) if self.selector is None else self.selector
 
     def describe(self) -> str:
         if self.labeled:
@@ -83,6 +90,7 @@ def _from_configmap(name: str, cm: Obj) -> App:
     meta = cm["metadata"]
     try:
         app_meta = AppMeta.from_json((cm.get("data") or {})["spec"])
+        _check_label(app_meta)
     except (KeyError, ValueError, TypeError) as e:
         raise KapplyError(
             f"App '{name}' (namespace: {meta['namespace']}) backed by ConfigMap '{meta['name']}' did "
@@ -91,6 +99,15 @@ def _from_configmap(name: str, cm: Obj) -> App:
         ) from e
     annotations = meta.get("annotations") or {}
     return App(name, meta["namespace"], meta["name"], app_meta, objects.APP_CHANGES_USE_APP_LABEL in annotations)
+
+
+def _check_label(meta: AppMeta) -> None:
+    """The record's label must be one label requirement: its key and value go into every label selector of the app
+    (a key `app!` would turn `app!=x` into the selector of everything else)."""
+    if not is_label_key(meta.label_key):
+        raise ValueError(f"'labelKey' {meta.label_key!r} is not a label key")
+    if not is_label_value(meta.label_value):
+        raise ValueError(f"'labelValue' {meta.label_value!r} is not a label value")
 
 
 LABEL_PREFIX = "label:"

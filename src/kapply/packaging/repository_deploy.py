@@ -1,21 +1,30 @@
 """A PackageRepository's deploy stage: its Packages and PackageMetadatas deployed as the kapp app `<name>.pkgr` in its
 namespace, with the controller's own identity (as kapp-controller: a repository has no service account), through
 kapply's Python API, with kapp-controller's options for repositories. Packages that left the repository are deleted
-by the deploy (kapp's pruning); objects another repository brought are decided by the overlap rules (overlap.py)."""
+by the deploy (kapp's pruning); objects another repository brought are decided by the overlap rules (overlap.py).
+
+The controller's own identity reaches far beyond the repository's namespace, and the app's record is an ordinary
+ConfigMap there, which the namespace's users may write. So the deploy and the delete are given a client confined to
+the namespace's Packages and PackageMetadatas and the app's own record and app-changes (`scope`: every other request
+is refused before it is sent), and the record is read as untrusted input (`check_record`): whatever steers what they
+list, read or delete must be what the controller itself writes, else they fail naming the record and the field."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kapply import objects
 from kapply.api import AsyncClient, delete_options, deploy_options
+from kapply.app import record
 from kapply.controller.options import DELETE, DEPLOY, parse_raw_options
 from kapply.delete import DeleteOptions
 from kapply.deploy import DeployOptions
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, overlap, store
+from kapply.resources.confined import Allowed, Confined, Scope
 
 # kapp-controller's raw options for a repository's kapp deploy and delete (pkgrepository/app.go), and kapply's
 # `--dangerous-allow-empty-list-of-resources`: a repository may bring no package, or lose its last one.
@@ -53,8 +62,78 @@ def repository_deploy_options() -> DeployOptions:
 
 
 def repository_delete_options() -> DeleteOptions:
-    """kapp-controller's delete options for a repository: no waiting for the Packages to go."""
-    return delete_options(parse_raw_options(DELETE_RAW_OPTIONS, DELETE))
+    """kapp-controller's delete options for a repository: no waiting for the Packages to go; only the kinds the
+    record names (checked by `check_record`) are listed, as for an App's delete."""
+    return replace(delete_options(parse_raw_options(DELETE_RAW_OPTIONS, DELETE)), used_kinds_only=True)
+
+
+KINDS = frozenset({(names.DATA_GROUP, names.PACKAGE.kind), (names.DATA_GROUP, names.PACKAGE_METADATA.kind)})
+VERSIONS = frozenset({(names.DATA_GROUP, names.VERSION)})
+
+
+def scope(name: str, namespace: str) -> Scope:
+    """What a repository's deploy and delete may reach: the Packages and PackageMetadatas of its namespace, and there
+    the ConfigMaps of its app (the record, under either of kapp's names, and the app-changes)."""
+    app = names.repository_app_name(name)
+    return Scope(
+        namespace,
+        (
+            Allowed(names.DATA_GROUP, names.PACKAGE.plural),
+            Allowed(names.DATA_GROUP, names.PACKAGE_METADATA.plural),
+            Allowed("", "configmaps", frozenset({app, app + record.FQ_SUFFIX}), (change_prefix(app),)),
+        ),
+    )
+
+
+def change_prefix(app: str) -> str:
+    """The app-changes' names start so (kapp's generateName)."""
+    return f"{app}-change-"
+
+
+def confined(api: AsyncClient, name: str, namespace: str) -> AsyncClient:
+    """`api` confined to the repository's `scope`."""
+    return api.through(Confined(api.cluster, scope(name, namespace)))
+
+
+def record_problems(app: record.App, namespace: str) -> list[str]:
+    """What in the repository's app record the controller cannot have written (record.find has already refused a
+    label key or value that is not one). The fields that steer what the deploy and the delete reach: the label (the
+    selector of every LIST), usedGKs and usedGVs (the kinds listed, and the APIs required), lastChange.namespaces (the
+    namespaces listed in) and lastChangeName (the change it points at). The others (lastChange's times, description
+    and outcome) are only shown, and the next change rewrites them."""
+    meta = app.meta
+    problems = []
+    if meta.label_key != objects.APP_LABEL:
+        problems.append(f"'labelKey' is {meta.label_key!r}, not {objects.APP_LABEL!r}")
+    if meta.used_gks is None:
+        problems.append("'usedGKs' is null (the controller always records the kinds it deployed)")
+    else:
+        kinds = sorted(f"{k}.{g}" if g else k for g, k in set(meta.used_gks) - KINDS)
+        if kinds:
+            problems.append(f"'usedGKs' names {', '.join(kinds)} (a repository deploys Packages and PackageMetadatas)")
+    versions = sorted(f"{g}/{v}" if g else v for g, v in set(meta.used_gvs) - VERSIONS)
+    if versions:
+        problems.append(f"'usedGVs' names {', '.join(versions)} (a repository deploys {names.DATA_API_VERSION} only)")
+    elsewhere = sorted(set(meta.last_change.namespaces) - {namespace})
+    if elsewhere:
+        problems.append(f"'lastChange.namespaces' names {', '.join(elsewhere)} (a repository deploys to {namespace})")
+    if meta.last_change_name and not meta.last_change_name.startswith(change_prefix(app.name)):
+        problems.append(f"'lastChangeName' is {meta.last_change_name!r}, not one of the app's changes")
+    return problems
+
+
+async def check_record(client: AsyncClient, name: str, namespace: str) -> None:
+    """Refuse a record of the repository's app (if it has one) that the controller cannot have written, naming it and
+    its fields (`record_problems`); its ConfigMap deleted, the next deploy writes it anew (and takes the repository's
+    Packages back by their names)."""
+    app = await record.find(client.cluster, namespace, names.repository_app_name(name))
+    problems = [] if app is None else record_problems(app, namespace)
+    if app is not None and problems:
+        raise KapplyError(
+            f"App record ConfigMap '{app.configmap_name}' (namespace: {namespace}) was not written by the controller: "
+            f"{'; '.join(problems)} (hint: ConfigMap was overriden by another user? Deleting it lets the next deploy "
+            "write it anew)"
+        )
 
 
 async def _existing(api: AsyncClient, namespace: str) -> dict[tuple[str, str], Obj]:
@@ -79,7 +158,9 @@ async def deploy(
 
     text = io.StringIO()
     out = Output(tty=True, out=text)
+    api = confined(api, name, namespace)
     try:
+        await check_record(api, name, namespace)
         existing = await _existing(api, namespace)
         kept, left = [], []
         for obj in wanted:
@@ -111,4 +192,6 @@ async def deploy(
 
 async def delete(api: AsyncClient, name: str, namespace: str) -> None:
     """Delete the repository's kapp app and with it its Packages and PackageMetadatas; KapplyError when that fails."""
+    api = confined(api, name, namespace)
+    await check_record(api, name, namespace)
     await api.delete(names.repository_app_name(name), namespace=namespace, options=repository_delete_options())

@@ -16,6 +16,7 @@ from kapply import objects
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.resources.filters import FilterError, Operator, Requirement, parse_selector
 
 
 def identity_value(obj: Obj) -> str:
@@ -35,6 +36,33 @@ def identity_version(obj: Obj) -> str:
 
 def with_identity(obj: Obj) -> Obj:
     return objects.with_annotations(obj, {objects.IDENTITY: identity_value(obj)})
+
+
+def _only(text: str) -> Requirement | None:
+    """The one requirement `text` parses to as a label selector; None when it parses to anything else or not at all."""
+    try:
+        requirements = parse_selector(text).requirements
+    except FilterError:
+        return None
+    return requirements[0] if len(requirements) == 1 else None
+
+
+def is_label_key(key: str) -> bool:
+    return _only(key) == Requirement(key, Operator.EXISTS)
+
+
+def is_label_value(value: str) -> bool:
+    return _only(f"k={value}") == Requirement("k", Operator.EQUALS, (value,))
+
+
+def equality_selector(key: str, value: str) -> str:
+    """The selector `key=value`, built only from a label key and a label value: pasted text from a record could
+    otherwise change the operator (key `app!` makes `app!=value`) or add requirements (value `x,other`)."""
+    if not is_label_key(key):
+        raise KapplyError(f"Expected a label key, but was {key!r}")
+    if not is_label_value(value):
+        raise KapplyError(f"Expected a label value, but was {value!r}")
+    return f"{key}={value}"
 
 
 def types_in_scope(discovery: Discovery, group_kinds: Iterable[tuple[str, str]] | None) -> list[ResourceType]:
