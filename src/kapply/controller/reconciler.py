@@ -12,24 +12,22 @@ through the App's own client, which serves an App only what its account was allo
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 from kapply.api import AsyncClient
-from kapply.controller import apps, ghosts, timing
+from kapply.controller import apps, ghosts, sandbox_app, timing
 from kapply.controller import status as st
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
 from kapply.controller.deploy import Deployed, DeployFailed, deploy, field_key
 from kapply.controller.events import Recorder
-from kapply.controller.fetch import FetchPolicy, ReadSource, fetch
+from kapply.controller.fetch import FetchPolicy, ReadSource
+from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import AppSpec, SpecError, parse_spec
-from kapply.controller.template import template
 from kapply.controller.watch import Connect
 from kapply.diff.drift import DriftPolicy
 from kapply.errors import ClusterError, KapplyError
@@ -79,6 +77,11 @@ class Reconciler:
         self._clients: dict[tuple[str, str, str], AsyncClient] = {}
         self._retired: dict[tuple[str, str], list[AsyncClient]] = {}
 
+    def _sandbox(self) -> Sandbox:
+        """The sandbox the fetch and template stages run in (one per event loop, shared with the packaging
+        controllers)."""
+        return shared(self.settings)
+
     def sync_period(self, spec: AppSpec | None) -> float:
         return timing.sync_period(spec, self.settings)
 
@@ -117,64 +120,59 @@ class Reconciler:
         except KapplyError as e:
             return await self._fail(app, status, spec, str(e), str(e))
         read = reader(client, namespace)
-        with tempfile.TemporaryDirectory(prefix="kapply-app-") as work:
-            # The App's files only: the manifests kapply deploys go to a directory of the deploy stage's own, made only
-            # when it plans (an idle sync whose plan holds makes none: every directory made and removed costs about a
-            # millisecond of system CPU on a journaling file system).
-            root = Path(work)
-            try:
-                lock = await fetch(spec.fetch, root, read, FetchPolicy.from_settings(self.settings))
-            except KapplyError as e:
-                error, stderr = f"Fetching resources: {e}", getattr(e, "stderr", "")
-                status["fetch"] = st.Stage(1, stderr=stderr, error=error, started_at=started).to_status()
-                return await self._fail(app, status, spec, error, stderr)
-            status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
-            try:
-                manifests = await template(spec.template, root, read, name, namespace)
-            except KapplyError as e:
-                stderr = getattr(e, "stderr", "")
-                status["template"] = st.Stage(1, stderr=stderr, error=str(e)).to_status(with_stdout=False)
-                return await self._fail(app, status, spec, str(e), stderr)
-            status["template"] = st.Stage(0).to_status(with_stdout=False)
-            memory = self._memory(namespace, name, previous)
-            started = st.now()
-
-            async def connect() -> Cluster:
-                return (await self._as_app(namespace, spec.service_account)).cluster
-
-            async def owns() -> None:  # from the first deploy that applies anything on (kapp-controller: at its start)
-                await apps.add_finalizer(self.api.cluster, app)
-
-            async def progress(output: str) -> None:
-                running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
-                await apps.write_status(self.api.cluster, app, st.reconciling({**status, "deploy": running}))
-
-            deploying = time.monotonic()
-            try:
-                deployed = await deploy(
-                    self.api,
-                    client,
-                    name,
-                    namespace,
-                    spec,
-                    manifests,
-                    memory.digest,
-                    quiet=memory.quiet,
-                    track=lambda label, types, namespaces: self.track(
-                        (namespace, name), label, types, namespaces, connect
-                    ),
-                    owns=owns,
-                    report=progress,
-                    interval=self.settings.progress_interval,
+        try:
+            lock, manifests = sandbox_app.result(
+                await self._sandbox().run(
+                    "app", sandbox_app.request(app, FetchPolicy.from_settings(self.settings)), read
                 )
-            except DeployFailed as e:
-                memory.quiet = None
-                self.observe_deploy(time.monotonic() - deploying, False)
-                status["deploy"] = st.Stage(
-                    1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
-                ).to_status(finished=True)
-                return await self._fail(app, status, spec, f"Deploying: {e}", str(e))
-            self.observe_deploy(time.monotonic() - deploying, True)
+            )
+        except SandboxFailed as e:
+            if e.stage is Stage.FETCH:
+                error = f"Fetching resources: {e}"
+                status["fetch"] = st.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
+                return await self._fail(app, status, spec, error, e.stderr)
+            status["fetch"] = st.Stage(0, stdout=e.lock, started_at=started).to_status()
+            status["template"] = st.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
+            return await self._fail(app, status, spec, str(e), e.stderr)
+        status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
+        status["template"] = st.Stage(0).to_status(with_stdout=False)
+        memory = self._memory(namespace, name, previous)
+        started = st.now()
+
+        async def connect() -> Cluster:
+            return (await self._as_app(namespace, spec.service_account)).cluster
+
+        async def owns() -> None:  # from the first deploy that applies anything on (kapp-controller: at its start)
+            await apps.add_finalizer(self.api.cluster, app)
+
+        async def progress(output: str) -> None:
+            running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
+            await apps.write_status(self.api.cluster, app, st.reconciling({**status, "deploy": running}))
+
+        deploying = time.monotonic()
+        try:
+            deployed = await deploy(
+                self.api,
+                client,
+                name,
+                namespace,
+                spec,
+                manifests,
+                memory.digest,
+                quiet=memory.quiet,
+                track=lambda label, types, namespaces: self.track((namespace, name), label, types, namespaces, connect),
+                owns=owns,
+                report=progress,
+                interval=self.settings.progress_interval,
+            )
+        except DeployFailed as e:
+            memory.quiet = None
+            self.observe_deploy(time.monotonic() - deploying, False)
+            status["deploy"] = st.Stage(
+                1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
+            ).to_status(finished=True)
+            return await self._fail(app, status, spec, f"Deploying: {e}", str(e))
+        self.observe_deploy(time.monotonic() - deploying, True)
         return await self._succeeded(app, spec, status, previous, deployed, started)
 
     async def _succeeded(

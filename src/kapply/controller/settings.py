@@ -31,3 +31,8 @@ class Settings:
     fetch_timeout: float = FETCH_TIMEOUT
     fetch_min_rate: int = MIN_BYTES_PER_SECOND
     fetch_min_rate_window: float = WINDOW
+    # The sandbox every fetch and template stage runs in (sandbox.py): heap bytes and CPU seconds of each of its
+    # processes, and seconds for the whole stage.
+    sandbox_memory: int = 1 << 30
+    sandbox_cpu: int = 120
+    sandbox_timeout: float = 300.0

@@ -6,17 +6,24 @@ Everything a tool reads comes from an App's author, and the controller holds far
 runs with an allow-listed environment (no kubeconfig, no credentials of the controller's, no proxy passwords), an
 empty temporary HOME, in its own process group (killed whole at its time limit), and its output is bounded: a tool
 that prints more than MAX_STDOUT bytes is killed, and only the last MAX_STDERR bytes of what it says are kept.
+
+In the sandbox (sandbox.py) a tool also inherits its job's limits (memory, CPU, file size: a tool that breaks one is
+said to have, with the limit), dies with its job's process, and the template tools that need no network (ytt, helm
+template, kustomize) run in a network namespace of their own when the kernel allows it (`configure`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
+import resource
 import signal
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,6 +43,73 @@ ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SSL_CERT_FILE"
 # controller's account on it.
 PROXIES = frozenset({"http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"})
 NO_PROXY = frozenset({"no_proxy", "NO_PROXY"})
+# Template tools that never need the network: kustomize's remote bases and helm's repositories are refused anyway (a
+# network namespace makes that structural); git fetches, and kbld asks registries for the digests of tags.
+OFFLINE = frozenset({"ytt", "helm", "kustomize"})
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(slots=True)
+class _Confinement:
+    offline_tools: bool = False  # OFFLINE tools in a network namespace of their own (set in the sandbox)
+
+
+_CONFINEMENT = _Confinement()
+
+
+def configure(*, offline_tools: bool) -> None:
+    """How this process confines the tools it runs (the sandbox's zygote sets it once, after probing the kernel)."""
+    _CONFINEMENT.offline_tools = offline_tools
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def unshare_network() -> None:
+    """Move the calling process into a network namespace of its own (a loopback device that is down, nothing else):
+    as root directly, otherwise inside a new user namespace. OSError when the kernel refuses."""
+    flags = _CLONE_NEWNET if os.geteuid() == 0 else _CLONE_NEWUSER | _CLONE_NEWNET
+    if _libc().unshare(flags) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+
+
+def die_with_parent() -> None:
+    """SIGKILL when the parent process ends (a job's process when the zygote goes, a tool when its job's goes)."""
+    _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _confined_start(offline: bool) -> None:
+    """Run in the tool's process between fork and exec."""
+    die_with_parent()
+    if offline:
+        unshare_network()
+
+
+def memory_message(memory: int | None = None) -> str:
+    memory = resource.getrlimit(resource.RLIMIT_DATA)[0] if memory is None else memory
+    return f"ran out of memory (the sandbox's limit is {memory} bytes per process, --sandbox-memory)"
+
+
+def cpu_message(cpu: int | None = None) -> str:
+    cpu = resource.getrlimit(resource.RLIMIT_CPU)[0] if cpu is None else cpu
+    return f"used more than the sandbox's {cpu} s of CPU (--sandbox-cpu)"
+
+
+def _broke_limit(returncode: int, stderr: str) -> str:
+    """What a failed tool's exit says of the process's limits: "" when nothing (a limit not set says nothing)."""
+    if resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY and (
+        "out of memory" in stderr or "cannot allocate memory" in stderr.lower() or "MemoryError" in stderr
+    ):
+        return memory_message()
+    if resource.getrlimit(resource.RLIMIT_CPU)[0] != resource.RLIM_INFINITY and (
+        returncode in (-signal.SIGXCPU, -signal.SIGKILL) or "SIGXCPU" in stderr
+    ):
+        return cpu_message()
+    return ""
 
 
 class ToolError(KapplyError):
@@ -146,7 +220,8 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=environment(os.environ, home, env),
-            start_new_session=True,
+            process_group=0,  # its own group (killed whole), in the caller's session (the sandbox kills that)
+            preexec_fn=partial(_confined_start, _CONFINEMENT.offline_tools and tool in OFFLINE),
         )
         try:
             out, err = await asyncio.wait_for(_communicate(process, stdin), timeout=TIMEOUT)
@@ -161,5 +236,8 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
     if out.over:
         raise ToolError(f"{tool} printed more than {MAX_STDOUT} bytes: stopped", _tail(err))
     if process.returncode:
+        broke = _broke_limit(process.returncode, err.data.decode(errors="replace"))
+        if broke:
+            raise ToolError(f"{tool} {broke}", _tail(err), process.returncode)
         raise ToolError(f"{tool} failed (exit status {process.returncode})", _tail(err), process.returncode)
     return Ran(out.data.decode(errors="replace"), _tail(err))

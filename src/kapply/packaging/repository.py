@@ -12,29 +12,22 @@ sync): `consecutiveReconcileSuccesses` counts the syncs that changed something.
 from __future__ import annotations
 
 import logging
-import tempfile
-from pathlib import Path
 
 from kapply.api import AsyncClient
 from kapply.controller import status as st
+from kapply.controller.fetch import FetchPolicy
+from kapply.controller.sandbox import SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import SpecError
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, store
-from kapply.packaging.repository_content import (
-    ContentError,
-    check_layout,
-    read_documents,
-    repository_objects,
-    resolve_images,
-)
 from kapply.packaging.repository_deploy import RepositoryDeployed, RepositoryDeployFailed, delete, deploy
-from kapply.packaging.repository_fetch import RepositoryFetchError, fetch_repository
+from kapply.packaging.repository_fetch import source_reader
+from kapply.packaging.sandbox_repository import fetch_and_read
 from kapply.packaging.spec import (
     REPOSITORY_DEFAULT_SYNC_PERIOD,
     PackageRepositorySpec,
-    RepositorySource,
     parse_package_repository,
 )
 from kapply.packaging.timing import retry_delay
@@ -103,9 +96,7 @@ class RepositoryReconciler:
         if _starts_anew(previous, status["observedGeneration"]):
             await store.write_status(self.api.cluster, store.REPOSITORIES, repository, st.reconciling(status))
         try:
-            with tempfile.TemporaryDirectory(prefix="kapply-pkgr-") as work:
-                status["fetch"] = await self._fetch(namespace, spec, Path(work))
-                wanted, status["template"] = await self._template(namespace, name, spec, Path(work))
+            wanted = await self._fetch_and_template(namespace, name, spec, status)
             deployed, status["deploy"] = await self._deploy(repository, wanted)
         except StageFailed as e:
             status[e.stage] = e.status
@@ -117,28 +108,33 @@ class RepositoryReconciler:
         _log.info("%s %s/%s: %s%s", KIND, namespace, name, "deployed" if deployed.changed else "no changes", left)
         return spec.sync_period
 
-    async def _fetch(self, namespace: str, spec: PackageRepositorySpec, root: Path) -> Obj:
+    async def _fetch_and_template(
+        self, namespace: str, name: str, spec: PackageRepositorySpec, status: Obj
+    ) -> list[Obj]:
+        """The objects the repository deploys, fetched and read in the sandbox; status.fetch and status.template say
+        how each stage went (StageFailed when one failed)."""
         started = st.now()
         try:
-            lock = await fetch_repository(self.api, namespace, spec.fetch, root, self.settings)
-        except RepositoryFetchError as e:
-            error, useful = tool_failure("Fetching resources: ", str(e), e.stderr)
-            raise StageFailed("fetch", st.Stage(1, stderr=e.stderr, error=error, started_at=started), useful) from e
-        return st.Stage(0, stdout=lock, started_at=started).to_status()
-
-    async def _template(
-        self, namespace: str, name: str, spec: PackageRepositorySpec, root: Path
-    ) -> tuple[list[Obj], Obj]:
-        try:
-            wanted = repository_objects(await read_documents(root, check_layout(root)), namespace, name)
-            if spec.fetch.source is RepositorySource.IMGPKG_BUNDLE:  # its ImagesLock, as kapp-controller's kbld pass
-                wanted = await resolve_images(wanted, root)
-        except ContentError as e:
+            lock, wanted = await fetch_and_read(
+                shared(self.settings),
+                namespace,
+                name,
+                spec.fetch,
+                FetchPolicy.from_settings(self.settings),
+                source_reader(self.api, namespace),
+            )
+        except SandboxFailed as e:
+            if e.stage is Stage.FETCH:
+                error, useful = tool_failure("Fetching resources: ", str(e), e.stderr)
+                raise StageFailed("fetch", st.Stage(1, stderr=e.stderr, error=error, started_at=started), useful) from e
+            status["fetch"] = st.Stage(0, stdout=e.lock, started_at=started).to_status()
             # ytt's and kbld's failures point at what they said; the controller's own (no `packages/`) are said as
             # they are
             error, useful = tool_failure("Templating dir: ", str(e), e.stderr) if e.stderr else (str(e), str(e))
             raise StageFailed("template", st.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
-        return wanted, st.Stage(0).to_status(with_stdout=False)
+        status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
+        status["template"] = st.Stage(0).to_status(with_stdout=False)
+        return wanted
 
     async def _deploy(self, repository: Obj, wanted: list[Obj]) -> tuple[RepositoryDeployed, Obj]:
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]

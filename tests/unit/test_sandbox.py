@@ -1,0 +1,273 @@
+"""The sandbox (kapply.controller.sandbox): an App's fetch and template run in a forked child of a zygote, under hard
+limits, and what comes back is checked. The template tool is a shell script named by $KAPPLY_YTT (tmp_path only);
+the zygote is started per test, so it sees the test's environment."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kapply.controller import sandbox_app
+from kapply.controller.fetch import FetchPolicy
+from kapply.controller.sandbox import (
+    Protection,
+    Sandbox,
+    SandboxFailed,
+    SandboxLimits,
+    Stage,
+    _answer,
+    frame,
+    read_frame,
+    zygote_environment,
+)
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+
+
+def app(inline: dict[str, str], template: list[Obj] | None = None, paths_from: list[Obj] | None = None) -> Obj:
+    fetch: Obj = {"paths": inline, **({"pathsFrom": paths_from} if paths_from else {})}
+    return {
+        "metadata": {"name": "a", "namespace": "n"},
+        "spec": {
+            "serviceAccountName": "sa",
+            "fetch": [{"inline": fetch}],
+            "template": template or [{"ytt": {}}],
+            "deploy": [{"kapp": {}}],
+        },
+    }
+
+
+async def nothing(kind: str, name: str) -> Obj | None:
+    return None
+
+
+def run_app(
+    limits: SandboxLimits,
+    the_app: Obj,
+    read: Callable[[str, str], Awaitable[Obj | None]] = nothing,
+    between: Callable[[Sandbox], Awaitable[None]] | None = None,
+) -> tuple[str, str, frozenset[Protection]]:
+    async def go() -> tuple[str, str, frozenset[Protection]]:
+        sandbox = Sandbox(limits)
+        protections = await sandbox.protections()
+        if between is not None:
+            await between(sandbox)
+        lock, manifests = sandbox_app.result(
+            await sandbox.run("app", sandbox_app.request(the_app, FetchPolicy()), read)
+        )
+        return lock, manifests, protections
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def ytt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    def write(body: str) -> None:
+        script = tmp_path / "ytt.sh"
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+        monkeypatch.setenv("KAPPLY_YTT", str(script))
+
+    return write
+
+
+LIMITS = SandboxLimits(memory=512 << 20, cpu=20, wall=30)
+
+
+def test_an_app_is_fetched_and_templated_in_a_child_with_an_empty_home_and_no_controller_environment(
+    ytt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "controller-secret")
+    ytt('cat "$PWD"/*.yml; echo "---"; echo "home: $HOME"; echo "tmp: $TMPDIR"; env | grep -c -e KUBE -e AWS_ || true')
+    lock, manifests, protections = run_app(LIMITS, app({"x.yml": "a: 1\n"}))
+    assert "inline: {}" in lock and "path: ." in lock
+    first, _, rest = manifests.partition("---\n")
+    assert first == "a: 1\n"
+    home, tmp, leaked = rest.splitlines()
+    assert (
+        home.startswith("home: ") and "kapply-sandbox-" in home and tmp.startswith("tmp: ") and "kapply-sandbox-" in tmp
+    )
+    assert leaked == "0"
+    assert Protection.LIMITS in protections
+    assert not Path(home.split(": ")[1]).parent.exists()  # the job's directory is removed after it
+
+
+def test_the_childs_reads_are_served_by_the_parent_with_its_reader(ytt):
+    ytt('cat "$PWD"/*.yml')
+    asked: list[tuple[str, str]] = []
+
+    async def read(kind: str, name: str) -> Obj | None:
+        asked.append((kind, name))
+        return {"data": {"from-cm.yml": "b: 2\n"}}
+
+    _, manifests, _ = run_app(LIMITS, app({"x.yml": "a: 1\n"}, paths_from=[{"configMapRef": {"name": "cm"}}]), read)
+    assert asked == [("ConfigMap", "cm")]
+    assert "b: 2" in manifests
+
+
+def test_a_read_the_parent_refuses_fails_the_fetch_with_its_message(ytt):
+    ytt("cat")
+
+    async def read(kind: str, name: str) -> Obj | None:
+        raise KapplyError('secrets "s" is forbidden: User cannot get resource')
+
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(LIMITS, app({"x.yml": "a: 1\n"}, paths_from=[{"secretRef": {"name": "s"}}]), read)
+    assert failed.value.stage is Stage.FETCH and "is forbidden" in str(failed.value)
+
+
+def test_a_tool_that_allocates_past_the_memory_limit_fails_naming_it(ytt):
+    ytt('exec python3 -c "x = bytearray(600 << 20)"')
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=30), app({"x.yml": "a: 1\n"}))
+    assert failed.value.stage is Stage.TEMPLATE
+    assert str(failed.value) == (
+        "Templating dir: ytt ran out of memory (the sandbox's limit is 268435456 bytes per process, --sandbox-memory)"
+    )
+    assert "MemoryError" in failed.value.stderr
+    assert failed.value.lock.startswith("apiVersion: vendir.k14s.io/v1alpha1")  # the fetch went well
+
+
+def test_a_tool_that_spins_past_the_cpu_limit_is_stopped_naming_it(ytt):
+    ytt('exec python3 -c "while True: pass"')
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=256 << 20, cpu=1, wall=60), app({"x.yml": "a: 1\n"}))
+    assert str(failed.value) == "Templating dir: ytt used more than the sandbox's 1 s of CPU (--sandbox-cpu)"
+
+
+def test_a_job_past_its_wall_time_is_killed_with_its_tools(ytt, tmp_path: Path):
+    marker = tmp_path / "tool-survived"
+    ytt(f"(sleep 3; touch {marker}) & sleep 60")
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=1.5), app({"x.yml": "a: 1\n"}))
+    assert failed.value.stage is Stage.TEMPLATE
+    assert str(failed.value) == "Sandbox: fetching and templating took longer than 2s (--sandbox-timeout)"
+    threading.Event().wait(4)  # the tool's own child would have written the marker by now
+    assert not marker.exists()
+
+
+def test_template_tools_have_no_network_where_the_kernel_allows_it(ytt):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    connected: list[object] = []
+
+    def accept() -> None:
+        server.settimeout(20)
+        with contextlib.suppress(OSError):
+            connected.append(server.accept())
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    ytt(
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\" 2>/dev/null "
+        "&& echo reached: yes || echo reached: no"
+    )
+    _, manifests, protections = run_app(LIMITS, app({"x.yml": "a: 1\n"}))
+    server.close()
+    thread.join()
+    assert Protection.TOOL_NETWORK in protections  # this machine allows network namespaces (root, or user namespaces)
+    assert manifests.strip() == "reached: no" and connected == []
+
+
+def test_a_zygote_that_died_is_started_again(ytt):
+    ytt('cat "$PWD"/*.yml')
+
+    async def kill_zygote(sandbox: Sandbox) -> None:
+        zygote = sandbox._zygote
+        assert zygote is not None
+        zygote.process.send_signal(signal.SIGKILL)
+        await zygote.process.wait()
+
+    _, manifests, _ = run_app(LIMITS, app({"x.yml": "a: 1\n"}), between=kill_zygote)
+    assert manifests == "a: 1\n"
+
+
+def test_the_zygote_environment_keeps_only_tools_and_the_allow_list():
+    env = zygote_environment(
+        {
+            "PATH": "/usr/bin",
+            "KUBECONFIG": "/k",
+            "KAPPLY_YTT": "/bin/ytt",
+            "KAPPLY_FETCH_MAX_BYTES": "10",
+            "AWS_SECRET_ACCESS_KEY": "x",
+            "HOME": "/root",
+        }
+    )
+    assert env == {"PATH": "/usr/bin", "KAPPLY_YTT": "/bin/ytt", "KAPPLY_FETCH_MAX_BYTES": "10", "HOME": "/nonexistent"}
+
+
+def frames(*chunks: bytes) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader()
+    for chunk in chunks:
+        reader.feed_data(chunk)
+    reader.feed_eof()
+    return reader
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (frame({"x": "y" * 100}), "the sandbox sent a message of 108 bytes (at most 50)"),
+        (frame({"x": 1})[:-2], "the sandbox sent a truncated message"),
+        (b"\x00\x00", "the sandbox sent a truncated message"),
+        (b"\x00\x00\x00\x03abc", "the sandbox sent a message that is not JSON"),
+        (b"\x00\x00\x00\x02[]", "the sandbox sent a message that is not a JSON object"),
+    ],
+)
+def test_what_the_child_sends_is_bounded_and_checked(data: bytes, message: str):
+    async def read() -> dict[str, Any] | None:
+        return await read_frame(frames(data), 50)
+
+    with pytest.raises(KapplyError) as error:
+        asyncio.run(read())
+    assert str(error.value) == message
+
+
+def test_a_frame_reads_back_and_the_end_is_none():
+    async def read() -> list[dict[str, Any] | None]:
+        reader = frames(frame({"a": [1]}))
+        return [await read_frame(reader, 50), await read_frame(reader, 50)]
+
+    assert asyncio.run(read()) == [{"a": [1]}, None]
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"kind": "ServiceAccount", "name": "default"},
+        {"kind": "Secret", "name": ""},
+        {"kind": "Secret", "name": "x" * 254},
+        {"kind": "Secret", "name": 3},
+        ["Secret", "s"],
+    ],
+)
+def test_the_child_may_only_ask_for_a_secret_or_config_map_by_name(asked: object):
+    called: list[object] = []
+
+    async def read(kind: str, name: str) -> Obj | None:
+        called.append((kind, name))
+        return {}
+
+    answer = asyncio.run(_answer(asked, read))
+    assert answer == {"error": "the sandbox asked for something other than a Secret or ConfigMap"} and called == []
+
+
+def test_a_result_without_its_fields_is_refused():
+    with pytest.raises(SandboxFailed, match="without a lock and manifests"):
+        sandbox_app.result({"lock": "x", "manifests": 3})
+    assert sandbox_app.result(json.loads('{"lock": "l", "manifests": "m"}')) == ("l", "m")
+
+
+def test_the_fetch_policy_goes_to_the_child_whole():
+    policy = FetchPolicy(allow_file_urls=True, allow_plain_http_registries=True)
+    assert sandbox_app.policy_from_json(json.loads(json.dumps(sandbox_app.policy_to_json(policy)))) == policy
