@@ -372,3 +372,15 @@ def test_bad_controller_flags_are_usage_errors_before_anything_starts(capsys: py
         assert message in capsys.readouterr().err
     assert run(["controller", "--shards=3", "--leader-elect=false"]) == 1
     assert "expected 1, or more with --leader-elect" in capsys.readouterr().err
+
+
+def test_the_sandboxs_protections_are_exported_once_it_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kapply.controller import sandbox
+
+    c = controller()
+    monkeypatch.setattr(sandbox, "_SEEN", {})
+    assert not any(name == "kapply_sandbox_protection" for name, _ in samples(c))
+    monkeypatch.setattr(sandbox, "_SEEN", {sandbox.Protection.LIMITS: True, sandbox.Protection.TOOL_NETWORK: False})
+    found = samples(c)
+    assert found[("kapply_sandbox_protection", (("protection", "limits"),))] == 1
+    assert found[("kapply_sandbox_protection", (("protection", "tool-network"),))] == 0

@@ -132,7 +132,7 @@ def test_a_tool_that_allocates_past_the_memory_limit_fails_naming_it(ytt):
         run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=30), app({"x.yml": "a: 1\n"}))
     assert failed.value.stage is Stage.TEMPLATE
     assert str(failed.value) == (
-        "Templating dir: ytt ran out of memory (the sandbox's limit is 268435456 bytes per process, --sandbox-memory)"
+        "Templating dir: ytt ran out of memory (the sandbox's limit is 268435456 bytes per process, --sandbox-memory-mib)"
     )
     assert "MemoryError" in failed.value.stderr
     assert failed.value.lock.startswith("apiVersion: vendir.k14s.io/v1alpha1")  # the fetch went well

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import signal
 from dataclasses import replace
@@ -40,7 +41,7 @@ def controller(args: Args, out: Output) -> None:
     for name in ("namespace-concurrency", "fetch-min-rate"):
         if args[name] < 0:
             raise UsageError(f"--{name}={args[name]}: expected 0 or more")
-    for name in ("concurrency", "fetch-timeout", "fetch-min-rate-window"):
+    for name in ("concurrency", "fetch-timeout", "fetch-min-rate-window", "sandbox-memory-mib", "sandbox-cpu"):
         if args[name] <= 0:
             raise UsageError(f"--{name}={args[name]}: expected more than 0")
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
@@ -57,6 +58,9 @@ def controller(args: Args, out: Output) -> None:
             fetch_timeout=args["fetch-timeout"],
             fetch_min_rate=args["fetch-min-rate"],
             fetch_min_rate_window=args["fetch-min-rate-window"],
+            sandbox_memory=args["sandbox-memory-mib"] << 20,
+            sandbox_cpu=math.ceil(args["sandbox-cpu"]),
+            sandbox_timeout=args["sandbox-timeout"],
         ),
         namespace=args[CONTROLLER_NAMESPACE] or None,
         workers=args["concurrency"],

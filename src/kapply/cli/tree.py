@@ -487,6 +487,24 @@ def tree() -> Command:
                                 "Seconds over which --fetch-min-rate is measured",
                             ),
                             Flag(
+                                "sandbox-memory-mib",
+                                Kind.INT,
+                                1024,
+                                "MiB of heap each process of an App's fetch and template stage may use (its sandbox)",
+                            ),
+                            Flag(
+                                "sandbox-cpu",
+                                Kind.DURATION,
+                                120.0,
+                                "CPU time each process of an App's fetch and template stage may use (its sandbox)",
+                            ),
+                            Flag(
+                                "sandbox-timeout",
+                                Kind.DURATION,
+                                300.0,
+                                "Longest an App's fetch and template stage may take, all of it (its sandbox)",
+                            ),
+                            Flag(
                                 "packaging",
                                 Kind.BOOL,
                                 True,

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kapply.api import AsyncClient
-from kapply.controller import health, logs
+from kapply.controller import health, logs, sandbox
 from kapply.controller.apps import APPS
 from kapply.controller.events import Recorder
 from kapply.controller.leader import RENEW, Election, identity
@@ -325,6 +325,7 @@ class Controller:
             drift={key: drift for key, (drift, _) in owned if drift},
             ghost_diffs={key: ghosts for key, (_, ghosts) in owned if ghosts},
             drift_watches=self.drift.watched,
+            sandbox={p.value: int(on) for p, on in sandbox.protections_seen().items()},
         )
 
     async def _work(self) -> None:

@@ -52,6 +52,7 @@ class State:
     drift: Mapping[Key, int] = field(default_factory=dict)
     ghost_diffs: Mapping[Key, int] = field(default_factory=dict)
     drift_watches: int = 0
+    sandbox: Mapping[str, int] = field(default_factory=dict)  # each protection of the sandbox: 1 on, 0 off
 
 
 def _state(name: str, text: str, labels: tuple[str, ...], values: Iterable[tuple[Sequence[str], float]]) -> Metric:
@@ -101,6 +102,12 @@ class _StateCollector(Collector):
             state.ghost_diffs.items(),
         )
         yield _state("kapply_drift_watches", "Watches of resource types for drift", (), [((), state.drift_watches)])
+        yield _state(
+            "kapply_sandbox_protection",
+            "Protections of the sandbox Apps are fetched and templated in: 1 active, 0 not (none before its first use)",
+            ("protection",),
+            (((name,), on) for name, on in state.sandbox.items()),
+        )
         yield _state(
             "kapply_cache_objects",
             "Objects held by each of the controller's caches",

@@ -106,7 +106,14 @@ class Reconciler:
         if spec.paused or spec.canceled:
             await apps.write_status(self.api.cluster, app, st.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
-        return await self._reconcile(app, spec, status)
+        try:
+            return await self._reconcile(app, spec, status)
+        except KapplyError:
+            raise  # the worker's to handle: a conflict is retried soon, a status that cannot be written with back-off
+        except Exception as e:  # a failure nothing foresaw still ends in the status, never in `Reconciling` forever
+            _log.exception("%s/%s: reconcile failed unexpectedly", namespace, name)
+            message = f"Reconcile failed: {type(e).__name__}: {e}"
+            return await self._fail(app, status, spec, message, message)
 
     async def _reconcile(self, app: Obj, spec: AppSpec, status: Obj) -> float:
         """Fetch, template, deploy; the status says how each stage went."""

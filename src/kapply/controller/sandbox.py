@@ -273,6 +273,7 @@ class Sandbox:
                 _log.warning("the sandbox process ended (status %s): starting another", zygote.process.returncode)
                 zygote.control.close()
             self._zygote = zygote = await _start_zygote()
+            _SEEN.update({p: p in zygote.protections for p in Protection})
             _log.info(
                 "sandbox started: %s",
                 ", ".join(f"{p.value}: {'on' if p in zygote.protections else 'off'}" for p in Protection),
@@ -314,6 +315,14 @@ def session_members(session: int) -> list[int]:
 _SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[SandboxLimits, Sandbox]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+_SEEN: dict[Protection, bool] = {}
+
+
+def protections_seen() -> Mapping[Protection, bool]:
+    """Which protections the last sandbox started in this process has (empty before the first: the metrics')."""
+    return dict(_SEEN)
 
 
 def shared(settings: Settings) -> Sandbox:

@@ -91,7 +91,7 @@ def _confined_start(offline: bool) -> None:
 
 def memory_message(memory: int | None = None) -> str:
     memory = resource.getrlimit(resource.RLIMIT_DATA)[0] if memory is None else memory
-    return f"ran out of memory (the sandbox's limit is {memory} bytes per process, --sandbox-memory)"
+    return f"ran out of memory (the sandbox's limit is {memory} bytes per process, --sandbox-memory-mib)"
 
 
 def cpu_message(cpu: int | None = None) -> str:
