@@ -381,7 +381,7 @@ def test_archives_are_told_from_their_bytes_not_their_name(tmp_path: Path) -> No
         (b"", Archive.FILE),
     ):
         (tmp_path / "f").write_bytes(data)
-        assert archive_kind(tmp_path / "f") is kind, data[:10]
+        assert archive_kind(tmp_path / "f", "f") is kind, data[:10]
 
 
 def test_a_tgz_a_tar_and_a_zip_are_unpacked_and_any_other_file_kept_as_the_urls_last_segment(tmp_path: Path) -> None:
@@ -470,7 +470,7 @@ def test_a_zip_that_lies_about_an_entrys_size_or_is_broken_is_refused(place: Pat
     encrypted[6] |= 1  # the local header's "encrypted" flag
     central = encrypted.rfind(b"PK\x01\x02")
     encrypted[central + 8] |= 1  # and the central directory's
-    assert "not a valid zip archive (RuntimeError)" in refusal(place, bytes(encrypted))
+    assert "not a valid zip archive (RuntimeError: " in refusal(place, bytes(encrypted))
 
 
 def test_a_download_whose_url_names_no_file_is_kept_as_content() -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
 import errno
 import hashlib
@@ -65,7 +66,7 @@ from kapply.oci import ExtractLimits, Kind, OciError, RegistryAuth, RegistryClie
 from kapply.oci import Limits as RegistryLimits
 from kapply.oci import fetch as pull
 from kapply.oci.errors import shown
-from kapply.oci.extract import Extraction
+from kapply.oci.extract import Extraction, is_tar
 from kapply.oci.reference import LOOPBACK_HOSTS
 from kapply.oci.transfer import MinRate, TooSlow, paced
 from kapply.versions import Prereleases, SelectionError, VersionSelection, select_version
@@ -261,8 +262,23 @@ async def source_data(ref: SourceRef, read: ReadSource) -> list[tuple[str, bytes
         raise FetchError(f"{ref.kind} '{ref.name}' not found")
     data = obj.get("data") or {}
     if ref.kind == "Secret":
-        return sorted((k, base64.b64decode(v)) for k, v in data.items())
+        try:
+            return sorted((k, base64.b64decode(v)) for k, v in data.items())
+        except (binascii.Error, TypeError, ValueError):
+            raise FetchError(f"Expected every field of secret '{ref.name}' to be base64") from None
     return sorted((k, str(v).encode()) for k, v in data.items())
+
+
+def credential(data: Mapping[str, bytes], key: str, secret: str) -> str:
+    """A credential of a Secret's data as text: UTF-8 with no NUL (what an environment variable, a header or a
+    tool's file can carry), refused otherwise naming the field, never the value."""
+    try:
+        text = data[key].decode()
+    except UnicodeDecodeError:
+        raise FetchError(f"Expected field '{key}' of secret '{secret}' to be UTF-8 text") from None
+    if "\0" in text:
+        raise FetchError(f"Expected field '{key}' of secret '{secret}' to have no NUL character")
+    return text
 
 
 # --- git ------------------------------------------------------------------------------------------------------------
@@ -365,27 +381,27 @@ def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
     )
 
 
+GIT_SECRET_KEYS = frozenset({"ssh-privatekey", "ssh-knownhosts", "username", "password"})  # what a git source uses
+
+
 async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSource) -> dict[str, str]:
     env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
     key = known = None
     if git.secret:
         credentials = dict(await source_data(SourceRef("Secret", git.secret), read))
-        if "ssh-privatekey" in credentials:
+        text = {k: credential(credentials, k, git.secret) for k in sorted(credentials) if k in GIT_SECRET_KEYS}
+        if "ssh-privatekey" in text:
             key = secrets / "key"
-            key.write_bytes(credentials["ssh-privatekey"])
+            key.write_text(text["ssh-privatekey"])
             key.chmod(0o600)
-            if "ssh-knownhosts" in credentials:
+            if "ssh-knownhosts" in text:
                 known = secrets / "known_hosts"
-                known.write_bytes(credentials["ssh-knownhosts"])
-        elif "username" in credentials and transport is Transport.HTTPS:
+                known.write_text(text["ssh-knownhosts"])
+        elif "username" in text and transport is Transport.HTTPS:
             askpass = secrets / "askpass"
             askpass.write_text('#!/bin/sh\ncase "$1" in Username*) echo "$GIT_USER";; *) echo "$GIT_PASS";; esac\n')
             askpass.chmod(0o700)
-            env |= {
-                "GIT_ASKPASS": str(askpass),
-                "GIT_USER": credentials["username"].decode(),
-                "GIT_PASS": credentials.get("password", b"").decode(),
-            }
+            env |= {"GIT_ASKPASS": str(askpass), "GIT_USER": text["username"], "GIT_PASS": text.get("password", "")}
     env["GIT_SSH_COMMAND"] = _ssh_command(key, known)
     return env
 
@@ -540,9 +556,14 @@ async def _registry_auth(secret: str, read: ReadSource) -> RegistryAuth:
     if obj is None:
         raise FetchError(f"Secret '{secret}' not found")
     try:
-        return from_secret(obj)
-    except OciError as e:
+        auth = from_secret(obj)
+    except OciError as e:  # values that are not UTF-8 text included
         raise FetchError(str(e)) from None
+    for credentials in (*auth.hosts.values(), *([auth.fallback] if auth.fallback else [])):
+        # a token goes into a header as it is (a username and password go in base64)
+        if any(ord(c) < 32 or ord(c) == 127 for c in credentials.token):
+            raise FetchError(f"Expected the registry token of secret '{secret}' to have no control characters")
+    return auth
 
 
 def select_tag(tags: list[str], selection: TagSelection) -> str:
@@ -653,7 +674,8 @@ async def _http_authorization(source: Http, url: yarl.URL, read: ReadSource) -> 
             raise FetchError(f"Unknown secret field '{unknown[0]}' in secret '{source.secret}'")
         if "username" not in data:
             return None
-        pair = data["username"] + b":" + data.get("password", b"")
+        password = credential(data, "password", source.secret) if "password" in data else ""
+        pair = f"{credential(data, 'username', source.secret)}:{password}".encode()
     elif url.user is not None:
         pair = f"{url.user}:{url.password or ''}".encode()
     else:
@@ -713,35 +735,39 @@ async def http_get(url: yarl.URL, authorization: str | None, path: Path, policy:
     raise FetchError(f"Stopped after {MAX_HTTP_REDIRECTS} redirects")
 
 
-def archive_kind(path: Path) -> Archive:
+def archive_kind(path: Path, name: str) -> Archive:
+    """A zip by its first bytes, a tar (compressed or not) by its first block (kapply.oci.extract.is_tar: nothing
+    more is read), else a file. `name` begins messages (a compressed stream broken within its first block)."""
     with open(path, "rb") as f:
         if f.read(4) in ZIP_MAGIC:
             return Archive.ZIP
-    return Archive.TAR if tarfile.is_tarfile(path) else Archive.FILE
+    return Archive.TAR if is_tar(path, name) else Archive.FILE
 
 
 def _zip_directory_size(path: Path) -> int:
-    """The size a zip's end record gives its central directory (which zipfile reads whole, into memory), zip64's
-    when it says so; BadZipFile when there is no end record."""
+    """The size of a zip's central directory as zipfile takes it (its _EndRecData) and reads it, whole, into memory:
+    the end record's (the last 22 bytes when they are one without a comment, else the last one found), or, whatever
+    that says, the zip64 end record's when a zip64 locator and record lie right before it; BadZipFile when there is
+    no end record."""
     with open(path, "rb") as f:
         size = f.seek(0, os.SEEK_END)
         start = max(0, size - (1 << 16) - 22)  # the end record (22 bytes) and a comment of at most 64 KiB
         f.seek(start)
         tail = f.read()
-        at = tail.rfind(ZIP_END)
+        if len(tail) >= 22 and tail[-22:-18] == ZIP_END and tail[-2:] == b"\0\0":
+            at = len(tail) - 22
+        else:
+            at = tail.rfind(ZIP_END)
         if at < 0 or len(tail) - at < 22:
             raise zipfile.BadZipFile("no end of central directory record")
         (directory,) = struct.unpack_from("<I", tail, at + 12)
-        if directory != 0xFFFFFFFF:
-            return int(directory)
-        if at < 20 or tail[at - 20 : at - 16] != ZIP64_LOCATOR:
-            raise zipfile.BadZipFile("no zip64 end of central directory locator")
-        (offset,) = struct.unpack_from("<Q", tail, at - 20 + 8)
-        f.seek(offset)
-        record = f.read(56)
-        if len(record) < 56 or record[:4] != ZIP64_END:
-            raise zipfile.BadZipFile("no zip64 end of central directory record")
-        return int(struct.unpack_from("<Q", record, 40)[0])
+        end = start + at
+        if end >= 76:
+            f.seek(end - 76)
+            zip64 = f.read(76)  # the zip64 end record (56 bytes), then its locator (20)
+            if zip64[56:60] == ZIP64_LOCATOR and zip64[:4] == ZIP64_END:
+                return int(struct.unpack_from("<Q", zip64, 40)[0])
+        return int(directory)
 
 
 def _zip_as_tar(archive: Path, tar_path: Path, limits: Limits, source: str) -> None:
@@ -753,13 +779,16 @@ def _zip_as_tar(archive: Path, tar_path: Path, limits: Limits, source: str) -> N
     def refuse(name: str, why: str) -> FetchError:
         return FetchError(f"{source}: entry {shown(name)} {why}; refusing the archive")
 
-    if _zip_directory_size(archive) > limits.max_files * ZIP_DIRECTORY_BYTES_PER_ENTRY:
+    directory = _zip_directory_size(archive)  # every entry's name, extra fields and comment
+    if directory > limits.max_files * ZIP_DIRECTORY_BYTES_PER_ENTRY:
         raise limits.too_many_files()
+    if directory > limits.max_bytes:
+        raise limits.too_many_bytes()
     with zipfile.ZipFile(archive) as zipped, tarfile.open(tar_path, "w", format=tarfile.PAX_FORMAT) as tar:
         entries = zipped.infolist()
         if len(entries) > limits.max_files:
             raise limits.too_many_files()
-        if sum(entry.file_size for entry in entries) > limits.max_bytes:
+        if directory + sum(entry.file_size for entry in entries) > limits.max_bytes:
             raise limits.too_many_bytes()
         for entry in entries:
             mode = entry.external_attr >> 16
@@ -784,10 +813,15 @@ def _zip_as_tar(archive: Path, tar_path: Path, limits: Limits, source: str) -> N
                 raise refuse(entry.filename, "is a device, FIFO or other special file")
 
 
+def _said(error: Exception) -> str:
+    """What zipfile or a decompressor said (their own words, names in them quoted)."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 def unpack(download: Path, tree: Path, name: str, limits: Limits) -> None:
     """What was downloaded into the empty directory `tree`: a zip's or a tar's entries by kapply.oci.extract's rules,
     or the file itself named `name`. `name` begins messages."""
-    kind = archive_kind(download)
+    kind = archive_kind(download, name)
     if kind is Archive.FILE:
         try:
             shutil.move(download, confined(tree, name))
@@ -798,16 +832,21 @@ def unpack(download: Path, tree: Path, name: str, limits: Limits) -> None:
         tar = download.with_name(f"{download.name}.tar")
         try:
             _zip_as_tar(download, tar, limits, name)
+        except OSError as e:
+            if e.errno is None:  # a decompressor's (bzip2: "Invalid data stream"), not the disk's
+                raise FetchError(f"{name}: not a valid zip archive ({_said(e)})") from None
+            raise FetchError(f"{name}: cannot unpack the archive: {e.strerror}") from None
         except (
             zipfile.BadZipFile,
-            NotImplementedError,
-            RuntimeError,
+            NotImplementedError,  # a compression method zipfile does not have
+            RuntimeError,  # an encrypted entry
             EOFError,
-            OSError,
+            ValueError,  # a name that is not the UTF-8 its flag says (UnicodeDecodeError) ...
+            struct.error,
             zlib.error,
             lzma.LZMAError,
         ) as e:
-            raise FetchError(f"{name}: not a valid zip archive ({type(e).__name__})") from None
+            raise FetchError(f"{name}: not a valid zip archive ({_said(e)})") from None
         download.unlink()
         download = tar
     extraction = Extraction(tree, _extract_limits(limits))
