@@ -54,7 +54,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kapply.controller import tools
+from kapply.controller import confine, tools
 from kapply.controller.fetch import MAX_BYTES, FetchError, ReadSource
 from kapply.controller.settings import Settings
 from kapply.controller.template import TemplateError
@@ -88,6 +88,10 @@ class Protection(StrEnum):
 
     LIMITS = "limits"  # rlimits of memory, CPU, file size and open files: always
     TOOL_NETWORK = "tool-network"  # template tools without network (a network namespace of their own)
+    TOOL_FILES = "tool-files"  # template tools see the system's programs, themselves and their job's files only
+
+
+_PROTECTION = {confine.Confinement.NETWORK: Protection.TOOL_NETWORK, confine.Confinement.FILES: Protection.TOOL_FILES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,18 +412,6 @@ async def _start_zygote() -> _Zygote:
 # --- the zygote and its children --------------------------------------------------------------------------------------
 
 
-def _probe_network_namespace() -> bool:
-    pid = os.fork()
-    if pid == 0:
-        try:
-            tools.unshare_network()
-        except OSError:
-            os._exit(1)
-        os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
-
-
 def _apply_limits(limits: SandboxLimits) -> None:
     for which, value in (
         (resource.RLIMIT_DATA, limits.memory),
@@ -439,11 +431,11 @@ def _on_cpu_limit(signum: int, frame: object) -> None:
     raise _CpuLimit
 
 
-def _child(job_fd: int, start: Mapping[str, Any]) -> None:
+def _child(job_fd: int, start: Mapping[str, Any], confinements: frozenset[confine.Confinement]) -> None:
     """A job's process, just forked from the zygote: limits first, then the job; never returns."""
     try:
         os.setsid()
-        tools.die_with_parent()
+        confine.die_with_parent()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         limits = SandboxLimits(**start["limits"])
         _apply_limits(limits)
@@ -455,6 +447,8 @@ def _child(job_fd: int, start: Mapping[str, Any]) -> None:
         os.environ["HOME"] = str(work / "home")
         os.environ["TMPDIR"] = tempfile.tempdir = str(work / "tmp")
         os.chdir(work)
+        (work / confine.VIEW).mkdir()
+        tools.configure(confinements, str(work))
         connection = socket.socket(fileno=job_fd)
         connection.setblocking(True)
         connection.sendall(frame({"pid": os.getpid()}))
@@ -528,12 +522,10 @@ def zygote(control: socket.socket) -> None:
     """The zygote's loop: a job's start (its limits, and the socket of its own) per message; a fork per job."""
     for module in JOBS.values():
         importlib.import_module(module)
-    protections = {Protection.LIMITS}
-    if _probe_network_namespace():
-        protections.add(Protection.TOOL_NETWORK)
-    tools.configure(offline_tools=Protection.TOOL_NETWORK in protections)
+    confinements = frozenset(c for c in confine.Confinement if confine.probe(c))
+    protections = {Protection.LIMITS, *(_PROTECTION[c] for c in confinements)}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    tools.die_with_parent()
+    confine.die_with_parent()
     control.sendall(json.dumps({"protections": sorted(protections)}).encode())
     while True:
         try:
@@ -547,7 +539,7 @@ def zygote(control: socket.socket) -> None:
         pid = os.fork()
         if pid == 0:
             control.close()
-            _child(fds[0], json.loads(message))
+            _child(fds[0], json.loads(message), confinements)
         os.close(fds[0])
 
 

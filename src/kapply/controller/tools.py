@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import resource
 import signal
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from kapply import programs
+from kapply.controller import confine
 from kapply.errors import KapplyError
 
 TIMEOUT = 300.0
@@ -46,47 +45,22 @@ NO_PROXY = frozenset({"no_proxy", "NO_PROXY"})
 # Template tools that never need the network: kustomize's remote bases and helm's repositories are refused anyway (a
 # network namespace makes that structural); git fetches, and kbld asks registries for the digests of tags.
 OFFLINE = frozenset({"ytt", "helm", "kustomize"})
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWUSER = 0x10000000
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(slots=True)
 class _Confinement:
-    offline_tools: bool = False  # OFFLINE tools in a network namespace of their own (set in the sandbox)
+    """How this process confines the OFFLINE tools it runs (set in a sandbox job: confine.py)."""
+
+    confinements: frozenset[confine.Confinement] = frozenset()
+    job: str | None = None  # the job's directory: all of the machine's files a confined tool sees beyond SYSTEM
 
 
 _CONFINEMENT = _Confinement()
 
 
-def configure(*, offline_tools: bool) -> None:
-    """How this process confines the tools it runs (the sandbox's zygote sets it once, after probing the kernel)."""
-    _CONFINEMENT.offline_tools = offline_tools
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def unshare_network() -> None:
-    """Move the calling process into a network namespace of its own (a loopback device that is down, nothing else):
-    as root directly, otherwise inside a new user namespace. OSError when the kernel refuses."""
-    flags = _CLONE_NEWNET if os.geteuid() == 0 else _CLONE_NEWUSER | _CLONE_NEWNET
-    if _libc().unshare(flags) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, os.strerror(errno))
-
-
-def die_with_parent() -> None:
-    """SIGKILL when the parent process ends (a job's process when the zygote goes, a tool when its job's goes)."""
-    _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _confined_start(offline: bool) -> None:
-    """Run in the tool's process between fork and exec."""
-    die_with_parent()
-    if offline:
-        unshare_network()
+def configure(confinements: frozenset[confine.Confinement], job: str | None = None) -> None:
+    """Confine the OFFLINE tools this process runs (the sandbox sets it from what the kernel allows)."""
+    _CONFINEMENT.confinements, _CONFINEMENT.job = confinements, job
 
 
 def memory_message(memory: int | None = None) -> str:
@@ -221,7 +195,9 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
             stderr=asyncio.subprocess.PIPE,
             env=environment(os.environ, home, env),
             process_group=0,  # its own group (killed whole), in the caller's session (the sandbox kills that)
-            preexec_fn=partial(_confined_start, _CONFINEMENT.offline_tools and tool in OFFLINE),
+            preexec_fn=confine.start(
+                _CONFINEMENT.confinements if tool in OFFLINE else frozenset(), program, _CONFINEMENT.job
+            ),
         )
         try:
             out, err = await asyncio.wait_for(_communicate(process, stdin), timeout=TIMEOUT)

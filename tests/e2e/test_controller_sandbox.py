@@ -1,0 +1,84 @@
+"""The sandbox (kapply.controller.sandbox) against the controller process: an App whose template step is a bomb of
+memory or CPU ends ReconcileFailed naming the limit it broke, the controller's own memory stays small (its peak RSS
+is recorded and checked), and an App beside it in the same namespace keeps reconciling.
+
+Issue 28's reproduction: a 400-byte helm chart doubling a string 25 times made helm allocate 1.6 GB, and the App
+succeeded (the only bound was the 300 s timeout). Each tool is its own member of the class: helm's templates and
+ytt's Starlark can each allocate and spin without end.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from lightkube import Client
+
+from tests.e2e import test_controller_hostile as hostile
+from tests.e2e.controller_harness import Controllers, inline_app
+from tests.e2e.test_controller_hostile import App, assert_refused, outcomes, serve
+
+pytestmark = pytest.mark.e2e
+identity = hostile.identity  # the controllers' identity: rbac.yml's rights (a fixture)
+controllers = hostile.controllers  # controllers for the test's namespace (a fixture)
+
+MEMORY_MIB = 256
+CPU = 3
+
+HELM_BOMB = {
+    "chart/Chart.yaml": "apiVersion: v2\nname: bomb\nversion: 0.1.0\n",
+    "chart/templates/cm.yaml": (
+        '{{- $s := "xxxxxxxxxxxxxxxx" }}{{- range $i := until 25 }}{{- $s = printf "%s%s" $s $s }}{{- end }}\n'
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\ndata: {size: '{{ len $s }}'}\n"
+    ),
+}
+YTT_BOMB = {
+    "bomb.yml": '#@ s = "x" * 1048576\n#@ def grow(n):\n#@   out = []\n#@   for i in range(n):\n'
+    "#@     out.append(s + str(i))\n#@   end\n#@   return out\n#@ end\nsize: #@ len(grow(2000))\n"
+}
+YTT_SPIN = {
+    "spin.yml": "#@ def spin():\n#@   n = 0\n#@   for i in range(1000000000):\n#@     n = n + i\n#@   end\n"
+    "#@   return n\n#@ end\nsum: #@ spin()\n"
+}
+MEMORY = f"ran out of memory (the sandbox's limit is {MEMORY_MIB << 20} bytes per process, --sandbox-memory-mib)"
+
+
+def peak_rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    assert found, status
+    return int(found.group(1)) / 1024
+
+
+@pytest.mark.parametrize(
+    ("files", "template", "message"),
+    [
+        (HELM_BOMB, [{"helmTemplate": {"path": "chart"}}], f"Templating helm chart: helm {MEMORY}"),
+        (YTT_BOMB, [{"ytt": {}}], f"Templating dir: ytt {MEMORY}"),
+        (YTT_SPIN, [{"ytt": {}}], f"Templating dir: ytt used more than the sandbox's {CPU} s of CPU (--sandbox-cpu)"),
+    ],
+    ids=["helm-memory", "ytt-memory", "ytt-cpu"],
+)
+def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
+    controllers: Controllers, kube: Client, namespace: str, files: dict[str, str], template: list[dict], message: str
+):
+    running = serve(
+        controllers,
+        "helm",
+        flags=(f"--sandbox-memory-mib={MEMORY_MIB}", f"--sandbox-cpu={CPU}s", "--sandbox-timeout=60s"),
+    )
+    before = peak_rss_mib(running.pid)
+    kube.create(App(**inline_app("bomb", namespace, files, template=template, syncPeriod="30s")))
+    kube.create(
+        App(**inline_app("neighbour", namespace, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\n"}))
+    )
+    started = time.monotonic()
+    reported = outcomes(kube, namespace, "bomb", "neighbour", timeout=90)
+    assert_refused(reported["bomb"], message)
+    assert reported["neighbour"]["friendlyDescription"] == "Reconcile succeeded"
+    peak = peak_rss_mib(running.pid)
+    took = time.monotonic() - started
+    print(f"controller peak RSS {before:.0f} MiB before, {peak:.0f} MiB after; the bomb ended in {took:.1f}s")
+    assert peak < 500, f"the controller's peak RSS was {peak:.0f} MiB"
