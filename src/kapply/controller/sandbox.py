@@ -18,7 +18,8 @@ takes the controller down for every tenant. So the whole fetch and template stag
   zygote dies (the controller stopped); HOME and TMPDIR in the job's own empty directories;
 - runs the job: fetch, then template (the App job is kapply.controller.sandbox_app, a repository's
   kapply.packaging.sandbox_repository); template tools that need no network (ytt, helm, kustomize) run in a network
-  namespace of their own where the kernel allows it (tools.py);
+  namespace of their own and see only the system's programs, themselves and the job's directory, where the kernel
+  allows it (confine.py);
 - asks the controller for the Secrets and ConfigMaps the job reads (the parent reads them with the App's own
   account, as before), and sends back one result.
 - **The parent treats the child as untrusted too**: every message is a length-prefixed JSON frame, bounded in size
@@ -28,8 +29,8 @@ takes the controller down for every tenant. So the whole fetch and template stag
   never with an exception in the controller.
 
 What holds where (docs/reconciler.md, "The sandbox"): the rlimits hold everywhere (a pod under the runtime's default
-seccomp profile included); the network namespace for template tools needs CLONE_NEWNET (root, or an unprivileged user
-namespace): `protections()` says which are active, and the controller logs it and exports it as a metric.
+seccomp profile included); the template tools' namespaces need root or unprivileged user namespaces: `protections()`
+says which are active, and the controller logs it and exports it as a metric.
 """
 
 from __future__ import annotations
