@@ -23,6 +23,7 @@ from kapply.controller.spec import SpecError
 from kapply.objects import Obj
 from kapply.packaging import install_status as st
 from kapply.packaging import names, store
+from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install_app import OwnedByOtherError, deleting_app, desired_app, owned_by
 from kapply.packaging.selection import choose, kubernetes_version, needs_kubernetes_version, visible_packages
 from kapply.packaging.settings import PackagingSettings
@@ -55,11 +56,23 @@ class InstallReconciler:
         self._failures.pop(key, None)
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
-        """One pass; returns when to come back (seconds), None when there is nothing to come back for."""
+        """One pass; returns when to come back (seconds), None when there is nothing to come back for. Whatever
+        fails, the status says so (failures.py)."""
         install = await store.get(self.api.cluster, store.INSTALLS, namespace, name)
         if install is None:
             self.forget((namespace, name))
             return None
+        try:
+            return await self._reconcile(install)
+        except Exception as e:
+            if is_conflict(e):
+                raise
+            _log.exception("%s %s/%s: reconcile failed unexpectedly", KIND, namespace, name)
+            generation = int(install["metadata"].get("generation") or 0)
+            status = st.reconciling(install.get("status") or {}, generation)
+            return await self._fail(install, status, unexpected(e), None)
+
+    async def _reconcile(self, install: Obj) -> float | None:
         try:
             spec: PackageInstallSpec | None = parse_package_install(install)
             problem = ""

@@ -22,6 +22,7 @@ from kapply.controller.spec import SpecError
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, store
+from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.repository_deploy import RepositoryDeployed, RepositoryDeployFailed, delete, deploy
 from kapply.packaging.repository_fetch import source_reader
 from kapply.packaging.sandbox_repository import fetch_and_read
@@ -72,10 +73,29 @@ class RepositoryReconciler:
         self.settings = settings
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
-        """One pass; returns when to come back (seconds), or None (gone, or paused: its next change brings it back)."""
+        """One pass; returns when to come back (seconds), or None (gone, or paused: its next change brings it back).
+        Whatever fails, the status says so (failures.py)."""
         repository = await store.get(self.api.cluster, store.REPOSITORIES, namespace, name)
         if repository is None:
             return None
+        try:
+            return await self._reconcile(repository)
+        except Exception as e:
+            if is_conflict(e):
+                raise
+            _log.exception("%s %s/%s: reconcile failed unexpectedly", KIND, namespace, name)
+            deleting = bool(repository["metadata"].get("deletionTimestamp"))
+            status = {
+                **(repository.get("status") or {}),
+                "observedGeneration": int(repository["metadata"].get("generation") or 0),
+            }
+            condition = st.Condition.DELETE_FAILED if deleting else st.Condition.RECONCILE_FAILED
+            failed = st.failed(status, condition, unexpected(e), unexpected(e))
+            again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
+            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+            return again
+
+    async def _reconcile(self, repository: Obj) -> float | None:
         if repository["metadata"].get("deletionTimestamp"):
             return await self._delete(repository)
         generation = int(repository["metadata"].get("generation") or 0)
