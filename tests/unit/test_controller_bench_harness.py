@@ -5,6 +5,10 @@ cluster."""
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 import yaml
@@ -298,7 +302,10 @@ def test_the_first_syncs_after_the_deploys_are_reported_apart_from_the_steady_st
     doc = _doc(first=first, steady=steady)
     text = cb.render(doc)
     assert "| first | 35.0 s | 8.8 s (25 % of a core) |" in text
-    assert "- 200 reconciles logged (unchanged 200); controller CPU 43.8 ms per sync, ytt 5.0 ms." in text
+    assert (
+        "- 200 reconciles logged (unchanged 200); controller CPU 43.8 ms per sync, sandbox (ytt included) 5.0 ms."
+        in text
+    )
     assert "- Requests per sync: controller GET 2.00; deploy LIST 0.02." in text
     assert "(403, every client's): LIST configmaps (cluster) 2, LIST secrets (cluster) 2." in text
     assert cb.summary(doc)["idle_cpu_ms"] == 4.0  # the steady state's only
@@ -531,3 +538,18 @@ def test_what_limits_a_timed_phase_is_where_the_cpu_went():
     assert "**the controller** is the limit" in cb.limit(sharded, 2, 3)  # 1.3 cores against the plane's 1.2
     assert "**other load on the machine**" in cb.limit(phase(apiserver_cpu_s=2.0, machine_busy=0.95), 2, 1)
     assert "nothing saturated" in cb.limit(phase(machine_busy=0.6), 2, 1)
+
+
+SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(30)"
+
+
+def test_the_cpu_of_a_controllers_running_children_counts_as_its_childrens():
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])  # a child that has used 0.3 s of CPU, still running
+    try:
+        deadline = time.monotonic() + 20
+        while cb.live_children_cpu(os.getpid()) < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cb.live_children_cpu(os.getpid()) >= 0.3
+    finally:
+        spinner.kill()
+        spinner.wait()
