@@ -72,7 +72,7 @@ def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     before = peak_rss_mib(running.pid)
     kube.create(App(**inline_app("bomb", namespace, files, template=template, syncPeriod="30s")))
     kube.create(
-        App(**inline_app("neighbour", namespace, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\n"}))
+        App(**inline_app("neighbour", namespace, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: neighbour}\n"}))
     )
     started = time.monotonic()
     reported = outcomes(kube, namespace, "bomb", "neighbour", timeout=90)
