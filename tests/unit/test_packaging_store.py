@@ -73,6 +73,18 @@ def test_a_status_others_keep_changing_gives_up() -> None:
         asyncio.run(store.write_status(server, store.INSTALLS, install(), {"x": 1}))  # type: ignore[arg-type]
 
 
+def test_a_status_of_an_object_gone_meanwhile_is_not_written() -> None:
+    class Gone(FakeServer):
+        async def request(self, method: str, path: str, *, body: Obj) -> Obj:
+            self.writes.append("status")
+            raise ClusterError("not found", status=404)
+
+    server = Gone(install())
+    obj = install()
+    asyncio.run(store.write_status(server, store.INSTALLS, obj, {"x": 1}))  # type: ignore[arg-type]
+    assert server.writes == ["status"] and obj["status"] == {}
+
+
 def test_finalizers_are_added_once_and_removed_after_conflicts() -> None:
     server = FakeServer(install(), others=1)
     obj = install()

@@ -30,7 +30,8 @@ async def get(cluster: Cluster, rtype: ResourceType, namespace: str, name: str) 
 
 async def write_status(cluster: Cluster, rtype: ResourceType, obj: Obj, status: Obj) -> None:
     """PUT the status (reading the object again on a conflict), unless only times would change: an unchanged object's
-    periodic sync writes nothing. `obj` takes the stored status and resourceVersion."""
+    periodic sync writes nothing. `obj` takes the stored status and resourceVersion. An object gone meanwhile (404:
+    deleted during the reconcile, its finalizer already off) has no status left to write."""
     current = obj
     for _ in range(ATTEMPTS):
         if st.same_but_times(current.get("status") or {}, status):
@@ -44,6 +45,8 @@ async def write_status(cluster: Cluster, rtype: ResourceType, obj: Obj, status: 
             obj["status"] = saved.get("status")
             return
         except ClusterError as e:
+            if e.status == 404:
+                return
             if e.status != 409:
                 raise
         latest = await get(cluster, rtype, meta["namespace"], meta["name"])
