@@ -35,10 +35,11 @@ FlowSchema = create_global_resource("flowcontrol.apiserver.k8s.io", "v1", "FlowS
 
 @contextmanager
 def controller(
-    kubeconfig: Path, log: Path, *args: str, env: dict[str, str] | None = None
+    kubeconfig: Path, log: Path, *args: str, env: dict[str, str] | None = None, local_sources: bool = True
 ) -> Iterator[subprocess.Popen]:
     """`kapply controller` with short sync periods, logging to `log`, its /metrics and probes on a free loopback port
-    (`endpoint` finds it); stopped (SIGTERM) afterwards."""
+    (`endpoint` finds it); stopped (SIGTERM) afterwards. Its Apps may fetch from loopback (the tests' servers) unless
+    `local_sources` is false."""
     with log.open("ab") as out:
         process = subprocess.Popen(
             [
@@ -48,6 +49,7 @@ def controller(
                 "controller",
                 "--min-sync-period=1s",
                 "--metrics-bind-address=127.0.0.1:0",
+                *(["--dangerous-allow-local-sources"] if local_sources else []),
                 *args,
             ],
             env={**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})},
@@ -372,10 +374,14 @@ class Controllers:
         self._stack = ExitStack()
         self.logs_by_name: dict[str, Path] = {}
 
-    def start(self, *args: str, name: str = "controller", env: dict[str, str] | None = None) -> subprocess.Popen:
+    def start(
+        self, *args: str, name: str = "controller", env: dict[str, str] | None = None, local_sources: bool = True
+    ) -> subprocess.Popen:
         log = self.logs / f"{name}.log"
         self.logs_by_name[name] = log
-        return self._stack.enter_context(controller(self.kubeconfig, log, "-n", self.namespace, *args, env=env))
+        return self._stack.enter_context(
+            controller(self.kubeconfig, log, "-n", self.namespace, *args, env=env, local_sources=local_sources)
+        )
 
     def close(self) -> None:
         with self._stack:

@@ -1,6 +1,8 @@
 """The sandbox (kapply.controller.sandbox) against the controller process: an App whose template step is a bomb of
 memory or CPU ends ReconcileFailed naming the limit it broke, the controller's own memory stays small (its peak RSS
-is recorded and checked), and an App beside it in the same namespace keeps reconciling.
+is recorded and checked), and an App beside it in the same namespace keeps reconciling. And where fetchers may
+connect: without --dangerous-allow-local-sources (which every other test's controller has, for its loopback servers),
+a source on the controller's own machine, a link-local one or the API server is refused before any connection.
 
 Issue 28's reproduction: a 400-byte helm chart doubling a string 25 times made helm allocate 1.6 GB, and the App
 succeeded (the only bound was the 300 s timeout). Each tool is its own member of the class: helm's templates and
@@ -10,14 +12,20 @@ ytt's Starlark can each allocate and spin without end.
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from lightkube import Client
 
 from tests.e2e import test_controller_hostile as hostile
-from tests.e2e.controller_harness import Controllers, inline_app
+from tests.e2e.controller_harness import Controllers, inline_app, tool_env
+from tests.e2e.harness import Cluster
 from tests.e2e.test_controller_hostile import App, assert_refused, outcomes, serve
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +80,11 @@ def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     before = peak_rss_mib(running.pid)
     kube.create(App(**inline_app("bomb", namespace, files, template=template, syncPeriod="30s")))
     kube.create(
-        App(**inline_app("neighbour", namespace, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: neighbour}\n"}))
+        App(
+            **inline_app(
+                "neighbour", namespace, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: neighbour}\n"}
+            )
+        )
     )
     started = time.monotonic()
     reported = outcomes(kube, namespace, "bomb", "neighbour", timeout=90)
@@ -82,3 +94,61 @@ def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     took = time.monotonic() - started
     print(f"controller peak RSS {before:.0f} MiB before, {peak:.0f} MiB after; the bomb ended in {took:.1f}s")
     assert peak < 500, f"the controller's peak RSS was {peak:.0f} MiB"
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """An http server of the test's own on loopback, recording every request it gets (there must be none)."""
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            hits.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], hits
+    server.shutdown()
+    server.server_close()
+
+
+def test_sources_on_the_controllers_machine_link_local_ones_and_the_api_server_are_refused(
+    controllers: Controllers, kube: Client, namespace: str, listener: tuple[int, list[str]], cluster: Cluster
+):
+    port, hits = listener
+    api_server = urlsplit(yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+    sources = {
+        "loopback": (
+            {"http": {"url": f"http://127.0.0.1:{port}/x.tgz"}},
+            "127.0.0.1 is an address of the controller's own machine",
+        ),
+        "by-name": ({"http": {"url": f"http://localhost:{port}/x.tgz"}}, "localhost resolves to"),
+        "metadata": (
+            {"http": {"url": "http://169.254.169.254/latest/meta-data/"}},
+            "169.254.169.254 is a link-local address",
+        ),
+        "git": ({"git": {"url": f"http://127.0.0.1:{port}/repo.git", "ref": "main"}}, "127.0.0.1 is an address of"),
+        "image": (
+            {"image": {"url": f"127.0.0.1:{port}/repo:1"}},
+            "127.0.0.1 is an address of the controller's own machine",
+        ),
+        "api-server": (
+            {"http": {"url": f"https://{api_server.hostname}:{api_server.port}/api"}},
+            "is an address of the controller's own machine",
+        ),
+    }
+    controllers.start(
+        "--leader-elect=false", "--dangerous-allow-plain-http-registries", env=tool_env("ytt"), local_sources=False
+    )
+    for name, (source, _) in sources.items():
+        kube.create(App(**inline_app(name, namespace, {}, fetch=[source], syncPeriod="30s")))
+    reported = outcomes(kube, namespace, *sources, timeout=60)
+    for name, (_, message) in sources.items():
+        assert_refused(reported[name], message)
+        assert reported[name]["fetch"]["exitCode"] != 0 and "template" not in reported[name], reported[name]
+    assert hits == []  # nothing reached the server

@@ -27,6 +27,7 @@ def controller(args: Args, out: Output) -> None:
     from kapply.controller import health, logs
     from kapply.controller.main import LEASE_NAMESPACE, ControllerOptions
     from kapply.controller.settings import Settings
+    from kapply.http import addresses_of
     from kapply.packaging.process import run as run_controller
     from kapply.packaging.settings import from_flags
 
@@ -55,6 +56,7 @@ def controller(args: Args, out: Output) -> None:
             progress_interval=args["progress-interval"],
             allow_file_urls=args["dangerous-allow-file-urls"],
             allow_plain_http_registries=args["dangerous-allow-plain-http-registries"],
+            allow_local_sources=args["dangerous-allow-local-sources"],
             fetch_timeout=args["fetch-timeout"],
             fetch_min_rate=args["fetch-min-rate"],
             fetch_min_rate_window=args["fetch-min-rate-window"],
@@ -100,8 +102,13 @@ def controller(args: Args, out: Output) -> None:
                 # The Lease goes where the shipped RBAC lets the controller hold it: in cluster, the pod's own namespace
                 # (as controller-runtime does); out of cluster, kapply-system.
                 default = (api.cluster.namespace if args["in-cluster"] else None) or LEASE_NAMESPACE
+                # Sources may never name the API server (in cluster: also its Service's address).
+                server = await addresses_of(api.cluster.server, os.environ.get("KUBERNETES_SERVICE_HOST", ""))
+                settings = replace(options.settings, api_server_addresses=server)
                 await run_controller(
-                    api, replace(options, lease_namespace=options.lease_namespace or default), packaging
+                    api,
+                    replace(options, lease_namespace=options.lease_namespace or default, settings=settings),
+                    packaging,
                 )
         except asyncio.CancelledError:
             if not terminated.is_set():

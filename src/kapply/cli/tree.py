@@ -463,6 +463,12 @@ def tree() -> Command:
                                 "Let Apps fetch file:// git URLs (repositories on the controller's own disk)",
                             ),
                             Flag(
+                                "dangerous-allow-local-sources",
+                                Kind.BOOL,
+                                False,
+                                "Let Apps fetch from loopback and link-local addresses and from the API server's",
+                            ),
+                            Flag(
                                 "dangerous-allow-plain-http-registries",
                                 Kind.BOOL,
                                 False,

@@ -60,7 +60,7 @@ from kapply.controller.settings import FETCH_TIMEOUT, Settings
 from kapply.controller.spec import FetchSource, Git, Http, Inline, SourceRef, TagSelection
 from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
-from kapply.http import aiohttp
+from kapply.http import ANYWHERE, Destinations, aiohttp, guarded_connector
 from kapply.objects import Obj
 from kapply.oci import ExtractLimits, Kind, OciError, RegistryAuth, RegistryClient, from_secret, parse_reference
 from kapply.oci import Limits as RegistryLimits
@@ -143,6 +143,9 @@ class FetchPolicy:
     # http or https) is stopped when it comes slower than `min_rate`.
     timeout: float = FETCH_TIMEOUT
     min_rate: MinRate = MinRate()
+    # Where fetchers may connect (kapply.http.Destinations): the controller refuses its own machine, link-local
+    # addresses and the API server unless --dangerous-allow-local-sources; code that fetches for itself allows all.
+    destinations: Destinations = ANYWHERE
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
@@ -152,6 +155,7 @@ class FetchPolicy:
             allow_plain_http_registries=settings.allow_plain_http_registries,
             timeout=settings.fetch_timeout,
             min_rate=MinRate(settings.fetch_min_rate, settings.fetch_min_rate_window),
+            destinations=Destinations(settings.allow_local_sources, settings.api_server_addresses),
         )
 
     def too_late(self, what: str) -> FetchError:
@@ -332,6 +336,19 @@ def git_url(url: str, policy: FetchPolicy, where: str) -> Transport:
     return transport
 
 
+_SCP_HOST = re.compile(r"(?:[^@/:]*@)?(\[[^\]]*\]|[^:/\[]*):")  # [user@]host:path, host possibly [IPv6]
+
+
+def git_host(url: str, transport: Transport) -> tuple[str, int]:
+    """The host and port git connects to for a URL git_url accepted (scp-like `user@host:path` is ssh's port 22)."""
+    ports = {Transport.HTTPS: 443, Transport.HTTP: 80, Transport.SSH: 22}
+    if _SCHEME.match(url):
+        parts = urlsplit(url)
+        return parts.hostname or "", parts.port or ports.get(transport, 0)
+    scp = _SCP_HOST.match(url)
+    return (scp.group(1).strip("[]") if scp else ""), 22
+
+
 def git_ref(ref: str, where: str) -> str:
     """The ref git resolves (kapp-controller writes branches as `origin/main`; `HEAD` when none), refusing one that
     git could take as an option or that holds control characters or spaces."""
@@ -469,6 +486,11 @@ async def _git(target: Path, git: Git, read: ReadSource, policy: FetchPolicy, wh
     transport = git_url(git.url, policy, f"{where}.url")
     ref = git_ref(git.ref, f"{where}.ref")
     url, shown = git.url, public_url(git.url)
+    if transport is not Transport.FILE:
+        try:
+            await policy.destinations.check_name(*git_host(url, transport))
+        except OSError as e:
+            raise FetchError(f"Fetching git {shown}: {e.strerror or e}") from None
     options = _git_options(policy)
     with tempfile.TemporaryDirectory(prefix="kapply-git-") as scratch_dir:
         scratch = Path(scratch_dir)
@@ -590,7 +612,8 @@ async def _pull(
             if "@" in url or ":" in url.rsplit("/", 1)[-1]:
                 raise FetchError(f"Expected {source.where} to name no tag or digest: tagSelection picks the tag")
             listing = RegistryLimits(min_rate=policy.min_rate)
-            async with RegistryClient(auth, plain_http=plain_http, limits=listing) as client:
+            listed = RegistryClient(auth, plain_http=plain_http, limits=listing, destinations=policy.destinations)
+            async with listed as client:
                 try:
                     tags = await asyncio.wait_for(client.tags(parse_reference(url)), policy.timeout)
                 except TimeoutError:
@@ -606,6 +629,7 @@ async def _pull(
                 plain_http=plain_http,
                 registry_limits=RegistryLimits(max_blob_bytes=limits.max_bytes, min_rate=policy.min_rate),
                 extract_limits=_extract_limits(limits),
+                destinations=policy.destinations,
             )
             try:
                 fetched = await asyncio.wait_for(fetching, policy.timeout)
@@ -710,6 +734,7 @@ async def http_get(url: yarl.URL, authorization: str | None, path: Path, policy:
     and port) only. Nothing is decompressed in transit, so the digest is of what was served."""
     origin = url.origin()
     session = aiohttp.ClientSession(
+        connector=guarded_connector(policy.destinations),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=HTTP_CONNECT_TIMEOUT, sock_read=HTTP_READ_TIMEOUT),
         headers={"User-Agent": "kapply", "Accept-Encoding": "identity"},
         cookie_jar=aiohttp.DummyCookieJar(),
@@ -719,6 +744,10 @@ async def http_get(url: yarl.URL, authorization: str | None, path: Path, policy:
     async with session:
         for _ in range(MAX_HTTP_REDIRECTS + 1):
             headers = {"Authorization": authorization} if authorization and url.origin() == origin else {}
+            try:
+                policy.destinations.check_literal(url.host or "")
+            except OSError as e:
+                raise FetchError(f"Initiating URL download: {e.strerror}") from None
             try:
                 async with session.get(url, headers=headers, allow_redirects=False, proxy=_proxy(url)) as response:
                     location = response.headers.get("Location")

@@ -33,6 +33,10 @@ class Settings:
     fetch_min_rate_window: float = WINDOW
     # The sandbox every fetch and template stage runs in (sandbox.py): heap bytes and CPU seconds of each of its
     # processes, and seconds for the whole stage.
+    # Sources on the controller's own machine (loopback), link-local ones (a cloud's metadata service) and the API
+    # server's addresses are refused unless allowed (tests serve their sources on loopback).
+    allow_local_sources: bool = False
+    api_server_addresses: tuple[str, ...] = ()  # the API server's addresses, which sources may never name
     sandbox_memory: int = 1 << 30
     sandbox_cpu: int = 120
     sandbox_timeout: float = 300.0

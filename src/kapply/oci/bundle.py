@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from kapply import yamlio
+from kapply.http import ANYWHERE, Destinations
 from kapply.oci.auth import ANONYMOUS, RegistryAuth
 from kapply.oci.errors import OciError, shown
 from kapply.oci.extract import Extraction, ExtractLimits
@@ -103,14 +104,18 @@ async def fetch(
     platform: Platform | None = None,
     registry_limits: Limits | None = None,
     extract_limits: ExtractLimits | None = None,
+    destinations: Destinations = ANYWHERE,
 ) -> Fetched:
     """Fetch the image or bundle `url` names into `destination`, an empty directory. OciError, naming `url`, when
     the registry, the image or its content is refused; `destination` then holds whatever was unpacked so far.
-    `auth`, `plain_http` and `tls` are RegistryClient's; the limits default to `Limits()` and `ExtractLimits()`."""
+    `auth`, `plain_http`, `tls` and `destinations` are RegistryClient's; the limits default to `Limits()` and
+    `ExtractLimits()`."""
     ref = parse_reference(url)
     if any(destination.iterdir()):
         raise OciError(f"Fetching {ref}: the destination directory is not empty")
-    client = RegistryClient(auth, plain_http=plain_http, tls=tls, limits=registry_limits or Limits())
+    client = RegistryClient(
+        auth, plain_http=plain_http, tls=tls, limits=registry_limits or Limits(), destinations=destinations
+    )
     async with client:
         manifest = await client.manifest(ref, platform)
         pinned = manifest.reference

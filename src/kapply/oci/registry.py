@@ -39,7 +39,7 @@ from urllib.request import getproxies, proxy_bypass
 
 import yarl
 
-from kapply.http import aiohttp
+from kapply.http import ANYWHERE, Destinations, aiohttp, guarded_connector
 from kapply.oci.auth import ANONYMOUS, Credentials, RegistryAuth
 from kapply.oci.errors import OciError, shown
 from kapply.oci.reference import LOOPBACK_HOSTS, SHA256_DIGEST, Reference
@@ -166,19 +166,22 @@ class RegistryClient:
         plain_http: bool = False,
         tls: ssl.SSLContext | None = None,
         limits: Limits = Limits(),
+        destinations: Destinations = ANYWHERE,
     ) -> None:
         """`tls`: the context https uses (e.g. trusting a registry's CA, as kapp-controller's `caCerts`); default:
-        the system's trust store, certificates verified."""
+        the system's trust store, certificates verified. `destinations`: the addresses it may connect to (an App's
+        pull: not the controller's own machine)."""
         self.auth = auth
         self.plain_http = plain_http
         self.tls = tls
         self.limits = limits
+        self.destinations = destinations
         self._session: aiohttp.ClientSession | None = None
         self._authorization: dict[tuple[str, str], str] = {}  # (host, repository) -> the Authorization that worked
 
     async def __aenter__(self) -> RegistryClient:
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=self.tls if self.tls is not None else True),
+            connector=guarded_connector(self.destinations, ssl=self.tls if self.tls is not None else True),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT),
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -431,6 +434,10 @@ class RegistryClient:
         origin = url.origin()
         for _ in range(MAX_REDIRECTS + 1):
             sent = headers if url.origin() == origin else {k: v for k, v in headers.items() if k != "Authorization"}
+            try:
+                self.destinations.check_literal(url.host or "")
+            except OSError as e:
+                raise OciError(f"{ref}: {e.strerror}") from None
             try:
                 response = await self._session.request(
                     method, url, headers=sent, allow_redirects=False, proxy=_proxy(url)
