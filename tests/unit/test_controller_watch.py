@@ -83,7 +83,7 @@ class Recorded:
 def routed() -> tuple[DriftWatches, Recorded]:
     notified = Recorded()
     watches = DriftWatches(None, notified)  # type: ignore[arg-type]
-    watches.apps[LABEL] = APP
+    watches.apps[LABEL] = {APP}
     return watches, notified
 
 
@@ -159,6 +159,25 @@ def test_a_change_of_the_fingerprint_notifies_the_app() -> None:
     watches._event("ADDED", deployment())
     watches._event("MODIFIED", deployment(generation=2, managers=[("kubectl-edit", "2026-01-01T00:00:05Z")]))
     assert notified.apps == [APP]
+
+
+def test_an_app_whose_record_claims_anothers_label_value_never_takes_its_drift_away() -> None:
+    # A record lies in its tenant's namespace: a tenant may write its own App's record with a victim App's label value.
+    watches, notified = routed()
+    intruder = ("tenant", "intruder")
+    watches.apps[LABEL].add(intruder)
+    watches._event("ADDED", deployment())
+    watches._event("MODIFIED", deployment(generation=2, managers=[("kubectl-edit", "2026-01-01T00:00:05Z")]))
+    assert notified.apps == sorted([APP, intruder])  # each then plans with its own account's rights
+    watches.untrack(intruder)
+    assert watches.apps == {LABEL: {APP}}
+
+
+def test_an_app_tracked_with_a_new_label_value_leaves_its_old_one() -> None:
+    watches, _ = routed()
+    watches._records.append(asyncio.Future())  # no record watch started
+    watches.track(APP, "new-value", [], (), None)  # type: ignore[arg-type]
+    assert watches.apps == {"new-value": {APP}}
 
 
 def test_a_status_only_update_does_not_notify() -> None:
@@ -313,7 +332,7 @@ def test_each_type_is_watched_once_cluster_wide_whatever_the_number_of_apps() ->
         await asyncio.sleep(0)
         assert starts.started == [(DEPLOYMENTS, None, None), (SECRETS, None, None)]
         assert watches.watched == 2
-        assert watches.apps == {"l1": APP, "l2": OTHER_APP}
+        assert watches.apps == {"l1": {APP}, "l2": {OTHER_APP}}
         watches.stop()
         assert watches.watched == 0
 

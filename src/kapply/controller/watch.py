@@ -70,7 +70,10 @@ class DriftWatches:
     cluster: Cluster
     notify: Callable[[tuple[str, str]], None]  # an App (namespace, name) whose objects drifted
     cache: Cache = field(default_factory=Cache)
-    apps: dict[str, tuple[str, str]] = field(default_factory=dict)  # app label value -> App
+    # app label value -> the Apps whose records claim it: a record lies in its tenant's namespace, so a tenant may
+    # claim another App's value; every claimant is told (each then plans with its own account's rights), so a claim
+    # never takes another App's drift away from it.
+    apps: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     _tasks: dict[Scope, asyncio.Task[None]] = field(default_factory=dict)
     _records: list[asyncio.Task[None]] = field(default_factory=list)  # the record watch and the size report
     _seen: dict[str, str] = field(default_factory=dict)  # object uid -> drift fingerprint
@@ -90,7 +93,9 @@ class DriftWatches:
         App's namespaced objects are; `connect`: the App's service account, for types watched per namespace)."""
         if not self._records:
             self._records += [asyncio.create_task(self._watch_records()), asyncio.create_task(self._report())]
-        self.apps[label_value] = app
+        for value in [v for v, claimants in self.apps.items() if app in claimants and v != label_value]:
+            self._unclaim(value, app)  # the App's label changed (a rename)
+        self.apps.setdefault(label_value, set()).add(app)
         self._uses[app] = (types, namespaces, connect)
         for rtype in types:
             if "watch" not in rtype.verbs:
@@ -101,9 +106,17 @@ class DriftWatches:
                 self._tasks[(rtype, None)] = asyncio.create_task(self._watch(rtype, None, None))
 
     def untrack(self, app: tuple[str, str]) -> None:
-        for value in [v for v, a in self.apps.items() if a == app]:
-            del self.apps[value]
+        for value in [v for v, claimants in self.apps.items() if app in claimants]:
+            self._unclaim(value, app)
         self._uses.pop(app, None)
+
+    def _unclaim(self, value: str, app: tuple[str, str]) -> None:
+        self.apps[value].discard(app)
+        if not self.apps[value]:
+            del self.apps[value]
+
+    def _claimants(self, obj: Obj) -> set[tuple[str, str]]:
+        return self.apps.get(objects.labels(obj).get(objects.APP_LABEL, ""), set())
 
     @property
     def watched(self) -> int:
@@ -128,20 +141,24 @@ class DriftWatches:
                 self._watch_per_namespace(rtype, namespaces, connect)
 
     def _event(self, kind: str, obj: Obj) -> None:
-        app = self.apps.get(objects.labels(obj).get(objects.APP_LABEL, ""))
-        if app is None or is_transient(obj):
+        claimants = self._claimants(obj)
+        if not claimants or is_transient(obj):
             return
         uid = objects.uid(obj)
         if kind == "DELETED":
             self._seen.pop(uid, None)
-            self.notify(app)
+            self._notify(claimants)
             return
         fingerprint = drift_fingerprint(obj)
         previous = self._seen.get(uid)
         self._seen[uid] = fingerprint
         if previous is None or previous == fingerprint or only_written_by(obj, FIELD_MANAGER):
             return  # first sight (from the initial list), no drift, or kapply's own write
-        self.notify(app)
+        self._notify(claimants)
+
+    def _notify(self, claimants: set[tuple[str, str]]) -> None:
+        for app in sorted(claimants):
+            self.notify(app)
 
     async def _watch(self, rtype: ResourceType, namespace: str | None, connect: Connect | None) -> None:
         """List, then watch from the list's version, again after 410 Gone, keeping what is seen in the cache; a
@@ -161,8 +178,7 @@ class DriftWatches:
                         self._event("ADDED", obj)
                     # What changed before this list (since the deploy that made us watch the type, or during a watch
                     # gap) is not an event: each App with objects here is looked at once more.
-                    for app in {self.apps.get(objects.labels(o).get(objects.APP_LABEL, "")) for o in listed} - {None}:
-                        self.notify(app)  # type: ignore[arg-type]
+                    self._notify({app for o in listed for app in self._claimants(o)})
                 await self._follow(cluster, rtype, namespace, objects.APP_LABEL, self._event)
             except ClusterError as e:
                 if e.status == 410:
