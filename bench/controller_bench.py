@@ -1575,7 +1575,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--drift-trials", type=int, default=10, help="drift trials (default 10; 0: none)")
     p.add_argument("--drift-pause", type=float, default=3.0, help="seconds between drift trials (default 3)")
-    p.add_argument("--concurrency", type=int, default=4, help="the controller's --concurrency (default 4)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        help="the controller's --concurrency (default 8, its default: 4 per namespace)",
+    )
     p.add_argument(
         "--replicas",
         type=int,

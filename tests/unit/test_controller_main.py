@@ -156,7 +156,7 @@ def test_apps_are_followed_each_on_their_own() -> None:
 def test_a_deleted_app_is_forgotten_everywhere() -> None:
     c, queue = controller()
     c._app_event("ADDED", app(1))
-    c.drift.apps["label"] = KEY
+    c.drift.apps["label"] = {KEY}
     c._errors[KEY] = 3
     c._app_event("DELETED", app(1, deleting=True))
     assert queue.forgotten == [KEY]

@@ -435,7 +435,7 @@ def test_stopping_a_shard_cancels_its_reconciles_and_forgets_its_work() -> None:
         for key, task in running.items():
             c._running[("App", key)] = task  # type: ignore[assignment]
         c.reconciler.memory[ones[1]] = SimpleNamespace()  # type: ignore[assignment]
-        c.drift.apps["label"] = ones[1]
+        c.drift.apps["label"] = {ones[1]}
         assert await c._stop_shard(1)
         assert running[ones[0]].cancelled() and not running[twos[0]].done()
         assert not c.owns(ones[0]) and c.owns(twos[0])

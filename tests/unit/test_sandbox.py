@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import socket
 import threading
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from kapply.controller import sandbox_app
+from kapply.controller.confine import python_files
 from kapply.controller.fetch import FetchPolicy
 from kapply.controller.sandbox import (
     Protection,
@@ -30,6 +32,7 @@ from kapply.controller.sandbox import (
     zygote_environment,
 )
 from kapply.errors import KapplyError
+from kapply.http import Destinations
 from kapply.objects import Obj
 
 
@@ -277,10 +280,19 @@ def test_the_fetch_policy_goes_to_the_child_whole():
 def test_template_tools_see_only_the_systems_programs_themselves_and_their_jobs_files(ytt, tmp_path: Path):
     canary = tmp_path / "canary.txt"
     canary.write_text("CANARY")
-    ytt(f'cat {canary} 2>/dev/null || echo "canary: unseen"; ls / | tr "\\n" " "; echo; cat "$PWD"/*.yml')
+    ytt(f'cat {canary} 2>/dev/null || echo "canary: unseen"; ls -d /*/* | tr "\\n" " "; echo; cat "$PWD"/*.yml')
     _, manifests, protections = run_app(LIMITS, app({"x.yml": "a: 1\n"}))
     assert Protection.TOOL_FILES in protections  # this machine allows mount namespaces (root, or user namespaces)
     unseen, top, content = manifests.splitlines()
     assert unseen == "canary: unseen" and "CANARY" not in manifests
-    assert set(top.split()) <= {"usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "dev", "tmp"}, top
+    # Beyond the system's directories: the tool, Python's own files (the job's process runs in the same view) and the
+    # job's directory, each under the directories that lead to it, and nothing beside them.
+    seen = [Path(p) for p in top.split() if not p.startswith(("/usr/", "/dev/", "/tmp/", "/bin/", "/sbin/", "/lib"))]
+    leading = [Path(p) for p in (*python_files(), os.environ["KAPPLY_YTT"], str(tmp_path))]
+    assert all(any(p == q or p in q.parents or q in p.parents for q in leading) for p in seen), top
     assert content == "a: 1"
+
+
+def test_the_policys_sequences_come_back_as_tuples():
+    policy = FetchPolicy(destinations=Destinations(allow_local=False, refused=("10.0.0.1",)))
+    assert sandbox_app.policy_from_json(json.loads(json.dumps(sandbox_app.policy_to_json(policy)))) == policy

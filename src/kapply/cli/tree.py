@@ -413,7 +413,7 @@ def tree() -> Command:
                             Flag(
                                 "concurrency",
                                 Kind.INT,
-                                4,
+                                8,
                                 "Number of Apps reconciled at once (and as many PackageRepositories, PackageInstalls)",
                             ),
                             Flag(

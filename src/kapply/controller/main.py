@@ -59,7 +59,7 @@ FAILED = frozenset({"ReconcileFailed", "DeleteFailed"})  # the Events of an App 
 class ControllerOptions:
     settings: Settings = Settings()
     namespace: str | None = None  # watch Apps of one namespace only
-    workers: int = 4  # reconciles of Apps at once (and of each registered kind: see packaging.process)
+    workers: int = 8  # reconciles of Apps at once (and of each registered kind: see packaging.process)
     per_namespace: int = 0  # reconciles of one namespace's objects at once, per kind (0: queue.namespace_share's)
     leader_election: bool = True
     lease_namespace: str = LEASE_NAMESPACE

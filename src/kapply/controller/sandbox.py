@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import json
 import logging
@@ -526,6 +527,8 @@ def zygote(control: socket.socket) -> None:
     confinements = frozenset(c for c in confine.Confinement if confine.probe(c))
     protections = {Protection.LIMITS, *(_PROTECTION[c] for c in confinements)}
     confine.die_with_parent()
+    gc.collect()
+    gc.freeze()  # what the zygote holds is never collected in a job: its pages stay shared instead of copied
     control.sendall(json.dumps({"protections": sorted(protections)}).encode())
     control.settimeout(_REAP_INTERVAL)
     while True:

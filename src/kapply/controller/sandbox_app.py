@@ -7,17 +7,26 @@ the fetch stage's lock (status.fetch.stdout) and the template stage's output (th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from kapply.controller import tools
 from kapply.controller.fetch import FetchPolicy, ReadSource, fetch
 from kapply.controller.sandbox import SandboxFailed, Stage
-from kapply.controller.spec import parse_spec
+from kapply.controller.spec import TemplateTool, parse_spec
 from kapply.controller.template import template
 from kapply.errors import KapplyError
 from kapply.objects import Obj
+
+PROGRAMS = {
+    TemplateTool.YTT: "ytt",
+    TemplateTool.KUSTOMIZE: "kustomize",
+    TemplateTool.HELM: "helm",
+    TemplateTool.KBLD: "kbld",
+}
 
 
 def policy_to_json(policy: FetchPolicy) -> Obj:
@@ -30,15 +39,23 @@ def policy_from_json(data: Obj) -> FetchPolicy:
     return policy
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
 def _from_json(cls: type, data: Obj) -> object:
     """A dataclass from its `asdict` form, the dataclasses among its fields too."""
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     values: dict[str, Any] = {}
     for item in fields(cls):
         if item.name in data:
             value, hint = data[item.name], hints[item.name]
             nested = isinstance(hint, type) and is_dataclass(hint) and isinstance(value, dict)
-            values[item.name] = _from_json(hint, value) if nested else value
+            # JSON has no tuples: the policy's sequences are tuples (its dataclasses are frozen, hashable)
+            values[item.name] = (
+                _from_json(hint, value) if nested else tuple(value) if isinstance(value, list) else value
+            )
     return cls(**values)
 
 
@@ -59,6 +76,7 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
     except KapplyError as e:
         raise SandboxFailed(Stage.FETCH, str(e), getattr(e, "stderr", "")) from None
     await fetched(lock)
+    tools.confine_template_stage([PROGRAMS[step.tool] for step in spec.template])
     meta = app["metadata"]
     try:
         manifests = await template(spec.template, root, read, meta["name"], meta["namespace"])

@@ -20,7 +20,7 @@ import os
 import resource
 import signal
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -56,6 +56,22 @@ class _Confinement:
 
 
 _CONFINEMENT = _Confinement()
+
+
+def confine_template_stage(tools: Iterable[str]) -> None:
+    """Confine this job's process before its template stage, which runs `tools`: in a view of the files and, unless
+    one of them needs the network (kbld), without network; its OFFLINE tools then need nothing of their own, or only
+    their network namespace."""
+    allowed, job = _CONFINEMENT.confinements, _CONFINEMENT.job
+    if job is None or confine.Confinement.FILES not in allowed:
+        return
+    programs = []
+    for tool in tools:
+        with contextlib.suppress(ToolError):  # a missing tool fails its step, with its message
+            programs.append(find(tool))
+    networked = not set(tools) <= OFFLINE
+    confine.enter_job_view(allowed - {confine.Confinement.NETWORK} if networked else allowed, programs, job)
+    configure(allowed & {confine.Confinement.NETWORK} if networked else frozenset(), job)
 
 
 def configure(confinements: frozenset[confine.Confinement], job: str | None = None) -> None:
