@@ -296,3 +296,17 @@ def test_template_tools_see_only_the_systems_programs_themselves_and_their_jobs_
 def test_the_policys_sequences_come_back_as_tuples():
     policy = FetchPolicy(destinations=Destinations(allow_local=False, refused=("10.0.0.1",)))
     assert sandbox_app.policy_from_json(json.loads(json.dumps(sandbox_app.policy_to_json(policy)))) == policy
+
+
+def test_with_a_kbld_step_the_job_keeps_the_machine_and_its_offline_tools_are_confined_each(
+    ytt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    canary = tmp_path / "canary.txt"
+    canary.write_text("CANARY")
+    ytt(f'cat {canary} 2>/dev/null || echo "ytt: unseen"')
+    kbld = tmp_path / "kbld.sh"
+    kbld.write_text(f"#!/bin/sh\ncat\ncat {canary}\n")  # kbld reaches registries with the machine's CA certificates
+    kbld.chmod(0o755)
+    monkeypatch.setenv("KAPPLY_KBLD", str(kbld))
+    _, manifests, _ = run_app(LIMITS, app({"x.yml": "a: 1\n"}, template=[{"ytt": {}}, {"kbld": {"paths": ["-"]}}]))
+    assert manifests.splitlines() == ["ytt: unseen", "CANARY"]

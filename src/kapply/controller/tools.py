@@ -59,19 +59,18 @@ _CONFINEMENT = _Confinement()
 
 
 def confine_template_stage(tools: Iterable[str]) -> None:
-    """Confine this job's process before its template stage, which runs `tools`: in a view of the files and, unless
-    one of them needs the network (kbld), without network; its OFFLINE tools then need nothing of their own, or only
-    their network namespace."""
+    """Confine this job's process before its template stage, which runs `tools` (all OFFLINE: a kbld step needs the
+    network and the machine's CA certificates, so then each OFFLINE tool is confined as it starts instead): in a view
+    of the files and without network, which its tools then inherit, with nothing of their own to set up."""
     allowed, job = _CONFINEMENT.confinements, _CONFINEMENT.job
-    if job is None or confine.Confinement.FILES not in allowed:
+    if job is None or confine.Confinement.FILES not in allowed or not set(tools) <= OFFLINE:
         return
     programs = []
     for tool in tools:
         with contextlib.suppress(ToolError):  # a missing tool fails its step, with its message
             programs.append(find(tool))
-    networked = not set(tools) <= OFFLINE
-    confine.enter_job_view(allowed - {confine.Confinement.NETWORK} if networked else allowed, programs, job)
-    configure(allowed & {confine.Confinement.NETWORK} if networked else frozenset(), job)
+    confine.enter_job_view(allowed, programs, job)
+    configure(frozenset(), job)
 
 
 def configure(confinements: frozenset[confine.Confinement], job: str | None = None) -> None:
