@@ -57,9 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from kapply.controller import confine, tools
-from kapply.controller.fetch import MAX_BYTES, FetchError, ReadSource
+from kapply.controller.fetch import MAX_BYTES, ReadSource
 from kapply.controller.settings import Settings
-from kapply.controller.template import TemplateError
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
@@ -117,12 +116,6 @@ class SandboxFailed(KapplyError):
         self.stderr = stderr
         self.exit_code = exit_code
         self.lock = lock
-
-    def as_error(self) -> FetchError | TemplateError:
-        """The stage's own error, as the code that ran in the controller's process raised it."""
-        if self.stage is Stage.FETCH:
-            return FetchError(str(self), self.stderr)
-        return TemplateError(str(self), self.stderr)
 
 
 # --- frames -----------------------------------------------------------------------------------------------------------
