@@ -48,6 +48,21 @@ APPS = 12
 LEASE = "shard"
 
 
+def names_covering_every_shard(namespace: str) -> list[str]:
+    """APPS names, APPS // SHARDS in each shard: the namespace's name is random, so names taken in order may leave a
+    shard empty, and the process killed below would then hold no App to move."""
+    per_shard = APPS // SHARDS
+    taken: dict[int, list[str]] = {s: [] for s in range(SHARDS)}
+    i = 0
+    while any(len(names) < per_shard for names in taken.values()):
+        name = f"app-{i}"
+        names = taken[shard_of(namespace, name, SHARDS)]
+        if len(names) < per_shard:
+            names.append(name)
+        i += 1
+    return [name for names in taken.values() for name in names]
+
+
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster, kube: Client) -> None:
     install_crd(cluster.kubeconfig, kube)
@@ -157,7 +172,7 @@ def test_replicas_share_the_apps_a_killed_ones_move_a_new_one_takes_its_share_an
         start(name)
     # The Apps come once the shards are divided (a first replica alone takes them all, then gives back).
     eventually(lambda: balanced(kube, namespace, pids, {"a", "b", "c"}), timeout=60, what="2 shards each")
-    names = [f"app-{i}" for i in range(APPS)]
+    names = names_covering_every_shard(namespace)
     shard = {name: shard_of(namespace, name, SHARDS) for name in names}
     for name in names:
         kube.create(App(**inline_app(name, namespace, {"cm.yml": config_map(name, v="1")}, syncPeriod="2s")))
