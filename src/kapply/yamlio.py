@@ -354,7 +354,7 @@ def _scalar(event: ScalarEvent) -> Any:
     if short not in _RESOLVED_TAGS:
         return text  # !!str, the non-specific "!", and tags go-yaml does not resolve
     if short == "timestamp":
-        if _is_timestamp(text):
+        if is_timestamp(text):
             return text
         resolved_tag, value = _resolve(text)
     else:
@@ -410,7 +410,9 @@ def _go_int_value(digits: str) -> int | None:
     return int(digits) if len(digits) <= 20 else None
 
 
-def _is_timestamp(text: str) -> bool:
+def is_timestamp(text: str) -> bool:
+    """Whether go-yaml v2 reads ``text`` as a timestamp: one of its layouts, with a real date and time (the YAML
+    reader here and the YAML writer of `kapply.diff.yaml_text`, which quotes such strings, share this one test)."""
     match = _TIMESTAMP.fullmatch(text)
     if not match:
         return False

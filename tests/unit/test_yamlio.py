@@ -50,6 +50,24 @@ def test_scalars_resolve_as_go_yaml_v2_resolves_them(text, expected):
     assert type(value(text)) is type(expected)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # go-yaml's three layouts, with Go's time.Parse ranges (year 0 is a leap year, as in Go).
+        ("2024-01-01", True), ("2024-1-2", True), ("2024-02-29", True), ("0000-02-29", True), ("2000-02-29", True),
+        ("2024-01-01T10:00:00Z", True), ("2024-01-01t1:2:3.5+02:00", True), ("2024-01-01 23:59:59", True),
+        ("2024-01-01T10:00:00+24:60", True),
+        ("2023-02-29", False), ("1900-02-29", False), ("2024-13-01", False), ("2024-00-10", False),
+        ("2024-04-31", False), ("2024-01-01T24:00:00Z", False), ("2024-01-01 10:60:00", False),
+        ("2024-01-01T10:00:00", False), ("2024-01-01T10:00:00+25:00", False), ("24-01-01", False), ("x", False),
+    ],
+)  # fmt: skip
+def test_is_timestamp_takes_what_go_yaml_reads_as_a_time(text, expected):
+    assert yamlio.is_timestamp(text) is expected
+    # the writer quotes exactly these strings (and other numbers), so that they read back as strings
+    assert to_yaml({"k": text}) == (f'k: "{text}"\n' if expected else f"k: {text}\n")
+
+
 def test_a_plain_equals_sign_is_a_string_as_in_prometheus_operator_crds():
     crd = "spec:\n  enum:\n  - =\n  - '!='\n  - =~\n"
     assert load(crd) == [{"spec": {"enum": ["=", "!=", "=~"]}}]

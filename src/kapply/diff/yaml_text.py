@@ -26,6 +26,8 @@ from yaml._yaml import CEmitter
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import BaseResolver
 
+from kapply.yamlio import is_timestamp
+
 __all__ = ["to_yaml"]
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -57,14 +59,6 @@ _DOT_FLOAT = re.compile(r"\.[0-9](_?[0-9])*([eE][-+]?[0-9](_?[0-9])*)?")
 # go-yaml's sign-prefixed binary literal quirk: "0b" followed by a signed binary number is an int.
 _SIGNED_BINARY = re.compile(r"0b[+-][01]+")
 _BASE60_FLOAT = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
-# time.Parse with go-yaml's layouts "2006-1-2T15:4:5.999999999Z07:00" (also with "t"), "2006-1-2 15:4:5.999999999"
-# and "2006-1-2"; the ranges are checked in _is_timestamp.
-_TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9][0-9]?)-([0-9][0-9]?)"
-    r"(?:[Tt]([0-9][0-9]?):([0-9][0-9]?):([0-9][0-9]?)(?:[.,][0-9]+)?(?:Z|[+-]([0-9]{2}):([0-9]{2}))"
-    r"| ([0-9][0-9]?):([0-9][0-9]?):([0-9][0-9]?)(?:[.,][0-9]+)?)?"
-)
-_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 # Keys made only of ASCII letters and ASCII characters below "0" sort the same in go-yaml's order and in code point
 # order (go-yaml puts every non-letter before every letter, and compares digit runs by value).
@@ -148,7 +142,7 @@ def _string_style(text: str) -> str | None:
 @lru_cache(maxsize=4096)
 def _number_or_time(text: str) -> bool:
     """Whether go-yaml reads ``text`` (starting with a sign or digit) as an int, float or timestamp."""
-    if _is_timestamp(text) or _BASE60_FLOAT.fullmatch(text):
+    if is_timestamp(text) or _BASE60_FLOAT.fullmatch(text):
         return True
     plain = text.replace("_", "")
     match = _GO_INT.fullmatch(plain)
@@ -176,26 +170,6 @@ def _go_int_value(digits: str) -> int:
 
 def _is_dot_float(text: str) -> bool:
     return bool(_DOT_FLOAT.fullmatch(text)) and not math.isinf(float(text.replace("_", "")))
-
-
-def _is_timestamp(text: str) -> bool:
-    match = _TIMESTAMP.fullmatch(text)
-    if not match:
-        return False
-    year, month, day, hour, minute, second, zone_hour, zone_minute, s_hour, s_minute, s_second = (
-        None if group is None else int(group) for group in match.groups()
-    )
-    assert year is not None and month is not None and day is not None  # the date part is not optional
-    if not 1 <= month <= 12:
-        return False
-    leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if not 1 <= day <= _DAYS_IN_MONTH[month - 1] + leap:
-        return False
-    if hour is None:
-        hour, minute, second = s_hour, s_minute, s_second
-    if hour is not None and not (hour < 24 and (minute or 0) < 60 and (second or 0) < 60):
-        return False
-    return zone_hour is None or (zone_hour <= 24 and (zone_minute or 0) <= 60)
 
 
 def _sorted_keys(mapping: dict[str, Any]) -> list[str]:
