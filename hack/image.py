@@ -151,10 +151,11 @@ def sha256(path: Path) -> str:
 
 
 def kapply_version() -> str:
-    for line in (REPO / "pyproject.toml").read_text().splitlines():
-        if line.startswith("version = "):
+    """kapply.__version__, the one source of the version (the wheel's too: pyproject's [tool.hatch.version])."""
+    for line in (REPO / "src" / "kapply" / "__init__.py").read_text().splitlines():
+        if line.startswith("__version__ = "):
             return line.split('"')[1]
-    sys.exit("[image] pyproject.toml names no version")
+    sys.exit("[image] src/kapply/__init__.py names no __version__")
 
 
 def build_wheel(directory: Path) -> Path:
