@@ -1,4 +1,5 @@
-"""What pyproject.toml says of the package is true of it: one source for the version."""
+"""What pyproject.toml says of the package is true of it: one source for the version, the licence in a LICENSE
+file."""
 
 from __future__ import annotations
 
@@ -26,3 +27,10 @@ def test_the_version_has_one_source_kapply_version_which_the_wheel_and_the_image
     image = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(image)
     assert image.kapply_version() == kapply.__version__
+
+
+def test_the_licence_is_apache_2_as_kapps_and_in_a_license_file():
+    assert PROJECT["project"]["license"] == "Apache-2.0"
+    text = (REPO / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
