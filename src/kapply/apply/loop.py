@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kapply import objects
 from kapply.apply.error_text import semi_structured
@@ -31,6 +31,7 @@ from kapply.apply.observe import Snapshot, snapshot
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, WaitOp
 from kapply.apply.progress import Progress
+from kapply.apply.verdict import DONE, Outcome, Verdict, resource_timed_out, round_timed_out, sort_out, verdict
 from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, which_children
 from kapply.config.config import Config
 from kapply.config.rules import MaskCounter
@@ -99,8 +100,8 @@ class ApplyLoop:
                 del tracking[i]
             finished.update(done)
             unblocked.update(newly_unblocked)
-            failures += (message for message, _ in wait_failures.values())
-            failed_waits += sum(1 for _, counted in wait_failures.values() if counted)
+            failures += (v.message for v in wait_failures.values())
+            failed_waits += sum(1 for v in wait_failures.values() if v.counted)
         if failures:
             raise ApplyError(failures[0] if len(failures) == 1 else "".join(f"\n\n  - {m}" for m in failures) + "\n\n")
         if len(finished) < total:
@@ -184,71 +185,51 @@ class ApplyLoop:
         tracking: dict[int, float],
         unblocked_before: set[int],
         section: str,
-    ) -> tuple[set[int], set[int], dict[int, tuple[str, bool]]]:
+    ) -> tuple[set[int], set[int], dict[int, Verdict]]:
         """Poll the tracked changes until one converges, unblocks its dependents (for the first time) or fails: the
         converged ones, the newly unblocking ones and (with `exit_early` off; else the first is raised) the failed
         ones, each with its message and whether it counts as done (converged unsuccessfully, as opposed to errored).
         A change with nothing to wait for (wait op noop) is done at once. `section` heads each poll, as kapp's."""
         started = time.monotonic()
-        child_types = {
-            t
-            for i in tracking
-            if waits[i] is WaitOp.RECONCILE
-            for t in which_children(changes[i].resource, self.config.wait_rules)
-        }
+        reconciled = [changes[i].resource for i in tracking if waits[i] is WaitOp.RECONCILE]
+        child_types = {t for resource in reconciled for t in which_children(resource, self.config.wait_rules)}
         while True:
             self.notices.section(section)
-            waited = [i for i in tracking if waits[i] is not WaitOp.NOOP]
+            waited = [self._waited(changes[i]) for i in tracking if waits[i] is not WaitOp.NOOP]
             snap = await snapshot(
                 self.cluster,
                 self.applier.discovery,
-                [self._waited(changes[i]) for i in waited],
+                waited,
                 self.selector,
                 child_types,
                 concurrency=self.options.concurrency,
             )
-            done: set[int] = set()
-            unblocked: set[int] = set()
-            failed: dict[int, tuple[str, bool]] = {}
-
-            for i in tracking:
-                if waits[i] is WaitOp.NOOP:
-                    self.notices.lines([f"ok: noop {changes[i].describe()}"])
-                    done.add(i)
-                    continue
-                result = self._converge(changes[i], waits[i], snap)
-                self.notices.lines(wait_lines(result, waits[i].value))
-                description = f"{waits[i].value} {changes[i].describe()}"
-                failure: tuple[str, bool] | None = None
-                if result.error:
-                    failure = (f"waiting on {description}: Errored: {result.error}", False)
-                elif result.state.done and not result.state.successful:
-                    message = f"waiting on {description}: Finished unsuccessfully ({result.state.message})"
-                    failure = (message, True)
-                elif result.state.done:
-                    done.add(i)
-                elif result.state.unblock and i not in unblocked_before:
-                    unblocked.add(i)
-                elif self.options.resource_timeout and time.monotonic() - tracking[i] > self.options.resource_timeout:
-                    timeout = _duration(self.options.resource_timeout)
-                    failure = (f"waiting on {description}: Errored: Resource timed out waiting after {timeout}", False)
-                if failure is not None:
-                    if self.options.exit_early:
-                        raise ApplyError(failure[0])
-                    failed[i] = failure
+            verdicts = {i: self._poll(changes[i], waits[i], snap, tracking[i], i in unblocked_before) for i in tracking}
+            done, unblocked, failed = sort_out(verdicts)
             self._gone.update(objects.uid(changes[i].existing or {}) for i in done if waits[i] is WaitOp.DELETE)
             if done or unblocked or failed:
                 return done, unblocked, failed
-            if time.monotonic() - started > self.options.timeout:
-                waiting = ", ".join(changes[i].describe() for i in tracking)
-                raise ApplyError(  # a list of several resources laid out as kapp's (see error_text)
-                    semi_structured(
-                        f"Timed out waiting after {_duration(self.options.timeout)} for resources: [{waiting}]"
-                    )
-                )
-            awaited = [snap.get(changes[i].resource) for i in tracking if waits[i] is WaitOp.DELETE]
-            if not await self._collect_garbage([obj for obj in awaited if obj is not None]):
+            described = [changes[i].describe() for i in tracking]
+            if (timed_out := round_timed_out(described, started, time.monotonic(), self.options.timeout)) is not None:
+                raise ApplyError(semi_structured(timed_out))  # a list of several resources laid out as kapp's
+            if not await self._collect_garbage(_deleted_and_seen(changes, waits, tracking, snap)):
                 await asyncio.sleep(self.options.check_interval)
+
+    def _poll(self, change: Change, op: WaitOp, snap: Snapshot, applied_at: float, unblocked_before: bool) -> Verdict:
+        """One change's verdict in this poll, its lines printed; the first failure is raised with `exit_early`."""
+        if op is WaitOp.NOOP:
+            self.notices.lines([f"ok: noop {change.describe()}"])
+            return DONE
+        result = self._converge(change, op, snap)
+        self.notices.lines(wait_lines(result, op.value))
+        description = f"{op.value} {change.describe()}"
+        found = verdict(result, description, unblocked_before=unblocked_before)
+        if found.outcome is Outcome.WAITING:
+            limit = self.options.resource_timeout
+            found = resource_timed_out(description, applied_at, time.monotonic(), limit) or found
+        if found.outcome is Outcome.FAILED and self.options.exit_early:
+            raise ApplyError(found.message)
+        return found
 
     async def _collect_garbage(self, awaited: Sequence[Obj]) -> bool:
         """Delete what the garbage collector would: objects this run waits to see deleted (a deleted Service's
@@ -296,22 +277,18 @@ def _owners_first(changes: Sequence[Change]) -> Callable[[int], bool]:
     return lambda i: objects.uid(changes[i].existing or {}) not in owners
 
 
+def _deleted_and_seen(
+    changes: Sequence[Change], waits: Sequence[WaitOp], tracking: Iterable[int], snap: Snapshot
+) -> list[Obj]:
+    """The objects of the tracked deletes that the snapshot still holds."""
+    seen = (snap.get(changes[i].resource) for i in tracking if waits[i] is WaitOp.DELETE)
+    return [obj for obj in seen if obj is not None]
+
+
 def _owned_only_by(obj: Obj, owners: set[str]) -> bool:
     """Whether the object has owners and every one is among `owners` (UIDs)."""
     references = objects.metadata(obj).get("ownerReferences") or []
     return bool(references) and all(str(r.get("uid") or "") in owners for r in references)
-
-
-def _duration(seconds: float) -> str:
-    """Go's time.Duration string for whole and fractional seconds (`15m0s`, `1s`, `500ms`)."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 UNSEEN_CHECKS = 2
