@@ -11,17 +11,19 @@ ytt's Starlark can each allocate and spin without end.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
 
 from tests.e2e import test_controller_hostile as hostile
 from tests.e2e.controller_harness import Controllers, inline_app, tool_env
@@ -152,3 +154,37 @@ def test_sources_on_the_controllers_machine_link_local_ones_and_the_api_server_a
         assert_refused(reported[name], message)
         assert reported[name]["fetch"]["exitCode"] != 0 and "template" not in reported[name], reported[name]
     assert hits == []  # nothing reached the server
+
+
+@pytest.fixture
+def files_server(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """An http server of the test's own on loopback serving the files of a directory (git's "dumb" protocol)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield served, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_git_fetches_over_http_in_the_fetch_stages_view_of_the_files(
+    controllers: Controllers, kube: Client, namespace: str, files_server: tuple[Path, int], tmp_path: Path
+):
+    # Without --dangerous-allow-file-urls, git runs in the fetch stage's view of the files (the system's programs, the
+    # tools, the job's directory, and of /etc only names and CA certificates: tests/unit/test_confine.py shows what
+    # it sees), and still fetches over the network.
+    served, port = files_server
+    work = tmp_path / "work"
+    hostile.repository(work, {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fetched}\n"})
+    hostile.git("clone", "-q", "--bare", str(work), str(served / "repo.git"), cwd=tmp_path)
+    hostile.git("update-server-info", cwd=served / "repo.git")
+    running = controllers.start("--leader-elect=false", env=tool_env("ytt"))
+    source = {"git": {"url": f"http://127.0.0.1:{port}/repo.git", "ref": "origin/main"}}
+    kube.create(App(**inline_app("git", namespace, {}, fetch=[source], syncPeriod="30s")))
+    reported = outcomes(kube, namespace, "git", timeout=60)
+    assert reported["git"]["friendlyDescription"] == "Reconcile succeeded", reported["git"]
+    assert kube.get(ConfigMap, "fetched", namespace=namespace).metadata.name == "fetched"
+    assert "fetch-files: on" in controllers.logs_by_name["controller"].read_text(), running.pid

@@ -290,15 +290,16 @@ def test_the_policys_sequences_come_back_as_tuples():
     assert sandbox_app.policy_from_json(json.loads(json.dumps(sandbox_app.policy_to_json(policy)))) == policy
 
 
-def test_with_a_kbld_step_the_job_keeps_the_machine_and_its_offline_tools_are_confined_each(
+def test_with_a_kbld_step_the_job_keeps_the_network_and_the_ca_certificates_not_the_machines_files(
     ytt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     canary = tmp_path / "canary.txt"
     canary.write_text("CANARY")
-    ytt(f'cat {canary} 2>/dev/null || echo "ytt: unseen"')
+    ytt(f'cat {canary} 2>/dev/null || echo "ytt: unseen"; ls /etc/ssl/certs >/dev/null 2>&1 || echo "ytt: no /etc"')
     kbld = tmp_path / "kbld.sh"
-    kbld.write_text(f"#!/bin/sh\ncat\ncat {canary}\n")  # kbld reaches registries with the machine's CA certificates
+    # kbld reaches registries with the machine's CA certificates, and nothing else of the machine's
+    kbld.write_text(f'#!/bin/sh\ncat\ncat {canary} 2>/dev/null || echo "kbld: unseen"\nls -d /etc/ssl/certs\n')
     kbld.chmod(0o755)
     monkeypatch.setenv("KAPPLY_KBLD", str(kbld))
     _, manifests, _ = run_app(LIMITS, app({"x.yml": "a: 1\n"}, template=[{"ytt": {}}, {"kbld": {"paths": ["-"]}}]))
-    assert manifests.splitlines() == ["ytt: unseen", "CANARY"]
+    assert manifests.splitlines() == ["ytt: unseen", "kbld: unseen", "/etc/ssl/certs"]

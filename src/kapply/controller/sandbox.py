@@ -17,9 +17,9 @@ takes the controller down for every tenant. So the whole fetch and template stag
   fetch byte limit), RLIMIT_NOFILE, no core files; a new session (the controller kills it whole); SIGKILL when the
   zygote dies (the controller stopped); HOME and TMPDIR in the job's own empty directories;
 - runs the job: fetch, then template (the App job is kapply.controller.sandbox_app, a repository's
-  kapply.packaging.sandbox_repository); template tools that need no network (ytt, helm, kustomize) run in a network
-  namespace of their own and see only the system's programs, themselves and the job's directory, where the kernel
-  allows it (confine.py);
+  kapply.packaging.sandbox_repository); where the kernel allows it (confine.py), the fetchers see only the system's
+  programs, the tools, the job's directory and what they need of /etc (names, CA certificates), and template tools
+  that need no network (ytt, helm, kustomize) run in a network namespace of their own without /etc;
 - asks the controller for the Secrets and ConfigMaps the job reads (the parent reads them with the App's own
   account, as before), and sends back one result.
 - **The parent treats the child as untrusted too**: every message is a length-prefixed JSON frame, bounded in size
@@ -91,9 +91,14 @@ class Protection(StrEnum):
     LIMITS = "limits"  # rlimits of memory, CPU, file size and open files: always
     TOOL_NETWORK = "tool-network"  # template tools without network (a network namespace of their own)
     TOOL_FILES = "tool-files"  # template tools see the system's programs, themselves and their job's files only
+    # fetchers see what tools do and what they need of /etc (unless the controller allows file:// URLs)
+    FETCH_FILES = "fetch-files"
 
 
-_PROTECTION = {confine.Confinement.NETWORK: Protection.TOOL_NETWORK, confine.Confinement.FILES: Protection.TOOL_FILES}
+_PROTECTION = {
+    confine.Confinement.NETWORK: (Protection.TOOL_NETWORK,),
+    confine.Confinement.FILES: (Protection.TOOL_FILES, Protection.FETCH_FILES),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,7 +523,7 @@ def zygote(control: socket.socket) -> None:
     for module in JOBS.values():
         importlib.import_module(module)
     confinements = frozenset(c for c in confine.Confinement if confine.probe(c))
-    protections = {Protection.LIMITS, *(_PROTECTION[c] for c in confinements)}
+    protections = {Protection.LIMITS, *(p for c in confinements for p in _PROTECTION[c])}
     confine.die_with_parent()
     gc.collect()
     gc.freeze()  # what the zygote holds is never collected in a job: its pages stay shared instead of copied

@@ -71,8 +71,10 @@ def request(app: Obj, policy: FetchPolicy) -> Obj:
 async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str], Awaitable[None]]) -> dict[str, Any]:
     app = request["app"]
     spec = parse_spec(app)
+    policy = policy_from_json(request["policy"])
+    tools.confine_fetch_stage([PROGRAMS[step.tool] for step in spec.template], policy.allow_file_urls)
     try:
-        lock = await fetch(spec.fetch, root, read, policy_from_json(request["policy"]))
+        lock = await fetch(spec.fetch, root, read, policy)
     except KapplyError as e:
         raise SandboxFailed(Stage.FETCH, str(e), getattr(e, "stderr", "")) from None
     await fetched(lock)

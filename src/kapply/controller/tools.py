@@ -53,23 +53,47 @@ class _Confinement:
 
     confinements: frozenset[confine.Confinement] = frozenset()
     job: str | None = None  # the job's directory: all of the machine's files a confined tool sees beyond SYSTEM
+    viewed: bool = False  # the job's process is in its fetch view (confine.enter_fetch_view)
 
 
 _CONFINEMENT = _Confinement()
 
 
-def confine_template_stage(tools: Iterable[str]) -> None:
-    """Confine this job's process before its template stage, which runs `tools` (all OFFLINE: a kbld step needs the
-    network and the machine's CA certificates, so then each OFFLINE tool is confined as it starts instead): in a view
-    of the files and without network, which its tools then inherit, with nothing of their own to set up."""
-    allowed, job = _CONFINEMENT.confinements, _CONFINEMENT.job
-    if job is None or confine.Confinement.FILES not in allowed or not set(tools) <= OFFLINE:
-        return
+def _found(tools: Iterable[str]) -> list[str]:
     programs = []
     for tool in tools:
         with contextlib.suppress(ToolError):  # a missing tool fails its step, with its message
             programs.append(find(tool))
-    confine.enter_job_view(allowed, programs, job)
+    return programs
+
+
+def confine_fetch_stage(tools: Iterable[str], own_disk: bool) -> None:
+    """Confine this job's process before its fetch to its fetch view (confine.enter_fetch_view: the system's
+    programs, git and the template `tools`, the job's directory, and what a fetcher needs of /etc), which every tool
+    it starts inherits; unless its fetchers may read the controller's own disk (`own_disk`: file:// URLs, the
+    controller's --dangerous-allow-file-urls)."""
+    allowed, job = _CONFINEMENT.confinements, _CONFINEMENT.job
+    if job is None or confine.Confinement.FILES not in allowed or own_disk:
+        return
+    confine.enter_fetch_view(_found([*tools, "git"]), job)
+    _CONFINEMENT.viewed = True
+    configure(allowed - {confine.Confinement.FILES}, job)  # a tool started now adds only a network namespace
+
+
+def confine_template_stage(tools: Iterable[str]) -> None:
+    """Confine this job's process before its template stage, which runs `tools`: when all are OFFLINE, without
+    network and in a view of the files without /etc, which its tools then inherit with nothing of their own to set up
+    (a kbld step needs the network and the CA certificates, so then each OFFLINE tool is confined as it starts)."""
+    allowed, job = _CONFINEMENT.confinements, _CONFINEMENT.job
+    offline = set(tools) <= OFFLINE
+    if _CONFINEMENT.viewed:
+        if offline:
+            confine.leave_network(allowed)
+            configure(frozenset(), job)
+        return
+    if job is None or confine.Confinement.FILES not in allowed or not offline:
+        return
+    confine.enter_job_view(allowed, _found(tools), job)
     configure(frozenset(), job)
 
 
