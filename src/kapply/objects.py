@@ -64,7 +64,7 @@ CONFIG_API_VERSION = "kapp.k14s.io/v1alpha1"
 # kapply's own keys (kapp neither writes nor reads them).
 DEPLOY_LOCK = "kapply.dev/deploy-lock"  # on the app record while a deploy or delete runs (kapply.app.lock)
 # On an object, next to the last-applied copy: the desired values of the fields a preserve or warn deploy left
-# drifted (kapply.diff.change.kept_drift). Never part of a diff; kapp drops it when it updates the object.
+# drifted (kapply.diff.drift.kept_drift). Never part of a diff; kapp drops it when it updates the object.
 DRIFT_KEPT = "kapply.dev/drift-kept"
 
 # What kapp writes to remember what it applied: never part of a diff.

@@ -15,8 +15,8 @@ import orjson
 from kapply.apply.execute import Applier
 from kapply.apply.options import ApplyOptions
 from kapply.config.default import default_config
-from kapply.diff.change import Basis, Change, Op, calculate, kept_drift, last_applied, recorded_copy
-from kapply.diff.drift import DriftPolicy, as_stored
+from kapply.diff.change import Basis, Change, Op, calculate, last_applied, recorded_copy
+from kapply.diff.drift import DriftPolicy, as_stored, kept_drift
 from kapply.diff.fields import ABSENT, FieldPath, Named, changed_paths, value_at, with_value_at
 from kapply.diff.ghost import outside_changes
 from kapply.objects import DRIFT_KEPT, IDENTITY, ORIGINAL, ORIGINAL_DIFF_MD5, Obj
