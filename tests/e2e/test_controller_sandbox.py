@@ -52,6 +52,29 @@ YTT_SPIN = {
     "spin.yml": "#@ def spin():\n#@   n = 0\n#@   for i in range(1000000000):\n#@     n = n + i\n#@   end\n"
     "#@   return n\n#@ end\nsum: #@ spin()\n"
 }
+
+
+def billion_laughs(levels: int = 30) -> str:
+    """A ConfigMap of YAML aliases, each level 9 of the one below: 2 KB that mean 9**30 strings."""
+    lines = ['a0: &a0 ["' + "x" * 64 + '"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: laughs}\ndata:\n" + "".join(f"  {x}\n" for x in lines)
+
+
+def kustomize_doubling(levels: int = 24) -> dict[str, str]:
+    """Kustomizations each of which includes the one below twice (under two name prefixes): 2**24 ConfigMaps."""
+    files = {
+        "kustomization.yaml": f"resources: [l{levels}]\n",
+        "l0/kustomization.yaml": "resources: [cm.yaml]\n",
+        "l0/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    }
+    for level in range(1, levels + 1):
+        files[f"l{level}/kustomization.yaml"] = "resources: [a, b]\n"
+        for half in "ab":
+            files[f"l{level}/{half}/kustomization.yaml"] = f"resources: [../../l{level - 1}]\nnamePrefix: {half}-\n"
+    return files
+
+
 MEMORY = f"ran out of memory (the sandbox's limit is {MEMORY_MIB << 20} bytes per process, --sandbox-memory-mib)"
 
 
@@ -68,8 +91,24 @@ def peak_rss_mib(pid: int) -> float:
         (HELM_BOMB, [{"helmTemplate": {"path": "chart"}}], f"Templating helm chart: helm {MEMORY}"),
         (YTT_BOMB, [{"ytt": {}}], f"Templating dir: ytt {MEMORY}"),
         (YTT_SPIN, [{"ytt": {}}], f"Templating dir: ytt used more than the sandbox's {CPU} s of CPU (--sandbox-cpu)"),
+        ({"laughs.yml": billion_laughs()}, [{"ytt": {}}], f"Templating dir: ytt {MEMORY}"),
+        (
+            {"kustomization.yaml": "resources: [laughs.yml]\n", "laughs.yml": billion_laughs()},
+            [{"kustomize": {}}],
+            f"Templating dir: kustomize {MEMORY}",
+        ),
+        (
+            kustomize_doubling(),
+            [{"kustomize": {}}],
+            f"Templating dir: kustomize used more than the sandbox's {CPU} s of CPU (--sandbox-cpu)",
+        ),
+        (
+            {"laughs.yml": billion_laughs()},
+            [{"kbld": {"paths": ["laughs.yml"]}}],
+            "Templating dir: kbld failed (exit status 1)",  # kbld's own YAML reader refuses them, saying so:
+        ),
     ],
-    ids=["helm-memory", "ytt-memory", "ytt-cpu"],
+    ids=["helm-memory", "ytt-memory", "ytt-cpu", "ytt-aliases", "kustomize-aliases", "kustomize-cpu", "kbld-aliases"],
 )
 def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     controllers: Controllers, kube: Client, namespace: str, files: dict[str, str], template: list[dict], message: str
@@ -77,6 +116,8 @@ def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     running = serve(
         controllers,
         "helm",
+        "kustomize",
+        "kbld",
         flags=(f"--sandbox-memory-mib={MEMORY_MIB}", f"--sandbox-cpu={CPU}s", "--sandbox-timeout=60s"),
     )
     before = peak_rss_mib(running.pid)
@@ -91,6 +132,8 @@ def test_a_template_bomb_fails_naming_the_limit_and_the_controller_stays_small(
     started = time.monotonic()
     reported = outcomes(kube, namespace, "bomb", "neighbour", timeout=90)
     assert_refused(reported["bomb"], message)
+    if "kbld failed" in message:
+        assert "document contains excessive aliasing" in reported["bomb"]["template"]["stderr"], reported["bomb"]
     assert reported["neighbour"]["friendlyDescription"] == "Reconcile succeeded"
     peak = peak_rss_mib(running.pid)
     took = time.monotonic() - started

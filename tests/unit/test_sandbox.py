@@ -141,6 +141,19 @@ def test_a_tool_that_allocates_past_the_memory_limit_fails_naming_it(ytt):
     assert failed.value.lock.startswith("apiVersion: vendir.k14s.io/v1alpha1")  # the fetch went well
 
 
+def test_a_go_tool_out_of_memory_is_named_so_though_a_dump_of_its_goroutines_follows(ytt):
+    # Go says "fatal error: runtime: out of memory" first, then prints every goroutine's stack: far more than the
+    # tail of stderr that the status keeps.
+    ytt('echo "fatal error: runtime: out of memory" >&2; head -c 100000 /dev/zero | tr "\\0" "g" >&2; exit 2')
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(LIMITS, app({"x.yml": "a: 1\n"}))
+    assert str(failed.value) == (
+        "Templating dir: ytt ran out of memory "
+        f"(the sandbox's limit is {LIMITS.memory} bytes per process, --sandbox-memory-mib)"
+    )
+    assert failed.value.stderr.startswith("(earlier output cut)")
+
+
 def test_a_tool_that_spins_past_the_cpu_limit_is_stopped_naming_it(ytt):
     ytt("while :; do :; done")
     with pytest.raises(SandboxFailed) as failed:

@@ -33,6 +33,7 @@ TIMEOUT = 300.0
 MAX_STDOUT = 64 << 20  # bytes: the YAML a template step prints, the listing git prints
 MAX_STDERR = 16 << 10  # bytes: the tail of what a tool says, shown in the App's status
 _CHUNK = 64 << 10
+_HEAD = 4 << 10
 
 # Variables a tool may inherit from the controller's environment: where programs are, the locale and time zone, where
 # temporary files and CA certificates go. Everything else (KUBECONFIG, KAPP_*, AWS_*, GOOGLE_*, SSH_AUTH_SOCK, GIT_*,
@@ -176,22 +177,26 @@ def _kill(process: asyncio.subprocess.Process) -> None:
 class _Captured:
     data: bytes
     over: bool  # the stream went past its limit
+    head: bytes = b""  # its first _HEAD bytes: where Go says it ran out of memory, before a dump of every goroutine
 
 
 async def _read(stream: asyncio.StreamReader, limit: int, process: asyncio.subprocess.Process | None) -> _Captured:
     """What `stream` carries. Past `limit` bytes: with `process`, the process is killed (its output is refused
     whole); without, only the last `limit` bytes are kept (a tail)."""
     kept = bytearray()
+    head = b""
     over = False
     while chunk := await stream.read(_CHUNK):
         kept += chunk
+        if len(head) < _HEAD:
+            head += chunk[: _HEAD - len(head)]
         if len(kept) > limit:
             over = True
             if process is not None:
                 _kill(process)
                 return _Captured(b"", over)
             del kept[: len(kept) - limit]
-    return _Captured(bytes(kept), over)
+    return _Captured(bytes(kept), over, head)
 
 
 async def _feed(process: asyncio.subprocess.Process, stdin: bytes | None) -> None:
@@ -251,7 +256,7 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
     if out.over:
         raise ToolError(f"{tool} printed more than {MAX_STDOUT} bytes: stopped", _tail(err))
     if process.returncode:
-        broke = _broke_limit(process.returncode, err.data.decode(errors="replace"))
+        broke = _broke_limit(process.returncode, (err.head + err.data).decode(errors="replace"))
         if broke:
             raise ToolError(f"{tool} {broke}", _tail(err), process.returncode)
         raise ToolError(f"{tool} failed (exit status {process.returncode})", _tail(err), process.returncode)
