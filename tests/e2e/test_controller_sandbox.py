@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -231,3 +232,50 @@ def test_git_fetches_over_http_in_the_fetch_stages_view_of_the_files(
     assert reported["git"]["friendlyDescription"] == "Reconcile succeeded", reported["git"]
     assert kube.get(ConfigMap, "fetched", namespace=namespace).metadata.name == "fetched"
     assert "fetch-files: on" in controllers.logs_by_name["controller"].read_text(), running.pid
+
+
+def zeros_repository(path: Path, mib: int) -> None:
+    """A bare repository whose one commit holds `mib` MiB of zeros: a pack of a few hundred bytes."""
+    hostile.git("init", "-q", "--bare", "--initial-branch=main", str(path), cwd=path.parent)
+    zeros = subprocess.Popen(
+        ["git", "hash-object", "-w", "--stdin"], cwd=path, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert zeros.stdin is not None and zeros.stdout is not None
+    chunk = bytes(1 << 20)
+    for _ in range(mib):
+        zeros.stdin.write(chunk)
+    zeros.stdin.close()
+    blob = zeros.stdout.read().decode().strip()
+    assert zeros.wait() == 0
+    tree = subprocess.run(
+        ["git", "mktree"],
+        cwd=path,
+        input=f"100644 blob {blob}\tzeros.yml\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    commit = subprocess.run(
+        ["git", *identity, "commit-tree", tree, "-m", "zeros"], cwd=path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    hostile.git("update-ref", "refs/heads/main", commit, cwd=path)
+    hostile.git("repack", "-q", "-a", "-d", cwd=path)
+    hostile.git("update-server-info", cwd=path)
+
+
+def test_a_git_blob_of_zeros_bigger_than_the_memory_limit_fails_naming_it(
+    controllers: Controllers, kube: Client, namespace: str, files_server: tuple[Path, int]
+):
+    # 300 MiB of zeros packed in a few hundred bytes: git holds a blob whole in memory to check it out.
+    served, port = files_server
+    zeros_repository(served / "zeros.git", 300)
+    running = controllers.start("--leader-elect=false", f"--sandbox-memory-mib={MEMORY_MIB}", env=tool_env("ytt"))
+    before = peak_rss_mib(running.pid)
+    source = {"git": {"url": f"http://127.0.0.1:{port}/zeros.git", "ref": "origin/main"}}
+    kube.create(App(**inline_app("zeros", namespace, {}, fetch=[source], syncPeriod="30s")))
+    reported = outcomes(kube, namespace, "zeros", timeout=60)
+    assert_refused(reported["zeros"], f"git {MEMORY}")
+    peak = peak_rss_mib(running.pid)
+    print(f"controller peak RSS {before:.0f} MiB before, {peak:.0f} MiB after")
+    assert peak < 500, f"the controller's peak RSS was {peak:.0f} MiB"

@@ -116,7 +116,7 @@ def cpu_message(cpu: int | None = None) -> str:
 def _broke_limit(returncode: int, stderr: str) -> str:
     """What a failed tool's exit says of the process's limits: "" when nothing (a limit not set says nothing)."""
     if resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY and (
-        "out of memory" in stderr or "cannot allocate memory" in stderr.lower() or "MemoryError" in stderr
+        "out of memory" in stderr.lower() or "cannot allocate memory" in stderr.lower() or "MemoryError" in stderr
     ):
         return memory_message()
     if resource.getrlimit(resource.RLIMIT_CPU)[0] != resource.RLIM_INFINITY and (
