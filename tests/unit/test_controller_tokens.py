@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -27,9 +26,9 @@ class Accounts:
         self.log.append(f"GET {name}")
         return None if self.uid is None else {"metadata": {"name": name, "uid": self.uid}}
 
-    async def request(self, method: str, path: str, **_: Any) -> Obj:
-        self.log.append(f"{method} token")
-        return {"status": {"token": f"token-{len(self.log)}"}}
+    async def request_token(self, namespace: str, account: str, seconds: int) -> str:
+        self.log.append("POST token")
+        return f"token-{len(self.log)}"
 
 
 def tokens() -> tuple[Tokens, Accounts]:

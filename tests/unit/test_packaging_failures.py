@@ -10,6 +10,7 @@ import asyncio
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
@@ -19,19 +20,34 @@ from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install import InstallReconciler
 from kapply.packaging.repository import RepositoryReconciler
 from kapply.packaging.settings import PackagingSettings
-from kapply.resources.cluster import ResourceType
+from kapply.resources.cluster import Cluster, ResourceType
+from kapply.resources.kubeconfig import KubeconfigFlags, load
+
+OFFLINE = load(
+    KubeconfigFlags(
+        yaml=orjson.dumps(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        ).decode()
+    )
+)
 
 
-class OneObject:
+class OneObject(Cluster):
     """The API server, holding one object: reads give a copy, status writes replace its status."""
 
     def __init__(self, obj: Obj) -> None:
+        super().__init__(OFFLINE)  # sends nothing: what the writers ask is answered here
         self.obj = obj
 
-    async def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj | None:
+    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
         return copy.deepcopy(self.obj)
 
-    async def request(self, method: str, path: str, *, body: Obj) -> Obj:
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
         assert method == "PUT" and path.endswith("/status")
         self.obj["status"] = copy.deepcopy(body["status"])
         return copy.deepcopy(self.obj)

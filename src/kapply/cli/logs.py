@@ -225,11 +225,9 @@ async def _log_lines(
     streamed while following."""
     from kapply import objects
 
-    params = {"container": container, "follow": "true" if options.follow else "false"}
-    if options.lines is not None:
-        params["tailLines"] = str(options.lines)
-    path = pods.path(objects.namespace(pod), objects.name(pod)) + "/log"
-    async with cluster.stream_lines(path, params, read_timeout=None) as raw:
+    async with cluster.log_lines(
+        pods, objects.namespace(pod), objects.name(pod), container, follow=options.follow, tail=options.lines
+    ) as raw:
 
         async def lines() -> AsyncIterator[str]:
             async for line in raw:

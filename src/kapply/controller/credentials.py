@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from kapply.api import AsyncClient
 from kapply.errors import ClusterError, KapplyError
-from kapply.resources.cluster import ResourceType
+from kapply.resources.cluster import SERVICE_ACCOUNTS
 
-SERVICE_ACCOUNTS = ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, frozenset({"get"}))
 LIFETIME = 7200  # seconds asked for, as kapp-controller
 
 
@@ -61,18 +60,11 @@ class Tokens:
             cached = None
         if cached is not None and time.monotonic() < cached.renew_at:
             return cached.value
-        request = {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": LIFETIME},
-        }
-        path = f"{SERVICE_ACCOUNTS.path(namespace, account)}/token"
         try:
-            answer = await self.controller.cluster.request("POST", path, body=request)
+            token = await self.controller.cluster.request_token(namespace, account, LIFETIME)
         except ClusterError as e:
             if cached is not None:  # keep a token that still works when renewing it fails
                 return cached.value
             raise KapplyError(f"Preparing kapp: Requesting a token for service account '{account}': {e}") from e
-        token: str = answer["status"]["token"]
         self._tokens[key] = _Token(token, time.monotonic() + LIFETIME / 2, uid)
         return token

@@ -19,6 +19,7 @@ from functools import partial
 from kapply.api import AsyncClient
 from kapply.controller import apps, ghosts, sandbox_app, timing
 from kapply.controller import status as st
+from kapply.controller.apps import APPS
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
@@ -27,7 +28,7 @@ from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
-from kapply.controller.spec import AppSpec, SpecError, parse_spec
+from kapply.controller.spec import FINALIZER, AppSpec, SpecError, parse_spec
 from kapply.controller.watch import Connect
 from kapply.diff.drift import DriftPolicy
 from kapply.errors import ClusterError, KapplyError
@@ -85,10 +86,15 @@ class Reconciler:
     def sync_period(self, spec: AppSpec | None) -> float:
         return timing.sync_period(spec, self.settings)
 
+    async def _write_status(self, app: Obj, status: Obj) -> None:
+        """Through the status subresource (kapply.resources.cluster's conflict policy); a status that differs only in
+        its times is not written, so that an unchanged App's periodic sync writes nothing."""
+        await self.api.cluster.write_status(APPS, app, status, unchanged=st.same_but_times)
+
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), or None when the App is gone. The App is read as the App
         watch last showed it (it asked for this reconcile, or the last pass did); a write to a version that is no
-        longer the latest is refused (409) and made again on the App read afresh (apps.py)."""
+        longer the latest is refused (409) and made again on the App read afresh (Cluster.write_status)."""
         app = self.cache.apps.get((namespace, name)) or await apps.get(self.api.cluster, namespace, name)
         if app is None:
             self.memory.pop((namespace, name), None)
@@ -104,7 +110,7 @@ class Reconciler:
         if spec is None:
             return await self._fail(app, status, spec, problem, "")
         if spec.paused or spec.canceled:
-            await apps.write_status(self.api.cluster, app, st.paused(status, status["observedGeneration"]))
+            await self._write_status(app, st.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
         try:
             return await self._reconcile(app, spec, status)
@@ -120,7 +126,7 @@ class Reconciler:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         previous: Obj = app.get("status") or {}
         if _starts_anew(previous, status):  # a new spec or a retry says so at once (kubectl wait sees it)
-            await apps.write_status(self.api.cluster, app, st.reconciling(status))
+            await self._write_status(app, st.reconciling(status))
         started = st.now()
         try:
             client = await self._as_app(namespace, spec.service_account)
@@ -150,11 +156,11 @@ class Reconciler:
             return (await self._as_app(namespace, spec.service_account)).cluster
 
         async def owns() -> None:  # from the first deploy that applies anything on (kapp-controller: at its start)
-            await apps.add_finalizer(self.api.cluster, app)
+            await self.api.cluster.add_finalizer(APPS, app, FINALIZER)
 
         async def progress(output: str) -> None:
             running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
-            await apps.write_status(self.api.cluster, app, st.reconciling({**status, "deploy": running}))
+            await self._write_status(app, st.reconciling({**status, "deploy": running}))
 
         deploying = time.monotonic()
         try:
@@ -204,10 +210,10 @@ class Reconciler:
             # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
             # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
             # written as reconciled.
-            await apps.write_status(self.api.cluster, app, st.with_reports(previous, reports))
+            await self._write_status(app, st.with_reports(previous, reports))
         else:
             status["deploy"] = st.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
-            await apps.write_status(self.api.cluster, app, st.with_reports(st.succeeded(status), reports))
+            await self._write_status(app, st.with_reports(st.succeeded(status), reports))
         _log.info(
             "%s/%s: %s%s",
             namespace,
@@ -235,7 +241,7 @@ class Reconciler:
         _log.warning(
             "%s/%s: %s (retrying in %.0fs)", app["metadata"]["namespace"], app["metadata"]["name"], message, again
         )
-        await apps.write_status(self.api.cluster, app, failed)
+        await self._write_status(app, failed)
         await self.events.emit(app, "ReconcileFailed", message, warning=True)
         return again
 
@@ -271,9 +277,7 @@ class Reconciler:
         if not apps.has_finalizer(app):  # never deployed anything (or already done): nothing to wait for
             self.memory.pop((namespace, name), None)
             return None
-        await apps.write_status(
-            self.api.cluster, app, st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING)
-        )
+        await self._write_status(app, st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING))
         if spec is not None and not spec.noop_delete:
             try:
                 await delete(await self._as_app(namespace, spec.service_account, verify=True), name, namespace, spec)
@@ -282,7 +286,7 @@ class Reconciler:
                     await self._skip_delete(app, e)
                 else:
                     return await self._delete_failed(app, spec, e)
-        await apps.remove_finalizer(self.api.cluster, namespace, name)
+        await self.api.cluster.remove_finalizer(APPS, namespace, name, FINALIZER)
         self.memory.pop((namespace, name), None)
         return None
 
@@ -306,7 +310,7 @@ class Reconciler:
         )
         again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
         _log.warning("%s/%s: Deleting: %s (retrying in %.0fs)", namespace, name, error, again)
-        await apps.write_status(self.api.cluster, latest, failed)
+        await self._write_status(latest, failed)
         await self.events.emit(latest, "DeleteFailed", f"Deleting: {error}", warning=True)
         return again
 

@@ -19,21 +19,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
-from urllib.parse import parse_qsl
+from typing import Any, Protocol, TypeVar
 
-import orjson
-
-from kapply.errors import ClusterError, KapplyError
+from kapply.errors import KapplyError
 from kapply.matcher.schema import Schema
-from kapply.resources.cluster import Cluster
+from kapply.resources.cluster import OPENAPI_V3, Cluster, KubernetesApiClient, api_client_get
 from kapply.resources.kubeconfig import KubeconfigFlags, KubeContext, load
 
 Document = Mapping[str, Any]  # an OpenAPI document, or any JSON object the API server answers with
 Get = Callable[[str], Document] | Callable[[str], Awaitable[Document]]
 DEFAULT_REFRESH_INTERVAL = 10.0  # seconds
 
-_INDEX = "/openapi/v3"
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 _AsyncGet = Callable[[str], Awaitable[Document | None]]
@@ -45,15 +41,6 @@ class Getter(Protocol):
     as `/openapi/v3/apis/apps/v1?hash=...`), or an awaitable of it."""
 
     def get(self, path: str, /) -> Document | Awaitable[Document]: ...
-
-
-@runtime_checkable
-class KubernetesApiClient(Protocol):
-    """The official `kubernetes` client's `ApiClient` (version 37 on): how it sends a GET with its own settings."""
-
-    def param_serialize(self, method: str, resource_path: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]: ...
-
-    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 SchemaSource = Cluster | KubernetesApiClient | Getter | Get | Document
@@ -137,9 +124,9 @@ def _is_group_version(path: str) -> bool:
 
 async def _group_versions(get: _AsyncGet) -> frozenset[str]:
     """The URLs of the group-versions in the server's OpenAPI v3 index (each with its content hash)."""
-    index = await get(_INDEX)
+    index = await get(OPENAPI_V3)
     if not index:
-        raise KapplyError(f"The API server serves no OpenAPI v3 index at {_INDEX}")
+        raise KapplyError(f"The API server serves no OpenAPI v3 index at {OPENAPI_V3}")
     paths: Mapping[str, Any] = index.get("paths") or {}
     return frozenset(entry["serverRelativeURL"] for path, entry in paths.items() if _is_group_version(path))
 
@@ -182,10 +169,10 @@ class _Refresh:
 def _connect(source: Cluster | KubernetesApiClient | Getter | Get) -> tuple[_AsyncGet, Callable[[_Work], None]]:
     """How to GET a path in the running event loop, and how to run a refresh from synchronous code later."""
     if isinstance(source, Cluster):
-        return _cluster_get(source), functools.partial(_run_in_new_cluster, source.context)
+        return source.document, functools.partial(_run_in_new_cluster, source.context)
     get: Callable[[str], Any]
     if isinstance(source, KubernetesApiClient):
-        get = _api_client_get(source)
+        get = api_client_get(source)
     elif callable(source):
         get = source
     elif callable(getattr(source, "get", None)):
@@ -195,43 +182,6 @@ def _connect(source: Cluster | KubernetesApiClient | Getter | Get) -> tuple[_Asy
     if inspect.iscoroutinefunction(get):
         return get, functools.partial(_run_on_loop, asyncio.get_running_loop(), get)
     return _in_thread(get), functools.partial(_run_in_threads, get)
-
-
-def _cluster_get(cluster: Cluster) -> _AsyncGet:
-    async def get(path: str) -> Document | None:
-        try:
-            document: Document | None = await cluster.request("GET", path)
-        except ClusterError as e:
-            if e.status == 404:
-                return None
-            raise
-        return document
-
-    return get
-
-
-def _api_client_get(client: KubernetesApiClient) -> Callable[[str], Document | None]:
-    """A GET with the client's server, credentials and TLS settings, as its generated API methods send one."""
-
-    def get(path: str) -> Document | None:
-        resource_path, _, query = path.partition("?")
-        method, url, headers, *_ = client.param_serialize(
-            "GET",
-            resource_path,
-            query_params=parse_qsl(query),
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = client.call_api(method, url, header_params=headers)
-        response.read()
-        if response.status == 404:
-            return None
-        if response.status >= 400:
-            raise ClusterError(f"GET {path}: {response.status} {response.reason}", status=response.status)
-        document: Document = orjson.loads(response.data)
-        return document
-
-    return get
 
 
 def _in_thread(get: Callable[[str], Any]) -> _AsyncGet:
@@ -254,7 +204,7 @@ def _run_in_new_cluster(context: KubeContext, work: _Work) -> None:
 
     async def connected() -> None:
         async with Cluster(context) as cluster:
-            await work(_cluster_get(cluster))
+            await work(cluster.document)
 
     _run_sync(connected)
 

@@ -20,6 +20,7 @@ import logging
 from kapply.api import AsyncClient
 from kapply.controller.apps import APPS
 from kapply.controller.spec import SpecError
+from kapply.controller.status import same_but_times
 from kapply.objects import Obj
 from kapply.packaging import install_status as st
 from kapply.packaging import names, store
@@ -80,7 +81,7 @@ class InstallReconciler:
             spec, problem = None, str(e)
         if install["metadata"].get("deletionTimestamp"):
             return await self._delete(install, spec)
-        await store.add_finalizer(self.api.cluster, store.INSTALLS, install, names.INSTALL_FINALIZER)
+        await self.api.cluster.add_finalizer(store.INSTALLS, install, names.INSTALL_FINALIZER)
         generation = int(install["metadata"].get("generation") or 0)
         status = st.reconciling(install.get("status") or {}, generation)
         if spec is None:
@@ -130,7 +131,7 @@ class InstallReconciler:
         return saved, True
 
     async def _write(self, install: Obj, status: Obj) -> None:
-        await store.write_status(self.api.cluster, store.INSTALLS, install, status)
+        await self.api.cluster.write_status(store.INSTALLS, install, status, unchanged=same_but_times)
 
     def _sync_period(self, spec: PackageInstallSpec | None) -> float:
         """The App's sync period: the PackageInstall's, else the controller's default."""
@@ -159,7 +160,7 @@ class InstallReconciler:
             return None
         app = await self.api.cluster.get(APPS, namespace, name)
         if app is None or not owned_by(app, install):  # gone, or never ours: nothing of ours to wait for
-            await store.remove_finalizer(self.api.cluster, store.INSTALLS, namespace, name, names.INSTALL_FINALIZER)
+            await self.api.cluster.remove_finalizer(store.INSTALLS, namespace, name, names.INSTALL_FINALIZER)
             self.forget((namespace, name))
             _log.info("%s %s/%s: deleted", KIND, namespace, name)
             return None

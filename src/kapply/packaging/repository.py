@@ -19,6 +19,7 @@ from kapply.controller.fetch import FetchPolicy
 from kapply.controller.sandbox import SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import SpecError
+from kapply.controller.status import same_but_times
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, store
@@ -72,6 +73,10 @@ class RepositoryReconciler:
         self.api = api
         self.settings = settings
 
+    async def _write(self, repository: Obj, status: Obj) -> None:
+        """A status that differs only in its times is not written (an unchanged repository's sync writes nothing)."""
+        await self.api.cluster.write_status(store.REPOSITORIES, repository, status, unchanged=same_but_times)
+
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), or None (gone, or paused: its next change brings it back).
         Whatever fails, the status says so (failures.py)."""
@@ -92,7 +97,7 @@ class RepositoryReconciler:
             condition = st.Condition.DELETE_FAILED if deleting else st.Condition.RECONCILE_FAILED
             failed = st.failed(status, condition, unexpected(e), unexpected(e))
             again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
-            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+            await self._write(repository, failed)
             return again
 
     async def _reconcile(self, repository: Obj) -> float | None:
@@ -105,7 +110,7 @@ class RepositoryReconciler:
         except SpecError as e:
             return await self._fail(repository, status, str(e), str(e), REPOSITORY_DEFAULT_SYNC_PERIOD)
         if spec.paused:
-            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, paused(status, generation))
+            await self._write(repository, paused(status, generation))
             return None
         return await self._sync(repository, spec, status)
 
@@ -114,7 +119,7 @@ class RepositoryReconciler:
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
         previous: Obj = repository.get("status") or {}
         if _starts_anew(previous, status["observedGeneration"]):
-            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, st.reconciling(status))
+            await self._write(repository, st.reconciling(status))
         try:
             wanted = await self._fetch_and_template(namespace, name, spec, status)
             deployed, status["deploy"] = await self._deploy(repository, wanted)
@@ -123,7 +128,7 @@ class RepositoryReconciler:
             return await self._fail(repository, status, str(e), e.useful, spec.sync_period)
         unchanged = previous.get("observedGeneration") == status["observedGeneration"]
         if deployed.changed or not unchanged or previous.get("friendlyDescription") != "Reconcile succeeded":
-            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, st.succeeded(status))
+            await self._write(repository, st.succeeded(status))
         left = f", left to other repositories: {', '.join(deployed.left)}" if deployed.left else ""
         _log.info("%s %s/%s: %s%s", KIND, namespace, name, "deployed" if deployed.changed else "no changes", left)
         return spec.sync_period
@@ -162,7 +167,7 @@ class RepositoryReconciler:
 
         async def owns() -> None:  # before the deploy applies anything, as kapp-controller ("Blocking for deploy")
             try:
-                await store.add_finalizer(self.api.cluster, store.REPOSITORIES, repository, names.REPOSITORY_FINALIZER)
+                await self.api.cluster.add_finalizer(store.REPOSITORIES, repository, names.REPOSITORY_FINALIZER)
             except KapplyError as e:
                 raise KapplyError(f"Blocking for deploy: {e}") from e
 
@@ -180,7 +185,7 @@ class RepositoryReconciler:
         again = retry_delay(failed["consecutiveReconcileFailures"], period)
         meta = repository["metadata"]
         _log.warning("%s %s/%s: %s (retrying in %.0fs)", KIND, meta["namespace"], meta["name"], message, again)
-        await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+        await self._write(repository, failed)
         return again
 
     async def _delete(self, repository: Obj) -> float | None:
@@ -192,17 +197,15 @@ class RepositoryReconciler:
             **(repository.get("status") or {}),
             "observedGeneration": int(repository["metadata"].get("generation") or 0),
         }
-        await store.write_status(
-            self.api.cluster, store.REPOSITORIES, repository, st.with_condition(status, st.Condition.DELETING)
-        )
+        await self._write(repository, st.with_condition(status, st.Condition.DELETING))
         try:
             await delete(self.api, name, namespace)
         except KapplyError as e:
             failed = st.failed(status, st.Condition.DELETE_FAILED, f"Deleting: {e}", str(e))
             again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
             _log.warning("%s %s/%s: Deleting: %s (retrying in %.0fs)", KIND, namespace, name, e, again)
-            await store.write_status(self.api.cluster, store.REPOSITORIES, repository, failed)
+            await self._write(repository, failed)
             return again
-        await store.remove_finalizer(self.api.cluster, store.REPOSITORIES, namespace, name, names.REPOSITORY_FINALIZER)
+        await self.api.cluster.remove_finalizer(store.REPOSITORIES, namespace, name, names.REPOSITORY_FINALIZER)
         _log.info("%s %s/%s: deleted", KIND, namespace, name)
         return None

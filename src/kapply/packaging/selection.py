@@ -126,9 +126,13 @@ def needs_kubernetes_version(packages: Sequence[Obj], ref_name: str) -> bool:
 
 async def _list(api: AsyncClient, namespace: str, ref_name: str | None) -> list[Obj]:
     """A namespace's Packages (of one package: the CRD's `spec.refName` field selector)."""
-    params = {"fieldSelector": f"spec.refName={ref_name}"} if ref_name is not None else {"limit": "1"}
-    page = await api.cluster.request("GET", store.PACKAGES.path(namespace), params=params)
-    return list(page.get("items") or [])
+    if ref_name is None:
+        found, _ = await api.cluster.list_with_version(store.PACKAGES, namespace=namespace, limit=1)
+    else:
+        found, _ = await api.cluster.list_with_version(
+            store.PACKAGES, namespace=namespace, field_selector=f"spec.refName={ref_name}"
+        )
+    return found
 
 
 async def visible_packages(api: AsyncClient, namespace: str, ref_name: str, global_namespace: str) -> list[Obj]:
@@ -145,7 +149,7 @@ async def visible_packages(api: AsyncClient, namespace: str, ref_name: str, glob
 async def kubernetes_version(api: AsyncClient) -> Version:
     """The cluster's version (`/version`'s gitVersion, read leniently); kapp-controller's message when it cannot."""
     try:
-        answer = await api.cluster.request("GET", "/version")
+        answer = await api.cluster.server_version()
         return parse_relaxed(str(answer.get("gitVersion", "")))
     except (KapplyError, SemverError) as e:
         raise SelectionError(f"Unable to get kubernetes version: {e}") from None

@@ -5,7 +5,9 @@ connections (chosen by CPU per request: docs/design.md), with the TLS context
 and credentials of the kubeconfig context (kapply.resources.auth). Discovery
 uses the aggregated discovery endpoints (two requests for the whole API
 surface) and is cached for the life of the client. Nothing else in kapply
-builds URLs or reads HTTP errors.
+builds URLs or reads HTTP errors (tests/unit/test_cluster_seam.py checks it): the
+subresources (an object's status and finalizers, a service account's token, a
+container's log), the versioned LIST, `/version` and OpenAPI documents are here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import operator
 import random
 import re
 import ssl
@@ -20,15 +23,15 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
-from urllib.parse import quote, urlencode
+from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import parse_qsl, quote, urlencode
 from urllib.request import getproxies, proxy_bypass
 
 import orjson
 import yarl
 
 from kapply import objects
-from kapply.errors import ClusterError, ManifestError
+from kapply.errors import ClusterError, ConcurrencyError, ManifestError
 from kapply.http import aiohttp
 from kapply.objects import Obj
 from kapply.resources.auth import credentials, ssl_context
@@ -64,13 +67,15 @@ class ResourceType:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        """The request path; every segment checked (a name such as `..` or `a/b` is refused) and escaped."""
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str = "") -> str:
+        """The request path (of an object's `subresource`: `status`, `token`, `log`); every segment checked (a name
+        such as `..` or `a/b` is refused) and escaped."""
         base = (
             f"/apis/{_segment(self.group)}/{_segment(self.version)}" if self.group else f"/api/{_segment(self.version)}"
         )
         ns = f"/namespaces/{_segment(namespace, 'namespace')}" if self.namespaced and namespace else ""
-        return f"{base}{ns}/{_segment(self.plural)}" + (f"/{_segment(name)}" if name else "")
+        path = f"{base}{ns}/{_segment(self.plural)}" + (f"/{_segment(name)}" if name else "")
+        return f"{path}/{_segment(subresource)}" if name and subresource else path
 
 
 def _segment(value: str, what: str = "resource name") -> str:
@@ -110,6 +115,12 @@ class Discovery:
         served under every version of its group, so listing one version finds it once."""
         return [t for t in self._by_group_kind.values() if "list" in t.verbs]
 
+
+SERVICE_ACCOUNTS = ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, frozenset({"get"}))
+OPENAPI_V3 = "/openapi/v3"  # the index of the OpenAPI v3 documents, one per group version (kapply.matcher)
+# A write made again after a conflict (409: another writer changed the object since it was read), each time on the
+# object read afresh; after that many, ConcurrencyError: the caller's reconcile is tried again within seconds.
+CONFLICT_ATTEMPTS = 5
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
 MAX_ATTEMPTS = 10  # client-go's default number of retries
@@ -466,24 +477,44 @@ class Cluster:
                 return None
             raise
 
+    async def list_with_version(
+        self,
+        rtype: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Obj], str]:
+        """`list`, by labels and fields, and the resourceVersion the LIST was served at, which a watch then starts
+        from (as client-go's reflector: each event after it is one the list did not show). `limit`: at most that
+        many objects (one page)."""
+        params = {"limit": str(limit or LIST_PAGE_SIZE)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        items: list[Obj] = []
+        version = ""
+        while True:
+            page = await self.request("GET", rtype.path(namespace), params=params)
+            meta = objects.metadata(page)
+            version = version or str(meta.get("resourceVersion") or "")
+            for item in page.get("items") or []:
+                item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
+                items.append(item)
+            token = meta.get("continue")
+            if not token or limit is not None:
+                return items, version
+            params = {**params, "continue": str(token)}
+
     async def list(
         self, rtype: ResourceType, *, label_selector: str | None = None, namespace: str | None = None
     ) -> list[Obj]:
         """All objects of a type (cluster-wide unless namespace is given), page by page. Items get the
         apiVersion and kind a LIST leaves out."""
-        params = {"limit": str(LIST_PAGE_SIZE)}
-        if label_selector:
-            params["labelSelector"] = label_selector
-        items: list[Obj] = []
-        while True:
-            page = await self.request("GET", rtype.path(namespace), params=params)
-            for item in page.get("items") or []:
-                item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
-                items.append(item)
-            token = objects.metadata(page).get("continue")
-            if not token:
-                return items
-            params = {**params, "continue": token}
+        items, _ = await self.list_with_version(rtype, label_selector=label_selector, namespace=namespace)
+        return items
 
     async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
         namespace = objects.namespace(obj) or None
@@ -529,6 +560,130 @@ class Cluster:
         except ClusterError as e:
             if e.status != 404:
                 raise
+
+    async def write_status(
+        self, rtype: ResourceType, obj: Obj, status: Obj, *, unchanged: Callable[[Obj, Obj], bool] = operator.eq
+    ) -> None:
+        """PUT `status` through the object's status subresource, unless `unchanged(stored status, status)`; `obj`
+        takes the stored resourceVersion and status. The one conflict policy, for Apps and packages alike: on a
+        conflict the object is read afresh and the status written over it; after CONFLICT_ATTEMPTS conflicts,
+        ConcurrencyError (the reconcile is tried again: a status is never dropped silently). An object gone (404,
+        or not found when read afresh: deleted, its finalizer already off) has no status left to write."""
+        namespace, name = objects.namespace(obj) or None, objects.name(obj)
+        path = rtype.path(namespace, name, "status")
+        current = obj
+        for _ in range(CONFLICT_ATTEMPTS):
+            if unchanged(current.get("status") or {}, status):
+                return
+            written = True
+            try:
+                stored = await self.request("PUT", path, body={**current, "status": status})
+            except ClusterError as e:
+                if e.status == 404:
+                    return
+                if e.status != 409:
+                    raise
+                latest = await self.get(rtype, namespace, name)
+                if latest is None:
+                    return
+                stored, written = latest, False
+            obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+            obj["status"] = stored.get("status")
+            if written:
+                return
+            current = stored
+        raise ConcurrencyError(
+            f"Writing the status of {rtype.kind} {_named(namespace, name)}: changed by others {CONFLICT_ATTEMPTS} times"
+        )
+
+    async def add_finalizer(self, rtype: ResourceType, obj: Obj, finalizer: str) -> None:
+        """Add `finalizer` (an update; before a deploy applies anything), unless the object has it. `obj` may be the
+        object as a watch last showed it: on a conflict the finalizer is added to the object read afresh. `obj` takes
+        the stored metadata and status (its spec stays as the reconcile read it). ConcurrencyError after
+        CONFLICT_ATTEMPTS conflicts; an object gone is left alone."""
+        namespace, name = objects.namespace(obj) or None, objects.name(obj)
+        current = obj
+        for _ in range(CONFLICT_ATTEMPTS):
+            finalizers = current["metadata"].get("finalizers") or []
+            if finalizer in finalizers:
+                break
+            try:
+                current = await self.update(
+                    rtype, {**current, "metadata": {**current["metadata"], "finalizers": [*finalizers, finalizer]}}
+                )
+                break
+            except ClusterError as e:
+                if e.status != 409:
+                    raise
+            latest = await self.get(rtype, namespace, name)
+            if latest is None:
+                return
+            current = latest
+        else:
+            raise ConcurrencyError(
+                f"Adding the finalizer of {rtype.kind} {_named(namespace, name)}: changed by others "
+                f"{CONFLICT_ATTEMPTS} times"
+            )
+        if current is not obj:
+            obj["metadata"] = current["metadata"]
+            obj["status"] = current.get("status")
+
+    async def remove_finalizer(self, rtype: ResourceType, namespace: str | None, name: str, finalizer: str) -> None:
+        """Remove `finalizer` from the object read afresh (the object may then go). ConcurrencyError after
+        CONFLICT_ATTEMPTS conflicts, so that the reconcile is tried again rather than a deleting object left behind;
+        an object gone, or without the finalizer, is left alone."""
+        for _ in range(CONFLICT_ATTEMPTS):
+            obj = await self.get(rtype, namespace, name)
+            finalizers = (obj or {}).get("metadata", {}).get("finalizers") or []
+            if obj is None or finalizer not in finalizers:
+                return
+            obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
+            try:
+                await self.update(rtype, obj)
+                return
+            except ClusterError as e:
+                if e.status != 409:
+                    raise
+        raise ConcurrencyError(
+            f"Removing the finalizer of {rtype.kind} {_named(namespace, name)}: changed by others "
+            f"{CONFLICT_ATTEMPTS} times"
+        )
+
+    async def request_token(self, namespace: str, account: str, seconds: int) -> str:
+        """A token of the service account `namespace/account`, valid for `seconds` (the TokenRequest API)."""
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        answer = await self._object("POST", SERVICE_ACCOUNTS.path(namespace, account, "token"), body=request)
+        token: str = answer["status"]["token"]
+        return token
+
+    async def server_version(self) -> Obj:
+        """The API server's `/version` (`gitVersion`, `major`, `minor`, ...)."""
+        return await self._object("GET", "/version")
+
+    async def document(self, path: str) -> Obj | None:
+        """The JSON document served at `path` (OpenAPI_V3's index, or a document as the index names it); None when
+        there is none (404)."""
+        try:
+            return await self._object("GET", path)
+        except ClusterError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    @asynccontextmanager
+    async def log_lines(
+        self, pods: ResourceType, namespace: str, name: str, container: str, *, follow: bool, tail: int | None
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """The lines of a container's log (see stream_lines), streamed while `follow`; `tail`: the last lines only."""
+        params = {"container": container, "follow": "true" if follow else "false"}
+        if tail is not None:
+            params["tailLines"] = str(tail)
+        async with self.stream_lines(pods.path(namespace, name, "log"), params, read_timeout=None) as lines:
+            yield lines
 
     async def watch(
         self,
@@ -602,3 +757,41 @@ class Cluster:
         if dry_run:
             params["dryRun"] = "All"
         return params
+
+
+def _named(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+@runtime_checkable
+class KubernetesApiClient(Protocol):
+    """The official `kubernetes` client's `ApiClient` (version 37 on): how it sends a GET with its own settings."""
+
+    def param_serialize(self, method: str, resource_path: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]: ...
+
+    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def api_client_get(client: KubernetesApiClient) -> Callable[[str], Obj | None]:
+    """A GET of a path (`document`'s) with the official client's server, credentials and TLS settings, as its
+    generated API methods send one; None when there is nothing there (404)."""
+
+    def get(path: str) -> Obj | None:
+        resource_path, _, query = path.partition("?")
+        method, url, headers, *_ = client.param_serialize(
+            "GET",
+            resource_path,
+            query_params=parse_qsl(query),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = client.call_api(method, url, header_params=headers)
+        response.read()
+        if response.status == 404:
+            return None
+        if response.status >= 400:
+            raise ClusterError(f"GET {path}: {response.status} {response.reason}", status=response.status)
+        document: Obj = orjson.loads(response.data)
+        return document
+
+    return get
