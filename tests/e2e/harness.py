@@ -41,9 +41,15 @@ def eventually(
     pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+# Set to 1 (.ci/run does): a test whose external tool (kapp, ytt, ...) is nowhere fails instead of being skipped, so
+# that CI cannot pass with the differential tests silently left out.
+REQUIRE_TOOLS = "KAPPLY_REQUIRE_TOOLS"
+
+
 def external_tool(name: str, env_var: str) -> Path:
     """The real `kapp` or `ytt`: the path `$<env_var>` names (a missing file there fails the test: it was told where
-    the tool is), else the one on PATH; skips the test when neither names one."""
+    the tool is), else the one on PATH; skips the test when neither names one, or fails it under
+    `$KAPPLY_REQUIRE_TOOLS=1`."""
     import os
     import shutil
 
@@ -55,7 +61,10 @@ def external_tool(name: str, env_var: str) -> Path:
         return path
     found = shutil.which(name)
     if found is None:
-        pytest.skip(f"{name} is not on PATH and ${env_var} is not set")
+        reason = f"{name} is not on PATH and ${env_var} is not set"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(f"{reason} (${REQUIRE_TOOLS}=1: a missing tool is a failure)")
+        pytest.skip(reason)
     return Path(found)
 
 
