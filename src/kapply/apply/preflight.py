@@ -218,9 +218,13 @@ async def _validate(cluster: Cluster, discovery: Discovery, res: Obj, verb: str)
     if await review(cluster, Attributes(escape, own.group, own.version, own.resource, own.namespace, own.name)) is None:
         return []
     error = await review(cluster, own)
-    if error:
-        return [error]
-    if kind in ("Role", "ClusterRole"):
+    return [error] if error else await _escalation(cluster, res, verb)
+
+
+async def _escalation(cluster: Cluster, res: Obj, verb: str) -> list[str]:
+    """kapp's escalation check of a Role or binding the user may not escalate or bind: the user must hold every rule
+    it grants (a binding: its role's rules). Errors, as lines."""
+    if objects.kind(res) in ("Role", "ClusterRole"):
         rules = _list(res, "rules")
     else:
         rules, failure = await _referenced_rules(cluster, res)

@@ -313,26 +313,36 @@ def git_url(url: str, policy: FetchPolicy, where: str) -> Transport:
     if _REMOTE_HELPER.match(url):
         raise FetchError(f"Expected {where} not to name a git remote helper ('<transport>::<address>')")
     scheme = _SCHEME.match(url)
-    if scheme:
-        transport = _SCHEMES.get(scheme.group(1).lower())
-        if transport is None:
-            raise FetchError(f"Expected {where} to be an https, http or ssh URL, got '{scheme.group(1)}://'")
-        try:
-            parts = urlsplit(url)
-        except ValueError as e:
-            raise FetchError(f"Expected {where} to be a URL: {e}") from None
-        if (parts.username or "").startswith("-") or (parts.hostname or "").startswith("-"):
-            raise FetchError(f"Expected {where} to have no host or user starting with '-'")
-    else:
-        colon, slash = url.find(":"), url.find("/")
-        transport = Transport.SSH if colon > 0 and (slash < 0 or colon < slash) else Transport.FILE
-        if transport is Transport.SSH and any(part.lstrip("[").startswith("-") for part in url[:colon].split("@")):
-            raise FetchError(f"Expected {where} to have no host or user starting with '-'")
+    transport = _url_transport(url, scheme.group(1), where) if scheme else _scp_transport(url, where)
     if transport is Transport.FILE and not policy.allow_file_urls:
         raise FetchError(
             f"Expected {where} to be an https, http or ssh URL: file:// URLs and local paths read the controller's "
             "own disk (allowed only with its --dangerous-allow-file-urls)"
         )
+    return transport
+
+
+def _url_transport(url: str, scheme: str, where: str) -> Transport:
+    """The transport of a URL with a scheme (`scheme://...`); its host and user may not start with '-'."""
+    transport = _SCHEMES.get(scheme.lower())
+    if transport is None:
+        raise FetchError(f"Expected {where} to be an https, http or ssh URL, got '{scheme}://'")
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        raise FetchError(f"Expected {where} to be a URL: {e}") from None
+    if (parts.username or "").startswith("-") or (parts.hostname or "").startswith("-"):
+        raise FetchError(f"Expected {where} to have no host or user starting with '-'")
+    return transport
+
+
+def _scp_transport(url: str, where: str) -> Transport:
+    """The transport of a URL without a scheme: ssh for git's scp-like `[user@]host:path` (a colon before any slash,
+    whose host and user may not start with '-'), else a local path."""
+    colon, slash = url.find(":"), url.find("/")
+    transport = Transport.SSH if colon > 0 and (slash < 0 or colon < slash) else Transport.FILE
+    if transport is Transport.SSH and any(part.lstrip("[").startswith("-") for part in url[:colon].split("@")):
+        raise FetchError(f"Expected {where} to have no host or user starting with '-'")
     return transport
 
 

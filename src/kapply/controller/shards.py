@@ -189,27 +189,11 @@ class ShardLeases:
     async def _cycle(self) -> None:
         """One look at the Leases: take a member slot when this replica has none, renew what it holds, give back what
         is beyond its share, take what is assigned to it and free."""
-        loop = asyncio.get_running_loop()
-        deadlines = [held.renewed + self.duration - self.renew - loop.time() for held in self._all_held()]
-        try:
-            listed = await asyncio.wait_for(
-                self.cluster.list(LEASES, namespace=self.namespace), max(0.0, min([self.renew, *deadlines]))
-            )
-        except (ClusterError, TimeoutError) as e:
-            _log.warning("shard leases: listing the Leases of %s: %s", self.namespace, e or "timed out")
+        leases = await self._list()
+        if leases is None:
             return
-        leases = {item["metadata"]["name"]: item for item in listed}
         slots = [member_lease(self.lease_name, j) for j in range(self.shards)]
-        members = {holder for name in slots if (holder := self._member(name, leases.get(name))) is not None}
-        if self.member is None:
-            free = [name for name in slots if self._holder(name, leases.get(name)) is None]
-            sent = await self._take(free[0], leases.get(free[0])) if free else None
-            if sent is not None:
-                self.member = (slots.index(free[0]), Held(self._election(free[0]), sent))
-                _log.info("shard leases: %s is a member (%s)", self.me, free[0])
-        if self.member is not None:
-            members.add(self.me)
-        self.members = tuple(sorted(members)) if self.member is not None else ()
+        await self._join(slots, leases)
         names = [shard_lease(self.lease_name, i) for i in range(self.shards)]
         holders = [self._holder(name, leases.get(name)) for name in names]
         for shard in [s for s in self.held if holders[s] != self.me]:  # taken from under it: never by these rules
@@ -227,6 +211,34 @@ class ShardLeases:
             elif mine and holders[shard] is None:
                 steps.append(self._acquire(shard, leases.get(name)))
         await asyncio.gather(*steps)
+
+    async def _list(self) -> dict[str, Obj] | None:
+        """The Leases of the namespace by name; None when they could not be listed before the first of this replica's
+        Leases is due for renewal (or within a renewal period)."""
+        loop = asyncio.get_running_loop()
+        deadlines = [held.renewed + self.duration - self.renew - loop.time() for held in self._all_held()]
+        try:
+            listed = await asyncio.wait_for(
+                self.cluster.list(LEASES, namespace=self.namespace), max(0.0, min([self.renew, *deadlines]))
+            )
+        except (ClusterError, TimeoutError) as e:
+            _log.warning("shard leases: listing the Leases of %s: %s", self.namespace, e or "timed out")
+            return None
+        return {item["metadata"]["name"]: item for item in listed}
+
+    async def _join(self, slots: list[str], leases: dict[str, Obj]) -> None:
+        """Take a free member slot when this replica holds none; the live members seen then are `members` (none
+        while this replica is not one)."""
+        members = {holder for name in slots if (holder := self._member(name, leases.get(name))) is not None}
+        if self.member is None:
+            free = [name for name in slots if self._holder(name, leases.get(name)) is None]
+            sent = await self._take(free[0], leases.get(free[0])) if free else None
+            if sent is not None:
+                self.member = (slots.index(free[0]), Held(self._election(free[0]), sent))
+                _log.info("shard leases: %s is a member (%s)", self.me, free[0])
+        if self.member is not None:
+            members.add(self.me)
+        self.members = tuple(sorted(members)) if self.member is not None else ()
 
     async def _take(self, name: str, lease: Obj | None) -> float | None:
         """Take or renew one Lease as listed, within the renew period; the loop time the write was sent, or None."""

@@ -212,70 +212,78 @@ def anchored_diff_lines(old: Sequence[str], new: Sequence[str]) -> tuple[DiffRec
     common record. Line numbers are 0-based, as with diff_lines.
     """
     context = ANCHORED_CONTEXT
-    common, removed, added = DiffKind.COMMON, DiffKind.REMOVED, DiffKind.ADDED
     len_old, len_new = len(old), len(new)
-    records: list[DiffRecord] = []
+    chunks = _Chunks()
     done_x = done_y = 0  # records made up to old[:done_x] and new[:done_y]
-    chunk_x = chunk_y = 0  # where the current chunk starts
-    count_x = count_y = 0  # lines of each side in the current chunk
-    in_chunk = False  # whether the current chunk has any line
     for match_x, match_y in _anchors(old, new):
         if match_x < done_x:  # already covered, widening an earlier anchor
             continue
-        start_x, start_y = match_x, match_y
-        while start_x > done_x and start_y > done_y and old[start_x - 1] == new[start_y - 1]:
-            start_x -= 1
-            start_y -= 1
-        end_x, end_y = match_x, match_y
-        while end_x < len_old and end_y < len_new and old[end_x] == new[end_y]:
-            end_x += 1
-            end_y += 1
+        (start_x, start_y), (end_x, end_y) = _widened(old, new, (match_x, match_y), (done_x, done_y))
         if start_x == 0 and start_y == 0 and end_x == len_old and end_y == len_new:  # identical sides
-            records += [DiffRecord(old[i], common, i, i) for i in range(len_old)]
-
-        for line in old[done_x:start_x]:
-            records.append(DiffRecord(line, removed, chunk_x + count_x, chunk_y + count_y))
-            count_x += 1
-            in_chunk = True
-        for line in new[done_y:start_y]:
-            records.append(DiffRecord(line, added, chunk_x + count_x, chunk_y + count_y))
-            count_y += 1
-            in_chunk = True
+            chunks.records += [DiffRecord(old[i], DiffKind.COMMON, i, i) for i in range(len_old)]
+        chunks.add(old[done_x:start_x], DiffKind.REMOVED)
+        chunks.add(new[done_y:start_y], DiffKind.ADDED)
 
         equal = end_x - start_x
         at_end = end_x >= len_old and end_y >= len_new
-        if not at_end and (equal < context or (in_chunk and equal < 2 * context)):
+        if not at_end and (equal < context or (chunks.open and equal < 2 * context)):
             # too few common lines to close the chunk: they all belong to it
-            for line in old[start_x:end_x]:
-                records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
-                count_x += 1
-                count_y += 1
-                in_chunk = True
+            chunks.add(old[start_x:end_x], DiffKind.COMMON)
             done_x, done_y = end_x, end_y
             continue
-
-        if in_chunk:  # close the chunk with up to `context` common lines
+        if chunks.open:  # close the chunk with up to `context` common lines
             shown = min(equal, context)
-            for line in old[start_x : start_x + shown]:
-                records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
-                count_x += 1
-                count_y += 1
+            chunks.close(old[start_x : start_x + shown])
             done_x, done_y = start_x + shown, start_y + shown
-            count_x = count_y = 0
-            in_chunk = False
-
         if at_end:
             break
-
         # a new chunk, opening with the `context` common lines before the next change
-        chunk_x, chunk_y = end_x - context, end_y - context
-        for line in old[chunk_x:end_x]:
-            records.append(DiffRecord(line, common, chunk_x + count_x, chunk_y + count_y))
-            count_x += 1
-            count_y += 1
-            in_chunk = True
+        chunks.start(end_x - context, end_y - context)
+        chunks.add(old[end_x - context : end_x], DiffKind.COMMON)
         done_x, done_y = end_x, end_y
-    return tuple(records)
+    return tuple(chunks.records)
+
+
+def _widened(
+    old: Sequence[str], new: Sequence[str], match: tuple[int, int], done: tuple[int, int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The run of equal lines around an anchor, back to what the records already cover: its start and end."""
+    start_x, start_y = match
+    while start_x > done[0] and start_y > done[1] and old[start_x - 1] == new[start_y - 1]:
+        start_x -= 1
+        start_y -= 1
+    end_x, end_y = match
+    while end_x < len(old) and end_y < len(new) and old[end_x] == new[end_y]:
+        end_x += 1
+        end_y += 1
+    return (start_x, start_y), (end_x, end_y)
+
+
+class _Chunks:
+    """The records of `anchored_diff_lines` as they are made, and the chunk they belong to: a record's line numbers
+    count from where the chunk started, each side's line counting on its own side (a common line on both)."""
+
+    def __init__(self) -> None:
+        self.records: list[DiffRecord] = []
+        self.x = self.y = 0  # where the current chunk starts
+        self.count_x = self.count_y = 0  # lines of each side in the current chunk
+        self.open = False  # whether the current chunk has any line
+
+    def add(self, lines: Sequence[str], kind: DiffKind) -> None:
+        for line in lines:
+            self.records.append(DiffRecord(line, kind, self.x + self.count_x, self.y + self.count_y))
+            self.count_x += kind is not DiffKind.ADDED
+            self.count_y += kind is not DiffKind.REMOVED
+            self.open = True
+
+    def close(self, lines: Sequence[str]) -> None:
+        """End the chunk with its trailing common lines."""
+        self.add(lines, DiffKind.COMMON)
+        self.count_x = self.count_y = 0
+        self.open = False
+
+    def start(self, x: int, y: int) -> None:
+        self.x, self.y = x, y
 
 
 def has_changes(records: Sequence[DiffRecord]) -> bool:

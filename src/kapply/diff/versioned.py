@@ -152,26 +152,9 @@ def current_by_key(existing: Sequence[Obj]) -> dict[ResourceKey, Obj]:
 def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config) -> Versioned:
     """Versioned names, rewritten references and the old versions to keep, for an app's desired resources."""
     versions = _versions(existing)
-
     resources = [d.obj for d in desired]
-    versioned = [i for i, r in enumerate(resources) if objects.VERSIONED in objects.annotations(r)]
-    names: dict[int, str] = {}
-    for _ in range(2):
-        current = resources
-        for i in versioned:
-            base = resources[i]["metadata"]["name"]
-            if i in names:
-                current = _rewrite_refs(current, resources[i], base, names[i], config)
-        for i in versioned:
-            base = resources[i]["metadata"]["name"]
-            existing_versions = versions.get(_group(resources[i], base))
-            if not existing_versions:
-                names[i] = f"{base}-ver-1"
-                continue
-            number, latest = existing_versions[-1]
-            same = calculate(_with_name(current[i], latest["metadata"]["name"]), latest, config).op is Op.KEEP
-            names[i] = latest["metadata"]["name"] if same else f"{base}-ver-{number + 1}"
-    for i in versioned:
+    names = _names(resources, versions, config)
+    for i in names:
         resources = _rewrite_refs(resources, desired[i].obj, desired[i].obj["metadata"]["name"], names[i], config)
 
     out: list[Document] = []
@@ -195,3 +178,28 @@ def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config
         room = _num_versions(d.obj, d.origin) - 1
         keep.update(key_of(obj) for obj in olds[max(0, len(olds) - room) :] if room)
     return Versioned(tuple(out), previous, frozenset(keep))
+
+
+def _names(
+    resources: list[Obj], versions: dict[tuple[str, str, str, str], list[tuple[int, Obj]]], config: Config
+) -> dict[int, str]:
+    """The versioned name of each versioned resource (by index): the latest existing version's when the resource,
+    its references rewritten, would not change it; else the next number. Twice over, so that a versioned resource
+    that refers to another is compared with the name the other gets."""
+    versioned = [i for i, r in enumerate(resources) if objects.VERSIONED in objects.annotations(r)]
+    names: dict[int, str] = {}
+    for _ in range(2):
+        current = resources
+        for i in versioned:
+            if i in names:
+                current = _rewrite_refs(current, resources[i], resources[i]["metadata"]["name"], names[i], config)
+        for i in versioned:
+            base = resources[i]["metadata"]["name"]
+            existing_versions = versions.get(_group(resources[i], base))
+            if not existing_versions:
+                names[i] = f"{base}-ver-1"
+                continue
+            number, latest = existing_versions[-1]
+            same = calculate(_with_name(current[i], latest["metadata"]["name"]), latest, config).op is Op.KEEP
+            names[i] = latest["metadata"]["name"] if same else f"{base}-ver-{number + 1}"
+    return names
