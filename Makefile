@@ -88,12 +88,14 @@ e2e: venv cluster-build tools-build browser mmdebstrap
 demo: venv cluster-up
 	$(BIN)/python hack/demo.py
 
-# Format, lint, types (strict) and the layer contract (pyproject.toml): what CI runs before the tests.
+# Format, lint, types (strict), the layer contract (pyproject.toml) and no function of the apply, diff and controller
+# stages over complexity grade C (a cyclomatic complexity over 20): what CI runs before the tests.
 lint: venv
 	$(BIN)/ruff format --check src tests hack bench examples
 	$(BIN)/ruff check src tests hack bench examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/xenon --max-absolute C src/kapply/apply src/kapply/diff src/kapply/controller
 
 clean:
 	rm -rf $(VENV) .pytest_cache
