@@ -28,6 +28,7 @@ from kapply import __version__
 from kapply.cli.controller_manifests import stream
 from kapply.oci import Kind, fetch
 from tests.e2e.registry import Registry
+from tests.e2e.test_controller_sandbox import HELM_BOMB
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]  # the first test may build the image
 
@@ -181,3 +182,55 @@ def test_the_build_records_every_package_it_installed(built: Path, description: 
     tools = {line.split("\t")[0]: line.split("\t") for line in sections["[tools in /usr/local/bin]"]}
     assert set(tools) == set(description["tools"])
     assert all(fields[2] == "sha256:" + description["inputs"]["tools"][name] for name, fields in tools.items())
+
+
+SANDBOX_CHECK = """
+import asyncio, json, sys
+from kapply.controller import sandbox_app
+from kapply.controller.fetch import FetchPolicy
+from kapply.controller.sandbox import Sandbox, SandboxFailed, SandboxLimits
+
+def app(files):
+    return {"metadata": {"name": "a", "namespace": "n"}, "spec": {"serviceAccountName": "sa",
+            "fetch": [{"inline": {"paths": files}}], "template": [{"helmTemplate": {"path": "chart"}}],
+            "deploy": [{"kapp": {}}]}}
+
+async def main():
+    sandbox = Sandbox(SandboxLimits(memory=256 << 20, cpu=20, wall=60))
+    async def read(kind, name):
+        return None
+    protections = sorted(await sandbox.protections())
+    chart, bomb = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    _, manifests = sandbox_app.result(await sandbox.run("app", sandbox_app.request(app(chart), FetchPolicy()), read))
+    try:
+        await sandbox.run("app", sandbox_app.request(app(bomb), FetchPolicy()), read)
+        failed = "the bomb did not fail"
+    except SandboxFailed as e:
+        failed = str(e)
+    print(json.dumps({"protections": protections, "manifests": manifests, "bomb": failed}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_sandbox_runs_in_the_image_and_its_limits_hold_without_namespaces(
+    rootfs: Path, config: dict[str, Any]
+) -> None:
+    # chroot, as the image's user: no user namespace can be made in a chroot, so this is a pod without them (the
+    # runtime's default seccomp profile): the limits alone hold, and a helm chart that allocates without end fails
+    # naming the limit, while an honest chart templates.
+    chart = {
+        "chart/Chart.yaml": "apiVersion: v2\nname: honest\nversion: 0.1.0\n",
+        "chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Chart.Name }}}\n",
+    }
+    python = str(Path(config["config"]["Entrypoint"][0]).parent / "python3")
+    (rootfs / "tmp").chmod(0o1777)  # config/controller/deployment.yml mounts an emptyDir there (the root is read-only)
+    ran = json.loads(
+        in_image(rootfs, config, python, "-c", SANDBOX_CHECK, json.dumps(chart), json.dumps(HELM_BOMB)).strip()
+    )
+    assert ran["protections"] == ["limits"]
+    assert "name: honest" in ran["manifests"]
+    assert ran["bomb"] == (
+        "Templating helm chart: helm ran out of memory (the sandbox's limit is 268435456 bytes per process, "
+        "--sandbox-memory-mib)"
+    )
