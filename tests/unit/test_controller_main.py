@@ -269,11 +269,8 @@ class ListedApps:
         self.apps = list(apps)
         self.watching = asyncio.Event()
 
-    async def request(self, method: str, path: str, *, params: dict[str, str] | None = None) -> Obj:
-        return {"metadata": {"resourceVersion": "7"}}
-
-    async def list(self, rtype: Any, *, namespace: str | None = None) -> list[Obj]:
-        return self.apps
+    async def list_with_version(self, rtype: Any, **_: Any) -> tuple[list[Obj], str]:
+        return self.apps, "7"
 
     async def watch(self, rtype: Any, **kwargs: Any) -> Any:
         self.watching.set()
@@ -416,7 +413,7 @@ class Unserved:
     def __init__(self) -> None:
         self.requests = 0
 
-    async def request(self, method: str, path: str, *, params: dict[str, str] | None = None) -> Obj:
+    async def list_with_version(self, rtype: ResourceType, **_: Any) -> tuple[list[Obj], str]:
         self.requests += 1
         raise ClusterError("the server could not find the requested resource", status=404)
 

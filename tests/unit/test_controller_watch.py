@@ -451,18 +451,18 @@ class FakeWatchCluster:
         self.watching = asyncio.Event()
         self.expire_with: list[Obj] | None = None  # the watch ends with 410 Gone, and the next LIST finds these
 
-    async def request(self, method: str, path: str, *, params: dict[str, str] | None = None) -> Obj:
-        assert params is not None and params["limit"] == "10000"
-        if params["labelSelector"] == IS_APP_LABEL:
+    async def list_with_version(
+        self, rtype: ResourceType, *, namespace: str | None, label_selector: str
+    ) -> tuple[list[Obj], str]:
+        if label_selector == IS_APP_LABEL:
             self.records += 1
-            return {"metadata": {"resourceVersion": "5"}, "items": []}
-        namespace = path.split("/namespaces/")[1].split("/")[0] if "/namespaces/" in path else None
-        self.requests.append((path, namespace))
-        assert params["labelSelector"] == APP_LABEL
+            return [], "5"
+        self.requests.append((rtype.path(namespace), namespace))
+        assert label_selector == APP_LABEL
         pending = self.errors.get(namespace) or []
         if pending:
             raise ClusterError("API server says: no", status=pending.pop(0))
-        return {"metadata": {"resourceVersion": "10"}, "items": copy.deepcopy(self.listed)}
+        return copy.deepcopy(self.listed), "10"
 
     async def watch(self, rtype: ResourceType, **kwargs: Any) -> AsyncIterator[tuple[str, Obj]]:
         assert kwargs["resource_version"]

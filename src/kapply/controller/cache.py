@@ -32,7 +32,7 @@ from kapply import objects
 from kapply.api import AsyncClient
 from kapply.errors import ClusterError
 from kapply.objects import Obj
-from kapply.resources.cluster import LIST_PAGE_SIZE, Cluster, ResourceType
+from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.kubeconfig import KubeContext
 
 Key = tuple[str, str]  # an App: (namespace, name)
@@ -166,9 +166,8 @@ class AppStore:
         self._apps: dict[Key, tuple[str, int, bytes]] = {}  # uid, resourceVersion, the App as JSON
 
     def put(self, app: Obj) -> None:
-        """Keep `app`, unless it is an older version of the App kept: a watch that starts from a version older than
-        its list (main.py's App watch) replays events the list already showed, and a reconcile must never read an
-        older spec than one seen before."""
+        """Keep `app`, unless it is an older version of the App kept: a reconcile must never read an older spec than
+        one seen before (an event delivered late, after a list that already showed a newer version)."""
         meta = objects.metadata(app)
         key, uid = (meta["namespace"], meta["name"]), objects.uid(app)
         version = _number(meta.get("resourceVersion"))
@@ -270,26 +269,6 @@ def app_label_value(selector: str | None) -> str | None:
     if key != objects.APP_LABEL or not sep or not value or any(c in value for c in ",=!() "):
         return None
     return value
-
-
-async def list_with_version(
-    cluster: Cluster, rtype: ResourceType, namespace: str | None, selector: str
-) -> tuple[list[Obj], str]:
-    """A LIST (page by page) and the resourceVersion it was served at, which a watch then starts from (as client-go's
-    reflector): each event after it is one the list did not show."""
-    params = {"limit": str(LIST_PAGE_SIZE), "labelSelector": selector}
-    items: list[Obj] = []
-    version = ""
-    while True:
-        page = await cluster.request("GET", rtype.path(namespace), params=params)
-        meta = objects.metadata(page)
-        version = version or str(meta.get("resourceVersion") or "")
-        for item in page.get("items") or []:
-            item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
-            items.append(item)
-        if not meta.get("continue"):
-            return items, version
-        params = {**params, "continue": str(meta["continue"])}
 
 
 @dataclass

@@ -40,7 +40,7 @@ from kapply.controller.shards import ShardLeases, shard_of
 from kapply.controller.watch import DriftWatches
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import REQUEST_OBSERVERS, Cluster, ResourceType
+from kapply.resources.cluster import REQUEST_OBSERVERS, Cluster, Refusal, ResourceType, list_then_watch
 
 _log = logging.getLogger("kapply.controller")
 Key = tuple[str, str]
@@ -119,6 +119,30 @@ class _Loop:
 
 def _key(obj: Obj) -> Key:
     return obj["metadata"]["namespace"], obj["metadata"]["name"]
+
+
+@dataclass
+class _Followed:
+    """What a watch of the controller's kinds keeps (list_then_watch's follower): the version to watch from; each
+    object is told to `event` (`ADDED` for those a list finds), the keys each list found to `relisted`."""
+
+    event: Callable[[str, Obj], None]
+    relisted: Callable[[set[Key]], None]
+    version: str = ""
+
+    def replace(self, listed: list[Obj], version: str) -> None:
+        self.version = version
+        for obj in listed:
+            self.event("ADDED", obj)
+        self.relisted({_key(obj) for obj in listed})
+
+    def apply(self, event: str, obj: Obj) -> None:
+        self.version = str((obj.get("metadata") or {}).get("resourceVersion") or self.version)
+        if event != "BOOKMARK":
+            self.event(event, obj)
+
+    def lost(self) -> None:
+        return None  # nothing served from it: the next event or list brings it up to date
 
 
 def _count(report: object, items: str) -> int:
@@ -434,44 +458,30 @@ class Controller:
         *,
         registered: bool = False,
     ) -> None:
-        """List, then watch from the list's version (again after 410 Gone), telling `event` each object and event and
-        `relisted` the keys each list found. A `registered` type that is not served or not allowed (its CRDs are not
-        installed, or the controller's RBAC predates it) is looked at again every UNSERVED_RETRY seconds, said once."""
-        version = ""
-        while True:
-            try:
-                if not version:
-                    page = await self.api.cluster.request("GET", rtype.path(namespace), params={"limit": "1"})
-                    version = str((page.get("metadata") or {}).get("resourceVersion", ""))
-                    listed = await self.api.cluster.list(rtype, namespace=namespace)
-                    self._unserved.discard(rtype)
-                    for obj in listed:
-                        event("ADDED", obj)
-                    if relisted is not None:
-                        relisted({_key(obj) for obj in listed})
-                async for kind, obj in self.api.cluster.watch(rtype, namespace=namespace, resource_version=version):
-                    version = str((obj.get("metadata") or {}).get("resourceVersion", version))
-                    if kind != "BOOKMARK":
-                        event(kind, obj)
-            except ClusterError as e:
-                if e.status == 410:
-                    version = ""
-                    continue
-                if registered and e.status in (403, 404):
-                    if rtype not in self._unserved:
-                        self._unserved.add(rtype)
-                        _log.warning(
-                            "watching %s.%s: %s (looking again every %.0fs)",
-                            rtype.plural,
-                            rtype.group,
-                            e,
-                            UNSERVED_RETRY,
-                        )
-                    version = ""
-                    await asyncio.sleep(UNSERVED_RETRY)
-                    continue
-                _log.warning("watching %s: %s", rtype.plural, e)
-                await asyncio.sleep(WATCH_RETRY)
+        """List, then watch from the list's version (kapply.resources.cluster.list_then_watch), telling `event` each
+        object and event and `relisted` the keys each list found. A `registered` type that is not served or not
+        allowed (its CRDs are not installed, or the controller's RBAC predates it) is looked at again every
+        UNSERVED_RETRY seconds, said once; the Apps, refused, every WATCH_RETRY seconds."""
+
+        def listed(keys: set[Key]) -> None:
+            self._unserved.discard(rtype)
+            if relisted is not None:
+                relisted(keys)
+
+        def refused(refusal: Refusal, error: ClusterError) -> float:
+            if not registered:
+                _log.warning("watching %s: %s", rtype.plural, error)
+                return WATCH_RETRY
+            if rtype not in self._unserved:
+                self._unserved.add(rtype)
+                _log.warning(
+                    "watching %s.%s: %s (looking again every %.0fs)", rtype.plural, rtype.group, error, UNSERVED_RETRY
+                )
+            return UNSERVED_RETRY
+
+        await list_then_watch(
+            self.api.cluster, rtype, _Followed(event, listed), namespace=namespace, refused=refused, retry=WATCH_RETRY
+        )
 
     async def _worker(self, loop: _Loop | None = None) -> None:
         """Reconcile keys of Apps (or of a registered kind's `loop`) as they come due, each as a task of its own (see

@@ -29,11 +29,10 @@ from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import FINALIZER, AppSpec, SpecError, parse_spec
-from kapply.controller.watch import Connect
 from kapply.diff.drift import DriftPolicy
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import Cluster, ResourceType
+from kapply.resources.cluster import Cluster, Connect, ResourceType
 
 _log = logging.getLogger("kapply.controller")
 Key = tuple[str, str]

@@ -15,16 +15,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
 
 from kapply import objects
-from kapply.controller.cache import RECORD_SELECTOR, Cache, list_with_version
+from kapply.controller.cache import RECORD_SELECTOR, Cache, Store
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import FIELD_MANAGER, Cluster, ResourceType
+from kapply.resources.cluster import FIELD_MANAGER, Cluster, Connect, Refusal, ResourceType, list_then_watch
 from kapply.resources.labeled import is_transient
 
 _log = logging.getLogger("kapply.controller")
@@ -55,8 +55,42 @@ def only_written_by(obj: Obj, manager: str) -> bool:
     return {str(e.get("manager") or "") for e in entries if str(e.get("time") or "") == newest} == {manager}
 
 
+def _no_event(kind: str, obj: Obj) -> None:
+    return None
+
+
+def _no_list(listed: list[Obj], gone: set[str]) -> None:
+    return None
+
+
+@dataclass
+class Following:
+    """A store as `list_then_watch` keeps it (its follower), each event applied before `event` hears of it (a
+    reconcile it asks for reads the store), `relisted` told each list's objects and the uids it no longer found. After
+    a broken watch the store serves nothing until the next event or bookmark shows it followed again (or a list)."""
+
+    store: Store
+    event: Callable[[str, Obj], None] = _no_event
+    relisted: Callable[[list[Obj], set[str]], None] = _no_list
+
+    @property
+    def version(self) -> str:
+        return self.store.version
+
+    def replace(self, listed: list[Obj], version: str) -> None:
+        self.relisted(listed, self.store.replace(listed, version))
+
+    def apply(self, event: str, obj: Obj) -> None:
+        self.store.apply(event, obj)
+        self.store.synced = True
+        if event != "BOOKMARK":
+            self.event(event, obj)
+
+    def lost(self) -> None:
+        self.store.synced = False
+
+
 Scope = tuple[ResourceType, str | None]  # a type, cluster-wide (None) or in one namespace
-Connect = Callable[[], Awaitable[Cluster]]  # a connection with an App's service account (its current token)
 
 
 @dataclass
@@ -161,93 +195,59 @@ class DriftWatches:
             self.notify(app)
 
     async def _watch(self, rtype: ResourceType, namespace: str | None, connect: Connect | None) -> None:
-        """List, then watch from the list's version, again after 410 Gone, keeping what is seen in the cache; a
-        connection with an App's account is asked for afresh each time (its token is renewed)."""
-        store = self.cache.store(rtype, namespace, objects.APP_LABEL)
+        """Keep the type's store (kapply.resources.cluster.list_then_watch: a LIST, then a WATCH from its version,
+        a LIST again after 410 Gone), each change told to `_event`; a connection with an App's account is asked for
+        afresh each time (its token is renewed)."""
         where = f"{rtype.plural} in {namespace}" if namespace else rtype.plural
-        relist = True
-        while True:
-            try:
-                cluster = await connect() if connect is not None else self.cluster
-                if relist:
-                    listed, version = await list_with_version(cluster, rtype, namespace, objects.APP_LABEL)
-                    relist = False
-                    for uid in store.replace(listed, version):  # deleted while no watch ran (before a 410 Gone)
-                        self._seen.pop(uid, None)
-                    for obj in listed:
-                        self._event("ADDED", obj)
-                    # What changed before this list (since the deploy that made us watch the type, or during a watch
-                    # gap) is not an event: each App with objects here is looked at once more.
-                    self._notify({app for o in listed for app in self._claimants(o)})
-                await self._follow(cluster, rtype, namespace, objects.APP_LABEL, self._event)
-            except ClusterError as e:
-                if e.status == 410:
-                    relist = True  # too old: list again
-                    continue
-                if e.status == 403 and namespace is None:
-                    _log.info("watching %s: not allowed cluster-wide; watched per namespace with Apps' accounts", where)
-                    del self._tasks[(rtype, None)]
-                    self.cache.drop(rtype, None, objects.APP_LABEL)
-                    self._denied_cluster_wide(rtype)
-                    return
-                _log.warning("watching %s: %s", where, e)
-                if e.status in (401, 403, 404):
-                    self._tasks.pop((rtype, namespace), None)
-                    self._given_up.add((rtype, namespace))
-                    self.cache.drop(rtype, namespace, objects.APP_LABEL)
-                    return  # not allowed or gone: the periodic sync still catches drift of this type
-                await asyncio.sleep(RETRY)
-            except KapplyError as e:  # no token for the App's account any more
-                _log.warning("watching %s: %s", where, e)
-                self._tasks.pop((rtype, namespace), None)
-                self.cache.drop(rtype, namespace, objects.APP_LABEL)
-                return
 
-    async def _follow(
-        self,
-        cluster: Cluster,
-        rtype: ResourceType,
-        namespace: str | None,
-        selector: str,
-        event: Callable[[str, Obj], None],
-    ) -> None:
-        """Watch from the store's version, applying each event to the store before `event` hears of it (a reconcile
-        it asks for reads the store). After a failed watch the store serves nothing until the next event or bookmark
-        shows it followed again (or a 410 Gone has it listed anew)."""
-        store = self.cache.store(rtype, namespace, selector)
+        def relisted(listed: list[Obj], gone: set[str]) -> None:
+            for uid in gone:  # deleted while no watch ran (before a 410 Gone)
+                self._seen.pop(uid, None)
+            for obj in listed:
+                self._event("ADDED", obj)
+            # What changed before this list (since the deploy that made us watch the type, or during a watch gap) is
+            # not an event: each App with objects here is looked at once more.
+            self._notify({app for o in listed for app in self._claimants(o)})
+
+        def refused(refusal: Refusal, error: ClusterError) -> None:
+            self.cache.drop(rtype, namespace, objects.APP_LABEL)
+            if refusal is Refusal.FORBIDDEN and namespace is None:
+                _log.info("watching %s: not allowed cluster-wide; watched per namespace with Apps' accounts", where)
+                del self._tasks[(rtype, None)]
+                self._denied_cluster_wide(rtype)
+                return
+            _log.warning("watching %s: %s", where, error)  # the periodic sync still catches drift of this type
+            self._tasks.pop((rtype, namespace), None)
+            self._given_up.add((rtype, namespace))
+
+        store = self.cache.store(rtype, namespace, objects.APP_LABEL)
         try:
-            async for kind, obj in cluster.watch(
-                rtype, namespace=namespace, label_selector=selector, resource_version=store.version
-            ):
-                store.apply(kind, obj)
-                store.synced = True
-                if kind != "BOOKMARK":
-                    event(kind, obj)
-        except BaseException:
-            store.synced = False
-            raise
+            await list_then_watch(
+                connect or self.cluster,
+                rtype,
+                Following(store, self._event, relisted),
+                namespace=namespace,
+                label_selector=objects.APP_LABEL,
+                refused=refused,
+                retry=RETRY,
+            )
+        except KapplyError as e:  # no token for the App's account any more
+            _log.warning("watching %s: %s", where, e)
+            self._tasks.pop((rtype, namespace), None)
+            self.cache.drop(rtype, namespace, objects.APP_LABEL)
 
     async def _watch_records(self) -> None:
         """The app records of every namespace, with the controller's rights (for the GETs of records that deploys and
-        deletes make); without them (403), records are read from the API server."""
+        deletes make); without them (401, 403), records are read from the API server."""
+
+        def refused(refusal: Refusal, error: ClusterError) -> None:
+            _log.warning("watching app records: %s", error)
+            self.cache.drop(RECORDS, None, RECORD_SELECTOR)
+
         store = self.cache.store(RECORDS, None, RECORD_SELECTOR)
-        relist = True
-        while True:
-            try:
-                if relist:
-                    listed, version = await list_with_version(self.cluster, RECORDS, None, RECORD_SELECTOR)
-                    store.replace(listed, version)
-                    relist = False
-                await self._follow(self.cluster, RECORDS, None, RECORD_SELECTOR, lambda kind, obj: None)
-            except ClusterError as e:
-                if e.status == 410:
-                    relist = True
-                    continue
-                _log.warning("watching app records: %s", e)
-                if e.status in (401, 403, 404):
-                    self.cache.drop(RECORDS, None, RECORD_SELECTOR)
-                    return
-                await asyncio.sleep(RETRY)
+        await list_then_watch(
+            self.cluster, RECORDS, Following(store), label_selector=RECORD_SELECTOR, refused=refused, retry=RETRY
+        )
 
     async def _report(self) -> None:
         """The cache's size in the log, every REPORT seconds while it changes, with the watch events applied since the

@@ -7,7 +7,8 @@ uses the aggregated discovery endpoints (two requests for the whole API
 surface) and is cached for the life of the client. Nothing else in kapply
 builds URLs or reads HTTP errors (tests/unit/test_cluster_seam.py checks it): the
 subresources (an object's status and finalizers, a service account's token, a
-container's log), the versioned LIST, `/version` and OpenAPI documents are here.
+container's log), the versioned LIST, `/version`, OpenAPI documents and the one
+list-then-watch loop are here.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -761,6 +762,85 @@ class Cluster:
 
 def _named(namespace: str | None, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
+
+
+class Refusal(enum.Enum):
+    """Why the API server would not list or watch a type: what the caller of `list_then_watch` decides about."""
+
+    UNAUTHORIZED = 401  # the credentials are not (or no longer) taken
+    FORBIDDEN = 403  # not allowed (RBAC)
+    NOT_FOUND = 404  # the type is not served (its CRD is not installed), or the namespace is gone
+
+
+class Follower(Protocol):
+    """What `list_then_watch` keeps current, informer-style (kapply.controller.cache.Store is one)."""
+
+    @property
+    def version(self) -> str:
+        """The resourceVersion to watch from: the last list's, then that of each event and bookmark."""
+        ...
+
+    def replace(self, listed: list[Obj], version: str) -> None:
+        """A LIST's objects, and the version it was served at, replace everything."""
+
+    def apply(self, event: str, obj: Obj) -> None:
+        """One watch event, in order: `ADDED`, `MODIFIED`, `DELETED`, or `BOOKMARK` (which only moves the version)."""
+
+    def lost(self) -> None:
+        """The watch broke off (or was cancelled): what was seen may be behind until the next event or list."""
+
+
+Connect = Callable[[], Awaitable[Cluster]]  # a connection made afresh (an App's service account: its current token)
+
+
+async def list_then_watch(
+    connect: Cluster | Connect,
+    rtype: ResourceType,
+    follower: Follower,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    refused: Callable[[Refusal, ClusterError], float | None],
+    retry: float,
+) -> None:
+    """The one list-then-watch loop (client-go's reflector): LIST, then WATCH from the list's resourceVersion, keeping
+    `follower` current; a watch the server ends (its timeout), or one that broke (a lost connection, any failure
+    other than those below: after `retry` seconds), starts again from `follower.version`. 410 Gone (that version is
+    too old) lists again at once. A refusal (401, 403, 404) is the caller's policy: `refused` gives the seconds to
+    wait before listing again, or None to stop. `connect` (a cluster, or a coroutine giving one: an App's client,
+    with its token renewed) is asked before each list and watch. Runs until cancelled or stopped by `refused`."""
+    where = f"{rtype.plural} in {namespace}" if namespace else rtype.plural
+    relist = True
+    while True:
+        try:
+            cluster = await connect() if callable(connect) else connect
+            if relist or not follower.version:
+                follower.replace(
+                    *await cluster.list_with_version(rtype, namespace=namespace, label_selector=label_selector)
+                )
+                relist = False
+            try:
+                async for event, obj in cluster.watch(
+                    rtype, namespace=namespace, label_selector=label_selector, resource_version=follower.version
+                ):
+                    follower.apply(event, obj)
+            except BaseException:
+                follower.lost()
+                raise
+        except ClusterError as e:
+            if e.status == 410:
+                relist = True
+                continue
+            refusal = next((r for r in Refusal if r.value == e.status), None)
+            if refusal is None:
+                _log.warning("watching %s: %s (again in %.0fs)", where, e, retry)
+                await asyncio.sleep(retry)
+                continue
+            wait = refused(refusal, e)
+            if wait is None:
+                return
+            relist = True
+            await asyncio.sleep(wait)
 
 
 @runtime_checkable
