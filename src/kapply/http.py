@@ -126,18 +126,22 @@ class Destinations:
         if why:
             raise OSError(errno.EACCES, f"{host} is {why}: App sources may not be fetched from it")
 
-    async def check_name(self, host: str, port: int) -> None:
-        """OSError when `host` is, or resolves to, an address that may not be reached (git connects by itself: the
-        name is resolved here first)."""
+    async def check_name(self, host: str, port: int) -> tuple[str, ...]:
+        """The addresses `host` resolves to, all of which may be reached (git connects by itself: the name is
+        resolved here first, and git is then told to connect to these); OSError when one may not be. () when every
+        address may be reached (`allow_local`)."""
         if self.allow_local:
-            return
+            return ()
         self.check_literal(host)
+        addresses: list[str] = []
         for *_, address in await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM):
             why = self.refusal(str(address[0]))
             if why:
                 raise OSError(
                     errno.EACCES, f"{host} resolves to {address[0]}, {why}: App sources may not be fetched from it"
                 )
+            addresses.append(str(address[0]))
+        return tuple(dict.fromkeys(addresses))
 
 
 ANYWHERE = Destinations()  # what code fetching for itself (not for a tenant) may reach

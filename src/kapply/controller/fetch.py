@@ -385,12 +385,39 @@ def _git_options(policy: FetchPolicy) -> tuple[str, ...]:
     return tuple(a for setting in settings for a in ("-c", setting))
 
 
-def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
+@dataclass(frozen=True)
+class Pin:
+    """The addresses a git source's host was checked at (Destinations.check_name), which git must connect to: the
+    name is not resolved again by git or ssh, so it cannot point elsewhere between the check and the connection."""
+
+    host: str
+    port: int
+    addresses: tuple[str, ...]
+
+    def git_options(self, transport: Transport) -> tuple[str, ...]:
+        """For http and https: curl's own resolve list, and no redirects (one would name a host not checked)."""
+        if not self.addresses or transport not in (Transport.HTTP, Transport.HTTPS):
+            return ()
+        listed = ",".join(f"[{a}]" if ":" in a else a for a in self.addresses)
+        return ("-c", f"http.curloptResolve={self.host}:{self.port}:{listed}", "-c", "http.followRedirects=false")
+
+    def ssh_options(self) -> list[str]:
+        """ssh connects to the first address, and checks the host key under the host's name."""
+        if not self.addresses:
+            return []
+        return ["-o", f"HostName={self.addresses[0]}", "-o", f"HostKeyAlias={self.host}", "-o", "CheckHostIP=no"]
+
+
+NO_PIN = Pin("", 0, ())
+
+
+def _ssh_command(key: Path | None, known_hosts: Path | None, pin: Pin = NO_PIN) -> str:
     """ssh with the App's key only: no configuration, identity or agent of the controller's user (ssh finds those
     through the user's passwd entry, not HOME). Without known hosts, host keys are not checked, as kapp-controller."""
     return shlex.join(
         [
             "ssh",
+            *pin.ssh_options(),
             "-F",
             "/dev/null",
             "-o",
@@ -411,7 +438,7 @@ def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
 GIT_SECRET_KEYS = frozenset({"ssh-privatekey", "ssh-knownhosts", "username", "password"})  # what a git source uses
 
 
-async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSource) -> dict[str, str]:
+async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSource, pin: Pin) -> dict[str, str]:
     env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
     key = known = None
     if git.secret:
@@ -429,7 +456,7 @@ async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSour
             askpass.write_text('#!/bin/sh\ncase "$1" in Username*) echo "$GIT_USER";; *) echo "$GIT_PASS";; esac\n')
             askpass.chmod(0o700)
             env |= {"GIT_ASKPASS": str(askpass), "GIT_USER": text["username"], "GIT_PASS": text.get("password", "")}
-    env["GIT_SSH_COMMAND"] = _ssh_command(key, known)
+    env["GIT_SSH_COMMAND"] = _ssh_command(key, known, pin)
     return env
 
 
@@ -496,16 +523,18 @@ async def _git(target: Path, git: Git, read: ReadSource, policy: FetchPolicy, wh
     transport = git_url(git.url, policy, f"{where}.url")
     ref = git_ref(git.ref, f"{where}.ref")
     url, shown = git.url, public_url(git.url)
+    pin = NO_PIN
     if transport is not Transport.FILE:
+        host, port = git_host(url, transport)
         try:
-            await policy.destinations.check_name(*git_host(url, transport))
+            pin = Pin(host, port, await policy.destinations.check_name(host, port))
         except OSError as e:
             raise FetchError(f"Fetching git {shown}: {e.strerror or e}") from None
-    options = _git_options(policy)
+    options = _git_options(policy) + pin.git_options(transport)
     with tempfile.TemporaryDirectory(prefix="kapply-git-") as scratch_dir:
         scratch = Path(scratch_dir)
         (scratch / "secrets").mkdir(mode=0o700)
-        env = await _git_env(git, transport, scratch / "secrets", read)
+        env = await _git_env(git, transport, scratch / "secrets", read, pin)
         clone = scratch / "repo"
         try:
             await _clone(url, clone, options, env, policy.limits)
