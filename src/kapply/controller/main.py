@@ -198,7 +198,12 @@ class Controller:
         self.metrics.read = self._state
         # The reconciles read the Apps, their objects and their records from what the watches keep (cache.py).
         self.reconciler = Reconciler(
-            api, options.settings, self.drift.track, self.metrics.deployed, cache=self.drift.cache
+            api,
+            options.settings,
+            self.drift.track,
+            self.metrics.deployed,
+            cache=self.drift.cache,
+            counts=self.metrics.apps,
         )
         self.reconciler.events = _Recorder(api.cluster)
         self.metrics.cache("watches", lambda: self.drift.cache.stats()[1])  # objects the drift and App watches keep

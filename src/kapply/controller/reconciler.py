@@ -26,6 +26,7 @@ from kapply.controller.delete import delete
 from kapply.controller.deploy import Deployed, DeployFailed, deploy, field_key
 from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
+from kapply.controller.metrics import AppCount, AppCounts
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import FINALIZER, AppSpec, SpecError, parse_spec
@@ -65,12 +66,14 @@ class Reconciler:
         observe_deploy: ObserveDeploy | None = None,
         *,
         cache: Cache | None = None,
+        counts: AppCounts | None = None,
     ) -> None:
         self.api = api
         self.settings = settings or Settings()
         self.track = track or (lambda app, label, types, namespaces, connect: None)
         self.observe_deploy = observe_deploy or (lambda seconds, ok: None)
         self.cache = cache or Cache()  # without the watches' cache (main.py's), every read goes to the API server
+        self.counts = counts or AppCounts()  # kapp-controller's per-App reconcile counters (main.py's in /metrics)
         self.tokens = Tokens(api)
         self.events = Recorder(api.cluster)
         self.memory: dict[Key, ghosts.Memory] = {}
@@ -97,6 +100,7 @@ class Reconciler:
         app = self.cache.apps.get((namespace, name)) or await apps.get(self.api.cluster, namespace, name)
         if app is None:
             self.memory.pop((namespace, name), None)
+            self.counts.forget(namespace, name)
             return None
         try:
             spec: AppSpec | None = parse_spec(app)
@@ -106,11 +110,12 @@ class Reconciler:
         if app["metadata"].get("deletionTimestamp"):
             return await self._delete(app, spec)
         status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}
-        if spec is None:
-            return await self._fail(app, status, spec, problem, "")
-        if spec.paused or spec.canceled:
+        if spec is not None and (spec.paused or spec.canceled):
             await self._write_status(app, st.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
+        self.counts.count(namespace, name, AppCount.ATTEMPT)
+        if spec is None:
+            return await self._fail(app, status, spec, problem, "")
         try:
             return await self._reconcile(app, spec, status)
         except KapplyError:
@@ -226,6 +231,7 @@ class Reconciler:
             await self.events.emit(app, "GhostDiff", st.ghost_message(deployed.ghosts, memory.ghosts), warning=True)
         if deployed.drift and spec.drift_policy is DriftPolicy.WARN:  # every sync while it lasts, counted as one Event
             await self.events.emit(app, "Drift", st.drift_message(deployed.drift, spec.drift_policy), warning=True)
+        self.counts.count(namespace, name, AppCount.SUCCESS)  # once everything the sync writes is written
         return self.sync_period(spec)
 
     def _memory(self, namespace: str, name: str, status: Obj) -> ghosts.Memory:
@@ -242,6 +248,7 @@ class Reconciler:
         )
         await self._write_status(app, failed)
         await self.events.emit(app, "ReconcileFailed", message, warning=True)
+        self.counts.count(app["metadata"]["namespace"], app["metadata"]["name"], AppCount.FAILURE)
         return again
 
     async def _as_app(self, namespace: str, account: str, *, verify: bool = False) -> AsyncClient:
@@ -275,7 +282,9 @@ class Reconciler:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         if not apps.has_finalizer(app):  # never deployed anything (or already done): nothing to wait for
             self.memory.pop((namespace, name), None)
+            self.counts.forget(namespace, name)
             return None
+        self.counts.count(namespace, name, AppCount.DELETE_ATTEMPT)
         await self._write_status(app, st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING))
         if spec is not None and not spec.noop_delete:
             try:
@@ -287,6 +296,7 @@ class Reconciler:
                     return await self._delete_failed(app, spec, e)
         await self.api.cluster.remove_finalizer(APPS, namespace, name, FINALIZER)
         self.memory.pop((namespace, name), None)
+        self.counts.forget(namespace, name)
         return None
 
     async def _skip_delete(self, app: Obj, error: KapplyError) -> None:
@@ -311,6 +321,7 @@ class Reconciler:
         _log.warning("%s/%s: Deleting: %s (retrying in %.0fs)", namespace, name, error, again)
         await self._write_status(latest, failed)
         await self.events.emit(latest, "DeleteFailed", f"Deleting: {error}", warning=True)
+        self.counts.count(namespace, name, AppCount.DELETE_FAILED)
         return again
 
     async def _namespace_terminating(self, namespace: str) -> bool:
