@@ -2,13 +2,13 @@
 http server of the test's own that trickles (a byte every fraction of a second, or one every few seconds, and never
 the end), while another tenant's Apps and the global namespace's repository carry on.
 
-The controller runs with its default `--concurrency` (4) and share of it for one namespace (2), and with the fetch
-deadline and minimum rate lowered so that the test is short (`--fetch-timeout=45s`, `--fetch-min-rate=1` over
-`--fetch-min-rate-window=5s`): a trickle that keeps up with the rate holds its worker for the whole 45 s, longer than
-the other tenant's App may wait (its sync period, 30 s, + 10 s), so what keeps that App on time is fairness, not the
-deadline. The test checks that
+The controller runs with `--concurrency=4` (half its default, so that the hog could take every worker) and the
+default share of it for one namespace (2), and with the fetch deadline and minimum rate lowered so that the test is
+short (`--fetch-timeout=25s`, `--fetch-min-rate=1` over `--fetch-min-rate-window=5s`): a trickle that keeps up with
+the rate holds its worker for the whole 25 s, longer than the other tenant's App may wait (its sync period, 10 s,
++ 10 s), so what keeps that App on time is fairness, not the deadline. The test checks that
 
-- the other tenant's App is reconciled again within 40 s of its last reconcile, all the while the trickles hold
+- the other tenant's App is reconciled again within 20 s of its last reconcile, all the while the trickles hold
   their workers (its reconciles, read from the controller's JSON log),
 - a new App of the other tenant is reconciled at once, and so is a spec change of the global namespace's repository,
 - the trickling fetches end ReconcileFailed, naming the minimum rate or the fetch deadline.
@@ -67,9 +67,9 @@ from tests.e2e.packaging_harness import status as packaging_status
 pytestmark = pytest.mark.e2e
 
 IDENTITY_NAMESPACE = "kapply-fairness-tests"
-SYNC_PERIOD = 30  # seconds: the other tenant's App
+SYNC_PERIOD = 10  # seconds: the other tenant's App
 ALLOWANCE = SYNC_PERIOD + 10  # seconds it may go without a reconcile
-FETCH_TIMEOUT = 45  # seconds: --fetch-timeout, longer than ALLOWANCE
+FETCH_TIMEOUT = 25  # seconds: --fetch-timeout, longer than ALLOWANCE
 MIN_RATE, WINDOW = 1, 5  # --fetch-min-rate (bytes/s) over --fetch-min-rate-window (s)
 KEEPS_UP = 0.25  # seconds between two bytes of a trickle that keeps up with the minimum rate (4 bytes/s)
 STALLS = 3.0  # seconds between two bytes of one that does not (1 byte in 3 s)
@@ -165,6 +165,7 @@ def setting(cluster: Cluster, kube: Client, controller_kubeconfig: Path, tmp_pat
     global_namespace = _namespace(kube, "t-fair-global")
     flags = (
         "--log-format=json",
+        "--concurrency=4",
         f"--packaging-global-namespace={global_namespace}",
         f"--fetch-timeout={FETCH_TIMEOUT}s",
         f"--fetch-min-rate={MIN_RATE}",
@@ -248,10 +249,11 @@ def test_a_tenants_trickling_sources_never_keep_another_tenant_or_the_global_rep
         eventually(lambda: condition(kube, other, "steady") == "ReconcileSucceeded", timeout=90, what="steady")
         eventually(lambda: reconciled(kube, setting.global_namespace, "global"), timeout=90, what="global repo")
 
-        # The hog: Apps and repositories alternately on a trickle that keeps up with the rate and one that stalls.
+        # The hog: one App on a trickle that stalls, the others on one that keeps up with the rate (each holds a worker
+        # until the deadline: more than the workers there are); its repositories, one of each.
         started = time.time()
         for i in range(HOG_APPS):
-            url = setting.trickler.url(f"/{'keeps-up' if i % 2 else 'stalls'}/app-{i}")
+            url = setting.trickler.url(f"/{'stalls' if i == 0 else 'keeps-up'}/app-{i}")
             body = inline_app(f"hog-{i}", hog, {}, syncPeriod=f"{SYNC_PERIOD}s", fetch=[{"http": {"url": url}}])
             kube.create(App(**body))
         for i, path in enumerate(("keeps-up", "stalls")):
