@@ -185,7 +185,7 @@ def test_the_build_records_every_package_it_installed(built: Path, description: 
 
 
 SANDBOX_CHECK = """
-import asyncio, json, sys
+import asyncio, json, os, sys
 from kapply.controller import sandbox_app
 from kapply.controller.fetch import FetchPolicy
 from kapply.controller.sandbox import Sandbox, SandboxFailed, SandboxLimits
@@ -207,13 +207,20 @@ async def main():
         failed = "the bomb did not fail"
     except SandboxFailed as e:
         failed = str(e)
-    print(json.dumps({"protections": protections, "manifests": manifests, "bomb": failed}))
+    os.environ["KAPPLY_HELM"] = "/tmp/forker.sh"  # a "helm" that starts processes without end: a fork bomb
+    forks = Sandbox(SandboxLimits(memory=256 << 20, cpu=20, wall=60, processes=64))
+    try:
+        await forks.run("app", sandbox_app.request(app(chart), FetchPolicy()), read)
+        forked = "the fork bomb did not fail"
+    except SandboxFailed as e:
+        forked = str(e)
+    print(json.dumps({"protections": protections, "manifests": manifests, "bomb": failed, "forks": forked}))
 
 asyncio.run(main())
 """
 
 
-def test_the_sandbox_runs_in_the_image_and_its_limits_hold_without_namespaces(
+def test_the_sandbox_runs_in_the_image_and_its_limits_hold_without_namespaces_processes_too(
     rootfs: Path, config: dict[str, Any]
 ) -> None:
     # chroot, as the image's user: no user namespace can be made in a chroot, so this is a pod without them (the
@@ -225,6 +232,9 @@ def test_the_sandbox_runs_in_the_image_and_its_limits_hold_without_namespaces(
     }
     python = str(Path(config["config"]["Entrypoint"][0]).parent / "python3")
     (rootfs / "tmp").chmod(0o1777)  # config/controller/deployment.yml mounts an emptyDir there (the root is read-only)
+    forker = rootfs / "tmp" / "forker.sh"
+    forker.write_text("#!/bin/sh\ni=0\nwhile [ $i -lt 1000 ]; do sleep 3 & i=$((i+1)); done\nwait\n")
+    forker.chmod(0o755)
     ran = json.loads(
         in_image(rootfs, config, python, "-c", SANDBOX_CHECK, json.dumps(chart), json.dumps(HELM_BOMB)).strip()
     )
@@ -233,4 +243,8 @@ def test_the_sandbox_runs_in_the_image_and_its_limits_hold_without_namespaces(
     assert ran["bomb"] == (
         "Templating helm chart: helm ran out of memory (the sandbox's limit is 268435456 bytes per process, "
         "--sandbox-memory-mib)"
+    )
+    # RLIMIT_NPROC binds the image's user (not root): the bomb's shell cannot fork past it
+    assert ran["forks"] == (
+        "Templating helm chart: helm could not start a process: its user has the sandbox's 64 processes already"
     )

@@ -154,6 +154,26 @@ def test_a_go_tool_out_of_memory_is_named_so_though_a_dump_of_its_goroutines_fol
     assert failed.value.stderr.startswith("(earlier output cut)")
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "sh: 1: Cannot fork",
+        "bash: fork: retry: Resource temporarily unavailable",
+        "runtime: failed to create new OS thread (have 12 already; errno=11)",
+        "fatal: unable to fork",
+    ],
+)
+def test_a_tool_that_could_not_start_a_process_is_said_to_have_reached_the_process_limit(ytt, said: str):
+    # RLIMIT_NPROC does not bind root, which runs these tests: what tools say when it binds (the image's test shows
+    # it binding, as the image's user) is named as the limit.
+    ytt(f'echo "{said}" >&2; exit 2')
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=LIMITS.memory, cpu=20, wall=30, processes=100), app({"x.yml": "a: 1\n"}))
+    assert str(failed.value) == (
+        "Templating dir: ytt could not start a process: its user has the sandbox's 100 processes already"
+    )
+
+
 def test_a_tool_that_spins_past_the_cpu_limit_is_stopped_naming_it(ytt):
     ytt("while :; do :; done")
     with pytest.raises(SandboxFailed) as failed:

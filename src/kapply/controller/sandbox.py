@@ -68,6 +68,9 @@ MEMORY = 1 << 30  # bytes of heap (RLIMIT_DATA) for each process of a job
 CPU = 120  # seconds of CPU for each process of a job
 WALL = 300.0  # seconds for a whole job, fetch and template together
 OPEN_FILES = 1024
+# processes (threads included) of the user the controller runs as, which a job may not pass (RLIMIT_NPROC: the
+# kernel counts them per user, and does not bind root)
+PROCESSES = 512
 _REAP_INTERVAL = 1.0  # seconds: the zygote waits for the jobs that ended at least this often
 _CPU_GRACE = 5  # seconds between SIGXCPU (the soft limit) and SIGKILL (the hard one)
 _REQUEST_MAX = 4 << 10  # bytes: a read request of the child's, the job's start
@@ -110,6 +113,7 @@ class SandboxLimits:
     wall: float = WALL
     file_size: int = MAX_BYTES
     open_files: int = OPEN_FILES
+    processes: int = PROCESSES
 
 
 class SandboxFailed(KapplyError):
@@ -418,6 +422,7 @@ def _apply_limits(limits: SandboxLimits) -> None:
         (resource.RLIMIT_DATA, limits.memory),
         (resource.RLIMIT_FSIZE, limits.file_size),
         (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_NPROC, limits.processes),
         (resource.RLIMIT_CORE, 0),
     ):
         resource.setrlimit(which, (value, value))

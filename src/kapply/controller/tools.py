@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import resource
 import signal
 import tempfile
@@ -113,8 +114,23 @@ def cpu_message(cpu: int | None = None) -> str:
     return f"used more than the sandbox's {cpu} s of CPU (--sandbox-cpu)"
 
 
+def processes_message(processes: int | None = None) -> str:
+    processes = resource.getrlimit(resource.RLIMIT_NPROC)[0] if processes is None else processes
+    return f"could not start a process: its user has the sandbox's {processes} processes already"
+
+
+# What shells, Go's runtime and git say when fork or clone fails with EAGAIN (RLIMIT_NPROC)
+_NO_PROCESS = re.compile(
+    r"(fork|clone)[^\n]*Resource temporarily unavailable|failed to create new OS thread|cannot fork|can't fork"
+    r"|unable to fork",
+    re.IGNORECASE,
+)
+
+
 def _broke_limit(returncode: int, stderr: str) -> str:
     """What a failed tool's exit says of the process's limits: "" when nothing (a limit not set says nothing)."""
+    if resource.getrlimit(resource.RLIMIT_NPROC)[0] != resource.RLIM_INFINITY and _NO_PROCESS.search(stderr):
+        return processes_message()
     if resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY and (
         "out of memory" in stderr.lower() or "cannot allocate memory" in stderr.lower() or "MemoryError" in stderr
     ):
