@@ -666,7 +666,7 @@ class Cluster:
         return await self._object("GET", "/version")
 
     async def document(self, path: str) -> Obj | None:
-        """The JSON document served at `path` (OpenAPI_V3's index, or a document as the index names it); None when
+        """The JSON document served at `path` (OPENAPI_V3's index, or a document as the index names it); None when
         there is none (404)."""
         try:
             return await self._object("GET", path)
