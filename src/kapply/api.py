@@ -15,28 +15,56 @@ reads apps and their history. The CLI and the controller use nothing else to do 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TextIO
 
 from kapply import delete as delete_pipeline
 from kapply import deploy as deploy_pipeline
+from kapply import objects
 from kapply.app import history, record
 from kapply.app.history import AppChange
 from kapply.app.record import App
 from kapply.apply.planning import ClusterChange
 from kapply.apply.progress import Progress
+from kapply.config.config import Config
 from kapply.delete import DeleteOptions, DeletePlan
 from kapply.deploy import DeployOptions, Plan, Result, Source
-from kapply.diff import attribution
+from kapply.diff import attribution, ghost
 from kapply.diff.attribution import OutsideField
-from kapply.diff.change import Change
+from kapply.diff.change import Change, Op
+from kapply.diff.drift import DriftPolicy
+from kapply.diff.fields import FieldPath
 from kapply.diff.ghost import FieldDrift
+from kapply.errors import ManifestError
 from kapply.flags import DELETE_FLAGS, DEPLOY_FLAGS, Target, allow_rules, resource_filter, setting
 from kapply.objects import Obj
-from kapply.resources.cluster import Cluster
+from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, default_namespace, load, with_token
+from kapply.resources.labeled import get_each, is_transient
+
+__all__ = [
+    "App",
+    "AsyncClient",
+    "Client",
+    "DeleteOptions",
+    "DeployOptions",
+    "DriftPolicy",
+    "FieldPath",
+    "FieldReport",
+    "OutsideFields",
+    "Plan",
+    "Resources",
+    "Transcript",
+    "delete_options",
+    "deploy_options",
+    "is_transient",
+    "rebase_config",
+    "record_names",
+]
 
 Resources = Sequence[Mapping[str, Any]]
 
@@ -73,6 +101,95 @@ def delete_options(flags: Mapping[str, Any], prefix: str = "") -> DeleteOptions:
         resource_filter=None if prefix else resource_filter(flags),
         **setting(DELETE_FLAGS, Target.DELETE, flags),
     )
+
+
+def record_names(app: str) -> frozenset[str]:
+    """The names the ConfigMap of `app`'s record may have: kapp's two (`<app>` and `<app>.apps.k14s.io`)."""
+    return frozenset({app, app + record.FQ_SUFFIX})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldReport:
+    """A field of a plan that someone other than kapply or kapp wrote on the cluster, as a report shows it: the
+    resource (`Change.describe()`), the path, the desired and live values (JSON cut at 80 characters, `(none)` when
+    absent, never the value of a resource under a diffMaskRule, a Secret's), and who wrote it. `obj` and `field` are
+    the resource and the path themselves, for `rebase_config`."""
+
+    resource: str
+    path: str
+    desired: str
+    live: str
+    written_by: str
+    obj: Obj
+    field: FieldPath
+
+    @classmethod
+    def of(cls, item: OutsideField, config: Config) -> FieldReport:
+        obj, path = item.change.resource, item.field.path
+        desired, live = (ghost.shown_value(obj, value, config) for value in (item.field.desired, item.field.live))
+        return cls(item.change.describe(), str(path), desired, live, item.written_by, obj, path)
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideFields:
+    """What `AsyncClient.outside_fields` found in a plan: `drift`, the fields others changed that the drift policy
+    (`preserve`, `warn`) leaves as they are; `ghosts`, the fields the plan's updates set back (ghost diffs)."""
+
+    drift: tuple[FieldReport, ...] = ()
+    ghosts: tuple[FieldReport, ...] = ()
+
+
+def ghost_diffs(plan: Plan) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
+    """The fields each update of the plan changes, for a plan whose desired state is the one deployed last time:
+    every one of them was changed on the cluster since (a ghost diff)."""
+    found = []
+    for change in (c.change for c in plan.changes if c.change.op is Op.UPDATE):
+        if change.left is not None and change.right is not None and change.existing is not None:
+            found.append((change, tuple(ghost.explain(change.left, change.right, change.existing, change.new))))
+    return found
+
+
+def rebase_config(fields: Sequence[tuple[Obj, Sequence[FieldPath]]], more_rules: Sequence[Obj] = ()) -> str:
+    """The kapp Config, as YAML ready to paste next to the app's resources, whose rebase rules keep the cluster's
+    value of each resource's fields (one rule per kind, see kapply.diff.ghost.suggest_rebase_rules), followed by
+    `more_rules` not already among them."""
+    config = ghost.suggest_rebase_rules(fields)
+    config["rebaseRules"] += [r for r in more_rules if r not in config["rebaseRules"]]
+    return ghost.config_yaml(config)
+
+
+class Transcript:
+    """kapp's deploy output as text, as kapp-controller keeps it in a status: lines, a plan's changes table (after its
+    `--diff-changes` hunks when asked), then the lines of a `progress()` given to `run_deploy`. `text` is what it
+    holds so far (a deploy that runs long shows its progress)."""
+
+    def __init__(self) -> None:
+        from kapply.ui.output import Output
+
+        self._text = io.StringIO()
+        self._out = Output(tty=True, out=self._text)
+
+    @property
+    def text(self) -> str:
+        return self._text.getvalue()
+
+    def line(self, text: str) -> None:
+        self._out.line(text)
+
+    def plan(self, plan: Plan, *, hunks: bool = False) -> None:
+        from kapply.ui.changes import changes_table, show_hunks
+
+        if hunks:
+            show_hunks(self._out, plan.hunks())
+        self._out.table(changes_table(plan.changes))
+
+    def progress(self) -> Progress:
+        from kapply.ui.messages import ProgressLines
+
+        return ProgressLines(self._out)
+
+    def finish(self) -> None:
+        self._out.finish()
 
 
 class AsyncClient:
@@ -149,10 +266,17 @@ class AsyncClient:
         app_namespace: str | None = None,
         options: DeployOptions = DeployOptions(),
         stdin: TextIO | None = None,
+        manifests: str | None = None,
     ) -> Plan:
-        """The changes deploying `files` (paths, directories, `-` for `stdin`) and `resources` (dicts) as `app` would
-        make. Writes nothing."""
-        source = Source(tuple(str(f) for f in files), resources, stdin)
+        """The changes deploying `files` (paths, directories, `-` for `stdin`), `resources` (dicts) and `manifests`
+        (YAML documents as text) as `app` would make. Writes nothing. `manifests` are read as kapp reads `-f -` (what
+        kapp-controller passes its templated output as): named `stdin` in messages, so not with `stdin` too."""
+        paths = tuple(str(f) for f in files)
+        if manifests is not None:
+            if stdin is not None:
+                raise ManifestError("Expected either manifests or stdin, not both")
+            paths, stdin = (*paths, "-"), io.TextIOWrapper(io.BytesIO(manifests.encode()), encoding="utf-8")
+        source = Source(paths, resources, stdin)
         return await deploy_pipeline.plan(
             self.cluster,
             app,
@@ -180,6 +304,35 @@ class AsyncClient:
         return await attribution.attribute(
             self.cluster, plan.discovery, plan.outside_changes() if found is None else found
         )
+
+    async def outside_fields(self, plan: Plan, *, ghosts: bool = False) -> OutsideFields:
+        """Drift and ghost diffs in one call, each field with its writer (see `outside_changes`): the fields others
+        changed that the plan's drift policy leaves as they are (none under `enforce`) and, with `ghosts` (for a plan
+        of the same desired state as the deploy before it), every field the plan's updates set back."""
+        drift = plan.outside_changes() if plan.options.drift_policy is not DriftPolicy.ENFORCE else []
+        set_back = ghost_diffs(plan) if ghosts else []
+        found = await self.outside_changes(plan, [*drift, *set_back])
+        reports = tuple(FieldReport.of(item, plan.config) for item in found)
+        kept = sum(len(fields) for _, fields in drift)
+        return OutsideFields(reports[:kept], reports[kept:])
+
+    def resource_types(self, plan: Plan) -> list[ResourceType]:
+        """The types of the app's objects (new and existing), each at its group's preferred version: the version a
+        deploy lists them at."""
+        found = (plan.discovery.preferred(g, k) for g, _, k in plan.used)
+        return list({t: None for t in found if t is not None})
+
+    async def still_current(self, plan: Plan) -> bool:
+        """Whether each live object the plan starts from (those it would update or delete, and the drifted ones) is,
+        on the API server, still the version the plan saw: a plan made from a cache that lagged is not (one GET per
+        object, or one LIST for many of a type)."""
+        changes = [c.change for c in plan.changes] + list(plan.drifted)
+        read = list({objects.uid(c.existing): c.existing for c in changes if c.existing is not None}.values())
+        if not read:
+            return True
+        seen = {objects.uid(obj): objects.metadata(obj).get("resourceVersion") for obj in read}
+        live = await get_each(self.cluster, plan.discovery, read)
+        return {objects.uid(obj): objects.metadata(obj).get("resourceVersion") for obj in live} == seen
 
     async def deploy(
         self,
@@ -227,6 +380,10 @@ class AsyncClient:
     async def get_app(self, app: str, *, namespace: str | None = None) -> App:
         """The app's record; AppNotFoundError when there is none."""
         return await record.require(self.cluster, self.namespace(namespace), app)
+
+    async def find_app(self, app: str, *, namespace: str | None = None) -> App | None:
+        """The app's record; None when there is none."""
+        return await record.find(self.cluster, self.namespace(namespace), app)
 
     async def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
         """Every object labeled as the app's, controller-made ones included."""
@@ -322,6 +479,7 @@ class Client:
         app_namespace: str | None = None,
         options: DeployOptions = DeployOptions(),
         stdin: TextIO | None = None,
+        manifests: str | None = None,
     ) -> Plan:
         return self._runner.run(
             self.aio.plan_deploy(
@@ -332,6 +490,7 @@ class Client:
                 app_namespace=app_namespace,
                 options=options,
                 stdin=stdin,
+                manifests=manifests,
             )
         )
 
@@ -345,6 +504,15 @@ class Client:
         self, plan: Plan, found: Sequence[tuple[Change, Sequence[FieldDrift]]] | None = None
     ) -> list[OutsideField]:
         return self._runner.run(self.aio.outside_changes(plan, found))
+
+    def outside_fields(self, plan: Plan, *, ghosts: bool = False) -> OutsideFields:
+        return self._runner.run(self.aio.outside_fields(plan, ghosts=ghosts))
+
+    def resource_types(self, plan: Plan) -> list[ResourceType]:
+        return self.aio.resource_types(plan)
+
+    def still_current(self, plan: Plan) -> bool:
+        return self._runner.run(self.aio.still_current(plan))
 
     def deploy(
         self,
@@ -389,6 +557,9 @@ class Client:
 
     def get_app(self, app: str, *, namespace: str | None = None) -> App:
         return self._runner.run(self.aio.get_app(app, namespace=namespace))
+
+    def find_app(self, app: str, *, namespace: str | None = None) -> App | None:
+        return self._runner.run(self.aio.find_app(app, namespace=namespace))
 
     def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
         return self._runner.run(self.aio.inspect(app, namespace=namespace))

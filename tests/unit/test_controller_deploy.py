@@ -1,6 +1,7 @@
 """The deploy stage's pure parts: what identifies a desired state (so that an unchanged one's updates are ghost diffs),
-which changes of a plan are ghost diffs, the kapp app's name, the key of a reported field, and the progress reports of
-a long deploy."""
+the kapp app's name, the key of a reported field, the progress reports of a long deploy, and when a plan made from
+the cache stands. (Which changes of a plan are ghost diffs, and whether a plan is still current, are kapply.api's:
+tests/unit/test_api_controller_seam.py.)"""
 
 from __future__ import annotations
 
@@ -12,13 +13,12 @@ from typing import Any
 import pytest
 
 from kapply import objects
+from kapply.api import FieldReport
 from kapply.controller import deploy
-from kapply.controller.deploy import _reporting, desired_digest, field_key, fields_of, ghost_diffs, kapp_app_name
-from kapply.diff.attribution import OutsideField
+from kapply.controller.deploy import _reporting, desired_digest, field_key, kapp_app_name
 from kapply.diff.change import Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import FieldPath
-from kapply.diff.ghost import FieldDrift
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
@@ -46,10 +46,6 @@ def change(op: Op, name: str = "cm", *, left: bool = True, right: bool = True, e
         live if left else None,
         new if right else None,
     )
-
-
-def plan(*changes: Change) -> Any:
-    return SimpleNamespace(changes=[SimpleNamespace(change=c) for c in changes])
 
 
 # The desired state's digest.
@@ -93,49 +89,6 @@ def test_the_digest_is_a_sha256() -> None:
     int(digest, 16)
 
 
-# Ghost diffs in a plan.
-
-
-def test_ghost_diffs_are_the_updates_of_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    explained: list[tuple[Obj, Obj, Obj, Obj | None]] = []
-
-    def explain(left: Obj, right: Obj, live: Obj, desired: Obj | None = None) -> list[str]:
-        explained.append((left, right, live, desired))
-        return [f"field of {objects.name(desired or right)}"]
-
-    monkeypatch.setattr(deploy, "explain", explain)
-    update = change(Op.UPDATE, "updated")
-    found = ghost_diffs(
-        plan(
-            change(Op.ADD, "added", left=False, existing=False),
-            update,
-            change(Op.DELETE, "deleted", right=False),
-            change(Op.KEEP, "kept"),
-            change(Op.NOOP, "noop"),
-            change(Op.EXISTS, "exists"),
-        )
-    )
-    assert found == [(update, ("field of updated",))]  # type: ignore[comparison-overlap]
-    assert explained == [(update.left, update.right, update.existing, update.new)]
-
-
-@pytest.mark.parametrize(("left", "right", "existing"), [(False, True, True), (True, False, True), (True, True, False)])
-def test_an_update_missing_a_side_is_no_ghost_diff(left: bool, right: bool, existing: bool) -> None:
-    found = ghost_diffs(plan(change(Op.UPDATE, left=left, right=right, existing=existing)))
-    assert found == []
-
-
-def test_a_ghost_diff_names_the_fields_the_update_sets_back() -> None:
-    [(found_change, fields)] = ghost_diffs(plan(change(Op.UPDATE)))
-    assert [str(f.path) for f in fields] == ["data.a"]
-    assert (fields[0].desired, fields[0].live) == ("1", "2")
-
-
-def test_a_plan_without_updates_has_no_ghost_diffs() -> None:
-    assert ghost_diffs(plan()) == []
-    assert ghost_diffs(plan(change(Op.ADD, left=False, existing=False))) == []
-
-
 # Names and keys.
 
 
@@ -143,21 +96,13 @@ def test_the_kapp_app_is_named_as_kapp_controller_names_it() -> None:
     assert kapp_app_name("web") == "web.app"
 
 
-def outside(name: str, path: tuple[str, ...]) -> OutsideField:
-    c = change(Op.UPDATE, name)
-    return OutsideField(c, FieldDrift(FieldPath(path), "1", "2", None), "kubectl (Update)")
+def report(name: str, path: tuple[str, ...]) -> FieldReport:
+    resource = cm("1", name)
+    return FieldReport(objects.describe(resource), str(FieldPath(path)), "1", "2", "kubectl", resource, FieldPath(path))
 
 
 def test_a_reported_field_is_known_by_its_resource_and_path() -> None:
-    assert field_key(outside("cm", ("data", "a"))) == ("configmap/cm (v1) namespace: ns", "data.a")
-
-
-def test_fields_of_keys_each_field_and_keeps_the_last_of_a_key() -> None:
-    first, second, last = outside("cm", ("data", "a")), outside("cm", ("data", "b")), outside("cm", ("data", "a"))
-    assert fields_of([first, second, last]) == {
-        ("configmap/cm (v1) namespace: ns", "data.a"): last,
-        ("configmap/cm (v1) namespace: ns", "data.b"): second,
-    }
+    assert field_key(report("cm", ("data", "a"))) == ("configmap/cm (v1) namespace: ns", "data.a")
 
 
 # Progress reports of a long deploy.
@@ -171,7 +116,7 @@ def test_a_long_deploy_reports_its_output_while_it_grows_and_stops_after() -> No
         async def report(output: str) -> None:
             reports.append(output)
 
-        async with _reporting(text, report, 0.01):
+        async with _reporting(text.getvalue, report, 0.01):
             await asyncio.sleep(0.025)  # no output yet: nothing reported
             text.write("line 1\n")
             await asyncio.sleep(0.05)
@@ -194,7 +139,7 @@ def test_a_failing_progress_report_does_not_stop_the_reports() -> None:
             if len(reports) == 1:
                 raise KapplyError("conflict writing the status")
 
-        async with _reporting(text, report, 0.01):
+        async with _reporting(text.getvalue, report, 0.01):
             await asyncio.sleep(0)  # the reporter starts from the empty output
             text.write("a\n")
             await asyncio.sleep(0.05)
@@ -224,54 +169,6 @@ def test_a_plan_of_a_recorded_app_that_changes_nothing_is_quiet() -> None:
     assert not deploy.quiet_plan(planned(drifted=(change(Op.KEEP),)))  # drift reported under preserve or warn
 
 
-def live(name: str, version: str, uid: str = "") -> Obj:
-    obj = cm("2", name)
-    obj["metadata"].update(uid=uid or f"uid-{name}", resourceVersion=version)
-    return obj
-
-
-def changed(name: str, version: str, op: Op = Op.UPDATE) -> Change:
-    return Change(op, objects.key_of(cm("1", name)), cm("1", name), live(name, version), None, None, None)
-
-
-def test_the_objects_a_plan_touches_are_those_it_updates_deletes_or_finds_drifted_once_each() -> None:
-    added = Change(Op.ADD, objects.key_of(cm("1", "new")), cm("1", "new"), None, None, None, None)
-    plan = planned(changed("a", "1"), changed("b", "2", Op.DELETE), added, drifted=(changed("a", "1"),))
-    assert [o["metadata"]["name"] for o in deploy.touched(plan)] == ["a", "b"]
-
-
-def still_current(plan: Any, stored: list[Obj]) -> tuple[bool, list[tuple[str, str, str]]]:
-    from kapply.resources.cluster import Discovery, ResourceType
-    from tests.unit.fake_cluster import FakeCluster
-
-    configmaps = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get", "list"}))
-    cluster = FakeCluster(Discovery((configmaps,)))
-    for obj in stored:
-        cluster.objects[("", "ConfigMap", "ns", obj["metadata"]["name"])] = obj
-    plan.discovery = cluster._discovery
-    current = asyncio.run(deploy.still_current(SimpleNamespace(cluster=cluster), plan))  # type: ignore[arg-type]
-    return current, cluster.log
-
-
-def test_a_plan_stands_when_each_object_it_changes_is_still_the_version_it_saw() -> None:
-    current, requests = still_current(planned(changed("a", "7")), [live("a", "7")])
-    assert current and requests == [("get", "ConfigMap", "a")]  # one confirming read
-
-
-@pytest.mark.parametrize(
-    "stored",
-    [[live("a", "8")], [], [live("a", "7", uid="made-anew")]],
-    ids=["changed since", "deleted since", "deleted and made anew"],
-)
-def test_a_plan_from_a_cache_that_lagged_does_not_stand(stored: list[Obj]) -> None:
-    assert still_current(planned(changed("a", "7")), stored)[0] is False
-
-
-def test_a_plan_that_touches_nothing_existing_stands_without_a_request() -> None:
-    added = Change(Op.ADD, objects.key_of(cm("1", "new")), cm("1", "new"), None, None, None, None)
-    assert still_current(planned(added, stored=False), []) == (True, [])
-
-
 def test_a_quiet_plan_holds_only_for_the_same_desired_state_client_and_versions() -> None:
     """What the next sync compares before it skips a plan (deploy.Quiet)."""
     import orjson
@@ -291,7 +188,7 @@ def test_a_quiet_plan_holds_only_for_the_same_desired_state_client_and_versions(
     cache = Cache()
     client = SimpleNamespace(cluster=CachedCluster(load(KubeconfigFlags(yaml=kubeconfig)), cache, lambda: None))
     desired = ("ns", DeployOptions())
-    quiet = deploy.Quiet("d1", desired, client, (), "label", (), (), "output", None)  # type: ignore[arg-type]
+    quiet = deploy.Quiet("d1", desired, client, (), "label", (), (), "output")  # type: ignore[arg-type]
     assert quiet.holds(client, "d1", ("ns", DeployOptions()))  # type: ignore[arg-type]
     assert not quiet.holds(client, "d2", desired)  # type: ignore[arg-type]  # other manifests or options
     assert not quiet.holds(client, "d1", ("other-ns", DeployOptions()))  # type: ignore[arg-type]  # defaultNamespace

@@ -3,9 +3,9 @@ quieter until dropped; and the entries a status lists, read back after a restart
 
 from __future__ import annotations
 
+from kapply.api import FieldPath
 from kapply.controller import status as st
 from kapply.controller.ghosts import Ghost, Key, Memory, after_sync, read_back
-from kapply.diff.fields import FieldPath
 from kapply.objects import Obj
 
 WEB = "deployment/web (apps/v1) namespace: ns"

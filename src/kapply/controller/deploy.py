@@ -20,35 +20,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import io
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from kapply import objects
-from kapply.api import AsyncClient
-from kapply.config.config import Config
+from kapply.api import AsyncClient, DeployOptions, DriftPolicy, FieldReport, Plan, Transcript
 from kapply.controller.cache import CachedCluster, Read, Reads, cached_reads
-from kapply.controller.options import from_spec
+from kapply.controller.options import from_spec, shows_changes
 from kapply.controller.spec import AppSpec
-from kapply.deploy import DeployOptions, Plan
-from kapply.diff.attribution import OutsideField
-from kapply.diff.change import Change, Op
-from kapply.diff.drift import DriftPolicy
-from kapply.diff.ghost import FieldDrift, explain
 from kapply.errors import KapplyError
-from kapply.flags import diff_view
-from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
-from kapply.resources.labeled import get_each
 
 # Told which resource types and label an App's deploy covers, before anything is applied, so that a change made to
 # them right after the deploy is seen as drift.
 Track = Callable[[str, list[ResourceType], tuple[str, ...]], None]
 # Told the output so far while a deploy runs: once before it applies anything, then every `interval` seconds.
 Report = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class DeployRequest:
+    """What the stage deploys, and with whom: `controller` (the controller's own client) finds who wrote drifted
+    fields; `client` (the App's service account) does everything else. `manifests` is the templated YAML;
+    `last_digest` and `quiet` are what the last sync of the App left (see `Deployed`)."""
+
+    controller: AsyncClient
+    client: AsyncClient
+    name: str
+    namespace: str
+    spec: AppSpec
+    manifests: str
+    last_digest: str = ""  # of the desired state last deployed ("" when none was, by this process)
+    quiet: Quiet | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """What the stage tells the reconciler: `track` before anything is applied; `owns` runs before anything is applied
+    and whenever the app has a record on the cluster (the App then owns resources: its finalizer); `report` gets the
+    output once before anything is applied, then every `interval` seconds while it grows."""
+
+    track: Track
+    owns: Callable[[], Awaitable[None]]
+    report: Report
+    interval: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +76,15 @@ class Deployed:
     changed: bool
     output: str
     digest: str
-    drift: list[OutsideField]
-    ghosts: list[OutsideField]
-    config: Config
+    drift: tuple[FieldReport, ...]
+    ghosts: tuple[FieldReport, ...]
     quiet: Quiet | None = None  # for the next sync: this one changed nothing, and what its plan was made from
 
 
 @dataclass(frozen=True, slots=True)
 class Quiet:
     """A plan that changed nothing, made from the cache alone, and what it was made from (see the module's
-    docstring); `output` and `config` are what the sync reported."""
+    docstring); `output` is what the sync reported."""
 
     digest: str
     desired: tuple[str, DeployOptions]  # what else the plan was made for: the default namespace, the options
@@ -79,7 +94,6 @@ class Quiet:
     types: tuple[ResourceType, ...]
     namespaces: tuple[str, ...]
     output: str
-    config: Config
 
     def holds(self, client: AsyncClient, digest: str, desired: tuple[str, DeployOptions]) -> bool:
         """Whether a plan made now would be this one: same desired state and client, nothing it read moved."""
@@ -93,7 +107,7 @@ class Quiet:
         )
 
     def deployed(self) -> Deployed:
-        return Deployed(0, False, self.output, self.digest, [], [], self.config, self)
+        return Deployed(0, False, self.output, self.digest, (), (), self)
 
 
 class DeployFailed(KapplyError):
@@ -114,73 +128,35 @@ def desired_digest(manifests: str, raw: dict[str, Any], policy: DriftPolicy) -> 
     return hashlib.sha256(manifests.encode() + repr(sorted(raw.items())).encode() + policy.encode()).hexdigest()
 
 
-def ghost_diffs(plan: Plan) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
-    """The fields each update of the plan changes, for a plan whose desired state is the one deployed last time:
-    every one of them was changed on the cluster since (a ghost diff)."""
-    found = []
-    for change in (c.change for c in plan.changes if c.change.op is Op.UPDATE):
-        if change.left is not None and change.right is not None and change.existing is not None:
-            found.append((change, tuple(explain(change.left, change.right, change.existing, change.new))))
-    return found
-
-
-async def deploy(
-    controller: AsyncClient,
-    client: AsyncClient,
-    name: str,
-    namespace: str,
-    spec: AppSpec,
-    manifests: str,
-    last_digest: str,
-    *,
-    quiet: Quiet | None = None,
-    track: Track,
-    owns: Callable[[], Awaitable[None]],
-    report: Report,
-    interval: float,
-) -> Deployed:
-    """Plan and, when the plan changes something, apply. `controller` (the controller's own client) finds who wrote
-    drifted fields; `client` (the App's service account) does everything else. `owns` runs before anything is applied
-    and whenever the app has a record on the cluster (the App then owns resources: its finalizer); `report` gets the
-    output once before anything is applied, then every `interval` seconds while it grows. `quiet`: what the last sync
-    remembered of a plan that changed nothing (see `Quiet`)."""
-    from kapply.ui.changes import changes_table, show_hunks
-    from kapply.ui.messages import ProgressLines
-    from kapply.ui.output import Output
-
-    text = io.StringIO()
-    out = Output(tty=True, out=text)
+async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
+    """Plan and, when the plan changes something, apply. `request.quiet`: what the last sync remembered of a plan that
+    changed nothing (see `Quiet`)."""
+    client, spec, manifests = request.client, request.spec, request.manifests
+    out = Transcript()
     try:
         options, raw = from_spec(spec.deploy)
         options = replace(options, drift_policy=spec.drift_policy)
         digest = desired_digest(manifests, raw, spec.drift_policy)
-        desired = (spec.default_namespace or namespace, options)
-        if quiet is not None and quiet.holds(client, digest, desired):
-            track(quiet.label, list(quiet.types), quiet.namespaces)
-            await owns()
-            return quiet.deployed()
+        desired = (spec.default_namespace or request.namespace, options)
+        if request.quiet is not None and request.quiet.holds(client, digest, desired):
+            hooks.track(request.quiet.label, list(request.quiet.types), request.quiet.namespaces)
+            await hooks.owns()
+            return request.quiet.deployed()
         out.line(await client.target())
-        with tempfile.TemporaryDirectory(prefix="kapply-deploy-") as scratch:  # not among the App's files
-            path = Path(scratch) / "manifests.yml"
-            path.write_text(manifests)
-            plan, reads = await _plan(client, name, namespace, desired[0], path, options)
-        track(plan.app.meta.label_value, _types(plan), _namespaces(plan))
-        if diff_view(raw).changes:
-            show_hunks(out, plan.hunks())
-        out.table(changes_table(plan.changes))
-        ghosts = ghost_diffs(plan) if last_digest == digest else []
-        drift = await controller.outside_changes(plan) if spec.drift_policy is not DriftPolicy.ENFORCE else []
-        ghost_fields = await controller.outside_changes(plan, ghosts)
+        plan, reads = await _plan(request, desired)
+        hooks.track(plan.app.meta.label_value, client.resource_types(plan), _namespaces(plan))
+        out.plan(plan, hunks=shows_changes(raw))
+        found = await request.controller.outside_fields(plan, ghosts=request.last_digest == digest)
         changed = bool(plan.pending and not options.diff.run)
         if changed or plan.app.stored:
-            await owns()
+            await hooks.owns()
         if changed:
-            await report(text.getvalue())
-            async with _reporting(text, report, interval):
-                await client.run_deploy(plan, progress=ProgressLines(out))
+            await hooks.report(out.text)
+            async with _reporting(lambda: out.text, hooks.report, hooks.interval):
+                await client.run_deploy(plan, progress=out.progress())
         out.finish()
     except KapplyError as e:
-        raise DeployFailed(str(e), text.getvalue()) from e
+        raise DeployFailed(str(e), out.text) from e
     remembered = None
     if reads is not None and not reads.asked and quiet_plan(plan) and objects.RENEW_DURATION not in manifests:
         remembered = Quiet(
@@ -189,33 +165,31 @@ async def deploy(
             client,
             tuple(reads.seen),
             plan.app.meta.label_value,
-            tuple(_types(plan)),
+            tuple(client.resource_types(plan)),
             _namespaces(plan),
-            text.getvalue(),
-            plan.config,
+            out.text,
         )
-    return Deployed(len(plan.changes), changed, text.getvalue(), digest, drift, ghost_fields, plan.config, remembered)
+    return Deployed(len(plan.changes), changed, out.text, digest, found.drift, found.ghosts, remembered)
 
 
-async def _plan(
-    client: AsyncClient, name: str, namespace: str, default_namespace: str, path: Path, options: DeployOptions
-) -> tuple[Plan, Reads | None]:
+async def _plan(request: DeployRequest, desired: tuple[str, DeployOptions]) -> tuple[Plan, Reads | None]:
     """The plan, from the cache when it changes nothing or when the objects it would change are still the versions it
     was made from (with what its reads did), else from the API server (no reads from the cache: None); see the
     module's docstring."""
+    client = request.client
 
     async def planned() -> Plan:
         return await client.plan_deploy(
-            kapp_app_name(name),
-            files=[str(path)],
-            namespace=default_namespace,
-            app_namespace=namespace,
-            options=options,
+            kapp_app_name(request.name),
+            manifests=request.manifests,
+            namespace=desired[0],
+            app_namespace=request.namespace,
+            options=desired[1],
         )
 
     with cached_reads() as reads:
         plan = await planned()
-    if quiet_plan(plan) or await still_current(client, plan):
+    if quiet_plan(plan) or await client.still_current(plan):
         return plan, reads
     return await planned(), None
 
@@ -225,42 +199,19 @@ def quiet_plan(plan: Plan) -> bool:
     return plan.app.stored and not plan.changes and not plan.drifted
 
 
-def touched(plan: Plan) -> list[Obj]:
-    """The live objects the plan's changes start from (those it would update or delete, and the drifted ones)."""
-    changes = [c.change for c in plan.changes] + list(plan.drifted)
-    return list({objects.uid(c.existing): c.existing for c in changes if c.existing is not None}.values())
-
-
-async def still_current(client: AsyncClient, plan: Plan) -> bool:
-    """Whether each object the plan starts from is, on the API server, the version the plan saw."""
-    read = touched(plan)
-    if not read:
-        return True
-    seen = {objects.uid(obj): objects.metadata(obj).get("resourceVersion") for obj in read}
-    live = await get_each(client.cluster, plan.discovery, read)
-    return {objects.uid(obj): objects.metadata(obj).get("resourceVersion") for obj in live} == seen
-
-
-def _types(plan: Plan) -> list[ResourceType]:
-    """The types of the app's objects, each at its group's preferred version: the version a deploy lists them at, so
-    the watch of a type keeps what the next plan lists."""
-    found = (plan.discovery.preferred(g, k) for g, _, k in plan.used)
-    return list({t: None for t in found if t is not None})
-
-
 def _namespaces(plan: Plan) -> tuple[str, ...]:
     return tuple(n for n in plan.namespaces if n != "(cluster)")
 
 
 @contextlib.asynccontextmanager
-async def _reporting(text: io.StringIO, report: Report, interval: float) -> AsyncIterator[None]:
+async def _reporting(output: Callable[[], str], report: Report, interval: float) -> AsyncIterator[None]:
     """Report the output every `interval` seconds while it grows (a long deploy shows its progress in status)."""
 
     async def loop() -> None:
-        shown = text.getvalue()
+        shown = output()
         while True:
             await asyncio.sleep(interval)
-            if (now := text.getvalue()) != shown:
+            if (now := output()) != shown:
                 shown = now
                 with contextlib.suppress(KapplyError):
                     await report(now)
@@ -274,10 +225,6 @@ async def _reporting(text: io.StringIO, report: Report, interval: float) -> Asyn
             await task
 
 
-def field_key(item: OutsideField) -> tuple[str, str]:
+def field_key(item: FieldReport) -> tuple[str, str]:
     """What identifies a reported field across syncs: its resource and path."""
-    return item.change.describe(), str(item.field.path)
-
-
-def fields_of(items: Sequence[OutsideField]) -> dict[tuple[str, str], OutsideField]:
-    return {field_key(i): i for i in items}
+    return item.resource, item.path

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from kapply.diff.fields import FieldPath
+from kapply.api import FieldPath
 from kapply.objects import Obj
 
 if TYPE_CHECKING:

@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kapply.api import delete_options, deploy_options
+from kapply.api import DeleteOptions, DeployOptions, delete_options, deploy_options
 from kapply.controller.spec import Deploy
-from kapply.delete import DeleteOptions
-from kapply.deploy import DeployOptions
 from kapply.errors import KapplyError
 from kapply.flags import (
     APP_CHANGES_MAX_TO_KEEP,
@@ -25,6 +23,7 @@ from kapply.flags import (
     Flag,
     Kind,
     convert,
+    diff_view,
 )
 
 _DECLARED = {flag.name: flag for flag in (*GLOBAL_FLAGS, TTY, *DEPLOY_FLAGS)}
@@ -128,6 +127,11 @@ def from_spec(deploy: Deploy) -> tuple[DeployOptions, dict[str, Any]]:
         # kapp-controller passes `mapNs` and the raw options both to kapp, whose list flags accumulate.
         values[name] = _accumulated(DEPLOY[name], values, value)
     return deploy_options(values), values
+
+
+def shows_changes(values: dict[str, Any]) -> bool:
+    """Whether the output shows the plan's diff before its changes table (`--diff-changes` among the values)."""
+    return diff_view(values).changes
 
 
 def delete_from_spec(deploy: Deploy) -> DeleteOptions:

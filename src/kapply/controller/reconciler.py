@@ -16,21 +16,20 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from kapply.api import AsyncClient
+from kapply.api import AsyncClient, DriftPolicy
 from kapply.controller import apps, ghosts, sandbox_app, timing
 from kapply.controller import status as st
 from kapply.controller.apps import APPS
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
-from kapply.controller.deploy import Deployed, DeployFailed, deploy, field_key
+from kapply.controller.deploy import Deployed, DeployFailed, DeployRequest, Hooks, deploy, field_key
 from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.metrics import AppCount, AppCounts
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import FINALIZER, AppSpec, SpecError, parse_spec
-from kapply.diff.drift import DriftPolicy
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, Connect, ResourceType
@@ -169,18 +168,13 @@ class Reconciler:
         deploying = time.monotonic()
         try:
             deployed = await deploy(
-                self.api,
-                client,
-                name,
-                namespace,
-                spec,
-                manifests,
-                memory.digest,
-                quiet=memory.quiet,
-                track=lambda label, types, namespaces: self.track((namespace, name), label, types, namespaces, connect),
-                owns=owns,
-                report=progress,
-                interval=self.settings.progress_interval,
+                DeployRequest(self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet),
+                Hooks(
+                    lambda label, types, namespaces: self.track((namespace, name), label, types, namespaces, connect),
+                    owns,
+                    progress,
+                    self.settings.progress_interval,
+                ),
             )
         except DeployFailed as e:
             memory.quiet = None
@@ -199,15 +193,13 @@ class Reconciler:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         memory = self._memory(namespace, name, previous)
         if memory.digest == deployed.digest:  # the same desired state as last time: every update was a ghost diff
-            found = {
-                field_key(f): (st.entry(f, deployed.config), f.change.resource, f.field.path) for f in deployed.ghosts
-            }
+            found = {field_key(f): (st.entry(f), f.obj, f.field) for f in deployed.ghosts}
             memory.ghosts = ghosts.after_sync(memory.ghosts, found, st.now(), self.settings.ghost_quiet_syncs)
         memory.digest = deployed.digest
         memory.quiet = deployed.quiet
         reports = {
             "ghostDiffs": st.ghost_diffs(memory.ghosts, previous),
-            "drift": st.drift(deployed.drift, spec.drift_policy, deployed.config),
+            "drift": st.drift(deployed.drift, spec.drift_policy),
         }
         unchanged_spec = previous.get("observedGeneration") == status["observedGeneration"]
         if not deployed.changed and unchanged_spec and previous.get("friendlyDescription") == "Reconcile succeeded":

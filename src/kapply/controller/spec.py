@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kapply.diff.drift import DriftPolicy
+from kapply.api import DriftPolicy
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.values import parse_duration

@@ -13,12 +13,8 @@ from typing import Any
 
 import yaml
 
-from kapply.config.config import Config
+from kapply.api import DriftPolicy, FieldPath, FieldReport, rebase_config
 from kapply.controller.ghosts import Ghost, Key
-from kapply.diff.attribution import OutsideField
-from kapply.diff.drift import DriftPolicy
-from kapply.diff.fields import FieldPath
-from kapply.diff.ghost import config_yaml, shown_value, suggest_rebase_rules
 from kapply.objects import Obj
 
 
@@ -130,14 +126,13 @@ def _without_times(value: Any) -> Any:
     return value
 
 
-def entry(item: OutsideField, config: Config) -> Obj:
+def entry(item: FieldReport) -> Obj:
     """A reported field: resource, path, desired and live values (masked as kapp masks them), and who wrote it."""
-    resource = item.change.resource
     return {
-        "resource": item.change.describe(),
-        "path": str(item.field.path),
-        "desired": shown_value(resource, item.field.desired, config),
-        "live": shown_value(resource, item.field.live, config),
+        "resource": item.resource,
+        "path": item.path,
+        "desired": item.desired,
+        "live": item.live,
         "writtenBy": item.written_by,
     }
 
@@ -156,10 +151,9 @@ def ghost_diffs(ghosts: Mapping[Key, Ghost], previous: Obj) -> Obj:
     diffs = [g.to_status() for g in ghosts.values()]
     if not by_resource:  # all read back after a restart: the suggestion stays as it was
         return {"diffs": diffs, "suggestedConfig": str((previous.get("ghostDiffs") or {}).get("suggestedConfig") or "")}
-    config = suggest_rebase_rules(list(by_resource.values()))
-    if any(g.source is None for g in ghosts.values()):  # read back: their rules are only in the previous suggestion
-        config["rebaseRules"] += [r for r in _suggested_rules(previous) if r not in config["rebaseRules"]]
-    return {"diffs": diffs, "suggestedConfig": config_yaml(config)}
+    # Entries read back have their rules only in the previous suggestion.
+    read_back = _suggested_rules(previous) if any(g.source is None for g in ghosts.values()) else []
+    return {"diffs": diffs, "suggestedConfig": rebase_config(list(by_resource.values()), read_back)}
 
 
 def _suggested_rules(status: Obj) -> list[Obj]:
@@ -172,11 +166,11 @@ def _suggested_rules(status: Obj) -> list[Obj]:
     return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
 
-def drift(kept: Sequence[OutsideField], policy: DriftPolicy, config: Config) -> Obj:
+def drift(kept: Sequence[FieldReport], policy: DriftPolicy) -> Obj:
     """`status.drift`: the fields others changed that the drift policy (`preserve`, `warn`) leaves as they are."""
     if not kept:
         return {}
-    return {"policy": policy.value, "fields": [entry(item, config) for item in kept]}
+    return {"policy": policy.value, "fields": [entry(item) for item in kept]}
 
 
 def with_reports(status: Obj, reports: Mapping[str, Obj]) -> Obj:
@@ -186,13 +180,13 @@ def with_reports(status: Obj, reports: Mapping[str, Obj]) -> Obj:
     return out
 
 
-def _listed(items: Sequence[OutsideField], limit: int = 5) -> str:
-    shown = [f"{i.change.describe()} {i.field.path} (written by {i.written_by})" for i in items[:limit]]
+def _listed(items: Sequence[FieldReport], limit: int = 5) -> str:
+    shown = [f"{i.resource} {i.path} (written by {i.written_by})" for i in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return "; ".join(shown) + more
 
 
-def ghost_message(found: Sequence[OutsideField], ghosts: Mapping[Key, Ghost]) -> str:
+def ghost_message(found: Sequence[FieldReport], ghosts: Mapping[Key, Ghost]) -> str:
     most = max((g.recurrences for g in ghosts.values()), default=1)
     return (
         f"Set back {len(found)} field(s) changed on the cluster although the desired state did not change "
@@ -201,7 +195,7 @@ def ghost_message(found: Sequence[OutsideField], ghosts: Mapping[Key, Ghost]) ->
     )
 
 
-def drift_message(kept: Sequence[OutsideField], policy: DriftPolicy) -> str:
+def drift_message(kept: Sequence[FieldReport], policy: DriftPolicy) -> str:
     return (
         f"{len(kept)} field(s) changed on the cluster, left as they are (drift policy {policy.value}): {_listed(kept)}"
     )

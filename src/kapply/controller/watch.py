@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import orjson
 
 from kapply import objects
+from kapply.api import is_transient
 from kapply.controller.cache import RECORD_SELECTOR, Cache, Store
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import FIELD_MANAGER, Cluster, Connect, Refusal, ResourceType, list_then_watch
-from kapply.resources.labeled import is_transient
 
 _log = logging.getLogger("kapply.controller")
 RETRY = 2.0  # seconds before a failed watch starts again

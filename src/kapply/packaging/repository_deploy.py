@@ -11,16 +11,21 @@ list, read or delete must be what the controller itself writes, else they fail n
 
 from __future__ import annotations
 
-import io
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kapply import objects
-from kapply.api import AsyncClient, delete_options, deploy_options
-from kapply.app import record
+from kapply.api import (
+    App,
+    AsyncClient,
+    DeleteOptions,
+    DeployOptions,
+    Transcript,
+    delete_options,
+    deploy_options,
+    record_names,
+)
 from kapply.controller.options import DELETE, DEPLOY, parse_raw_options
-from kapply.delete import DeleteOptions
-from kapply.deploy import DeployOptions
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names, overlap, store
@@ -80,7 +85,7 @@ def scope(name: str, namespace: str) -> Scope:
         (
             Allowed(names.DATA_GROUP, names.PACKAGE.plural),
             Allowed(names.DATA_GROUP, names.PACKAGE_METADATA.plural),
-            Allowed("", "configmaps", frozenset({app, app + record.FQ_SUFFIX}), (change_prefix(app),)),
+            Allowed("", "configmaps", record_names(app), (change_prefix(app),)),
         ),
     )
 
@@ -95,8 +100,8 @@ def confined(api: AsyncClient, name: str, namespace: str) -> AsyncClient:
     return api.through(Confined(api.cluster, scope(name, namespace)))
 
 
-def record_problems(app: record.App, namespace: str) -> list[str]:
-    """What in the repository's app record the controller cannot have written (record.find has already refused a
+def record_problems(app: App, namespace: str) -> list[str]:
+    """What in the repository's app record the controller cannot have written (reading it has already refused a
     label key or value that is not one). The fields that steer what the deploy and the delete reach: the label (the
     selector of every LIST), usedGKs and usedGVs (the kinds listed, and the APIs required), lastChange.namespaces (the
     namespaces listed in) and lastChangeName (the change it points at). The others (lastChange's times, description
@@ -126,7 +131,7 @@ async def check_record(client: AsyncClient, name: str, namespace: str) -> None:
     """Refuse a record of the repository's app (if it has one) that the controller cannot have written, naming it and
     its fields (`record_problems`); its ConfigMap deleted, the next deploy writes it anew (and takes the repository's
     Packages back by their names)."""
-    app = await record.find(client.cluster, namespace, names.repository_app_name(name))
+    app = await client.find_app(names.repository_app_name(name), namespace=namespace)
     problems = [] if app is None else record_problems(app, namespace)
     if app is not None and problems:
         raise KapplyError(
@@ -152,12 +157,7 @@ async def deploy(
     owns: Callable[[], Awaitable[None]],
 ) -> RepositoryDeployed:
     """Deploy the repository's objects (`owns` runs before anything is applied: the repository's finalizer)."""
-    from kapply.ui.changes import changes_table
-    from kapply.ui.messages import ProgressLines
-    from kapply.ui.output import Output
-
-    text = io.StringIO()
-    out = Output(tty=True, out=text)
+    out = Transcript()
     api = confined(api, name, namespace)
     try:
         await check_record(api, name, namespace)
@@ -179,15 +179,15 @@ async def deploy(
             app_namespace=namespace,
             options=repository_deploy_options(),
         )
-        out.table(changes_table(plan.changes))
+        out.plan(plan)
         changed = bool(plan.pending)
         await owns()
         if changed:
-            await api.run_deploy(plan, progress=ProgressLines(out))
+            await api.run_deploy(plan, progress=out.progress())
         out.finish()
     except KapplyError as e:
-        raise RepositoryDeployFailed(str(e), text.getvalue()) from e
-    return RepositoryDeployed(changed, text.getvalue(), tuple(left))
+        raise RepositoryDeployFailed(str(e), out.text) from e
+    return RepositoryDeployed(changed, out.text, tuple(left))
 
 
 async def delete(api: AsyncClient, name: str, namespace: str) -> None:
