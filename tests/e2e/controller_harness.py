@@ -7,8 +7,9 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -24,6 +25,7 @@ from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccountToken
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.faults import http_client
 from tests.e2e.harness import Cluster, eventually, external_tool, parse_json_output
@@ -79,6 +81,42 @@ def endpoint(log: Path, timeout: float = 30) -> str:
         return match.group(1) if match else None
 
     return str(eventually(found, timeout=timeout, what=f"the endpoints named in {log.name}"))
+
+
+def app_syncs(urls: str | Sequence[str], namespace: str) -> dict[str, tuple[int, int]]:
+    """The namespace's Apps' reconciles started and ended (succeeded or failed), by App name, summed over the
+    controllers at `urls`: their kapp-controller counters `kappctrl_app_reconcile_{attempt,success,failure}_total`."""
+    found: dict[str, tuple[int, int]] = {}
+    for url in [urls] if isinstance(urls, str) else urls:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if not sample.name.startswith("kappctrl_app_reconcile_") or sample.labels["namespace"] != namespace:
+                    continue
+                started, ended = found.get(sample.labels["name"], (0, 0))
+                if sample.name == "kappctrl_app_reconcile_attempt_total":
+                    started += int(sample.value)
+                elif sample.name in ("kappctrl_app_reconcile_success_total", "kappctrl_app_reconcile_failure_total"):
+                    ended += int(sample.value)
+                found[sample.labels["name"]] = (started, ended)
+    return found
+
+
+def wait_syncs(
+    urls: str | Sequence[str], namespace: str, names: str | Sequence[str], n: int = 1, timeout: float = 60
+) -> None:
+    """Wait until `n` syncs of each App `names` that started after this call have ended, their writes (status,
+    Events, app-changes) done: what a test means by "n syncs have happened", where a sleep of n sync periods would
+    guess. (Of an App's syncs ended, at most as many as had started at the call started before it.)"""
+    apps = [names] if isinstance(names, str) else list(names)
+    started = {name: count[0] for name, count in app_syncs(urls, namespace).items()}
+
+    def waiting() -> list[str]:
+        ended = {name: count[1] for name, count in app_syncs(urls, namespace).items()}
+        return [name for name in apps if ended.get(name, 0) < started.get(name, 0) + n]
+
+    eventually(lambda: not waiting(), timeout=timeout, interval=0.2, what=f"{n} syncs of each of {apps}")
 
 
 def deployer(namespace: str, name: str = "deployer", rules: list[dict[str, Any]] | None = None) -> str:

@@ -4,7 +4,6 @@ them, deleted with their resources, and failures that name their cause while oth
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,9 +18,11 @@ from tests.e2e.controller_harness import (
     condition,
     delete_apps_and_show_log,
     deployer,
+    endpoint,
     inline_app,
     running_controller,
     status,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually
 
@@ -89,6 +90,8 @@ def test_an_app_is_deployed_reported_and_deleted_with_its_resources(running, kub
 def test_a_change_to_the_spec_is_deployed_and_a_paused_app_is_left_alone(running, kube: Client, namespace: str):
     apply(kube, deployer(namespace))
     kube.create(App(**inline_app("hello", namespace, {"cm.yml": CM})))
+    witness = CM.replace("greeting", "witness")  # an App on the same 2 s period, not paused: its syncs tell the time
+    kube.create(App(**inline_app("witness", namespace, {"cm.yml": witness})))
     eventually(lambda: condition(kube, namespace, "hello") == "ReconcileSucceeded", timeout=30, what="success")
     kube.patch(
         App,
@@ -109,7 +112,7 @@ def test_a_change_to_the_spec_is_deployed_and_a_paused_app_is_left_alone(running
         what="paused",
     )
     kube.patch(ConfigMap, "greeting", {"data": {"text": "changed by hand"}}, namespace=namespace)
-    time.sleep(4)  # two sync periods: a paused App is not reconciled
+    wait_syncs(endpoint(running.log), namespace, "witness", 2)  # two sync periods: a paused App is not reconciled
     assert kube.get(ConfigMap, "greeting", namespace=namespace).data == {"text": "changed by hand"}
 
 

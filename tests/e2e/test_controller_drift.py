@@ -16,7 +16,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,9 +39,11 @@ from tests.e2e.controller_harness import (
     delete_apps_and_show_log,
     deployer,
     dispatched,
+    endpoint,
     inline_app,
     running_controller,
     status,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually
 
@@ -188,10 +189,8 @@ def test_a_ghost_diff_stays_listed_between_its_recurrences_and_goes_after_quiet_
     )[0]  # type: ignore[index]
     assert first["recurrences"] == 1 and first["firstSeen"] == first["lastSeen"], first
     eventually(lambda: replicas(kube, namespace) == 2, timeout=10, what="the replicas set back")
-    # Two quiet syncs, half of what it takes to drop it: the other half is the margin for a slow machine, where the
-    # polls above may see the set-back late (with QUIET_SYNCS - 1 the second scale could come after the entry was
-    # dropped, and count as a first recurrence again).
-    time.sleep(2 * (QUIET_SYNCS - 2))
+    # Two quiet syncs after the one that set it back (which may still be writing), half of what it takes to drop it.
+    wait_syncs(endpoint(running.log), namespace, "web", QUIET_SYNCS - 2)  # type: ignore[attr-defined]
     assert ghost(kube, namespace, "web", "spec.replicas") == [first], "still listed, unchanged: nothing written"
     scale(kube, namespace, 1)  # the HPA acts again
     again = eventually(
@@ -241,10 +240,11 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
         assert rule["path"] == ["spec", "replicas"] and rule["sources"] == ["existing", "new"], config
         generation = set_files(kube, namespace, "web", {"web.yml": deployment(2), "rebase.yml": config})
         eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
-        time.sleep(2)  # a sync under way when the rule arrived may still record its change
+        url = endpoint(running.log)  # type: ignore[attr-defined]
+        wait_syncs(url, namespace, "web")  # a sync with the rule, start to end
         settled = app_changes(kube, namespace)
         last = ghost(kube, namespace, "web", "spec.replicas")
-        time.sleep(10)  # five sync periods, the other actor still at work
+        wait_syncs(url, namespace, "web", 4)  # four more, the other actor still at work
         assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
         # The ghost diff stays listed, no longer recurring, until QUIET_SYNCS syncs in a row passed without it.
         assert ghost(kube, namespace, "web", "spec.replicas") in ([], last)
@@ -269,7 +269,7 @@ def test_seed_004_preserve_keeps_an_outside_change_until_the_desired_value_chang
             "writtenBy": "kubectl (Update, scale)",
         }
     ]
-    time.sleep(6)  # three sync periods
+    wait_syncs(endpoint(running.log), namespace, "web", 2)  # type: ignore[attr-defined]
     assert replicas(kube, namespace) == 1
     generation = set_files(kube, namespace, "web", {"web.yml": deployment(3)})
     eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the new desired state")
@@ -295,7 +295,7 @@ def test_seed_004_warn_reports_an_outside_change_and_leaves_it(
     assert event.type == "Warning" and "spec.replicas" in event.message and "kubectl" in event.message
     drift = (status(kube, namespace, "web").get("drift") or {})["fields"]
     assert [(f["path"], f["live"]) for f in drift] == [("spec.replicas", "1")]
-    time.sleep(6)  # three sync periods
+    wait_syncs(endpoint(running.log), namespace, "web", 2)  # type: ignore[attr-defined]
     assert replicas(kube, namespace) == 1
     assert len(events(kube, namespace, "Drift")) == 1, "the same drift is told once"
 
@@ -420,9 +420,10 @@ def test_a_webhook_that_stamps_configmaps_is_named_and_its_suggested_rule_ends_t
         assert rule["resourceMatchers"] == [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "ConfigMap"}}]
         generation = set_files(kube, namespace, "cms", {"cms.yml": CONFIGMAPS, "rebase.yml": config})
         eventually(lambda: deployed(kube, namespace, "cms", generation), timeout=30, what="the rule deployed")
-        time.sleep(2)
+        url = endpoint(running.log)  # type: ignore[attr-defined]
+        wait_syncs(url, namespace, "cms")  # a sync with the rule, start to end
         settled = app_changes(kube, namespace)
-        time.sleep(8)  # four sync periods
+        wait_syncs(url, namespace, "cms", 3)
         assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
         assert "ghostDiffs" not in status(kube, namespace, "cms")
 
@@ -441,9 +442,10 @@ def test_an_unchanged_app_writes_nothing_across_ten_syncs(
     ):
         files = {"app.yml": deployment(2) + "---\n" + CONFIGMAPS.replace('labels: {inject: "yes"}', "labels: {}")}
         create_app(kube, namespace, "web", files, syncPeriod="1s")
-        time.sleep(3)  # the deploy's last writes, and the first no-change syncs
+        url = endpoint(running.log)  # type: ignore[attr-defined]
+        wait_syncs(url, namespace, "web", 2)  # the deploy's last writes done, and a first no-change sync
         before = dispatched(cluster, writes), dispatched(cluster, reads)
-        time.sleep(12)  # at least ten sync periods of 1 s
+        wait_syncs(url, namespace, "web", 10)
         after = dispatched(cluster, writes), dispatched(cluster, reads)
     synced = running.log.read_text().count(f"{namespace}/web: no changes")  # type: ignore[attr-defined]
     assert synced >= 10, f"the App was synced ({synced} syncs)"
@@ -478,10 +480,10 @@ def test_seed_000_omitted_replicas_the_syncs_after_the_suggested_rule_report_no_
         config = (status(kube, namespace, "web").get("ghostDiffs") or {})["suggestedConfig"]
         generation = set_files(kube, namespace, "web", {"web.yml": omitted, "rebase.yml": config})
         eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
-        time.sleep(2)  # a sync under way when the rule arrived may still count
         last = ghost(kube, namespace, "web", "spec.replicas")
-        for _ in range(4):  # the syncs right after the rule
-            time.sleep(1.5)
+        url = endpoint(running.log)  # type: ignore[attr-defined]
+        for _ in range(3):  # the syncs right after the rule's (it ended: its status says so)
+            wait_syncs(url, namespace, "web")
             assert reported_paths(kube, namespace) <= {"spec.replicas"}
             assert ghost(kube, namespace, "web", "spec.replicas") in ([], last), "no recurrence once the rule is in"
     assert replicas(kube, namespace) == 3

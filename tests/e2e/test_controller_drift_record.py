@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,9 +31,11 @@ from tests.e2e.controller_harness import (
     create_if_missing,
     delete_apps_and_show_log,
     deployer,
+    endpoint,
     inline_app,
     running_controller,
     status,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, KapplyRunner, eventually, external_tool
 
@@ -175,7 +176,7 @@ def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_
     generation = set_files(kube, namespace, "web", {"web.yml": deployment(2, NEW_IMAGE)})
     eventually(lambda: deployed(kube, namespace, "web", generation), timeout=60, what="the new image deployed")
     assert image(kube, namespace) == NEW_IMAGE
-    time.sleep(6)  # three sync periods after the deploy
+    wait_syncs(endpoint(running.log), namespace, "web", 2)  # type: ignore[attr-defined]
     assert live(kube, namespace).spec.replicas == 0, "warn reverts nothing"
     assert drift(kube, namespace, "web") == [("spec.replicas", "2", "0")], "the drift is still reported"
     assert [e.type for e in events(kube, namespace, "Drift")][:1] == ["Warning"]

@@ -12,7 +12,6 @@ those of the Apps' accounts can be counted apart from everyone else's.
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,13 @@ from tests.e2e.controller_harness import (
     counted,
     deployer,
     dispatched,
+    endpoint,
     exists,
     inline_app,
     install_crd,
     status,
     tool_env,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually
 
@@ -122,9 +123,9 @@ def test_an_unchanged_apps_syncs_make_no_list_no_get_and_no_write(
         counted(kube, writes, subjects, ["create", "update", "patch", "delete", "deletecollection"]),
     ):
         before = dispatched(cluster, reads), dispatched(cluster, writes), syncs(running, namespace, "web")
-        time.sleep(8)  # eight sync periods
+        wait_syncs(endpoint(running.logs_by_name["controller"]), namespace, "web", 6)
         after = dispatched(cluster, reads), dispatched(cluster, writes), syncs(running, namespace, "web")
-    assert after[2] - before[2] >= 5, f"the App was synced ({after[2] - before[2]} syncs in 8 s)"
+    assert after[2] - before[2] >= 6, f"the App was synced ({after[2] - before[2]} unchanged syncs)"
     assert after[1] - before[1] == 0, f"{after[1] - before[1]} writes by an unchanged App"
     assert after[0] - before[0] == 0, f"{after[0] - before[0]} LISTs and GETs by an unchanged App's syncs"
 

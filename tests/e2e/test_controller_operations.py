@@ -119,11 +119,12 @@ def test_an_app_whose_service_account_is_missing_backs_off_and_is_deleted_at_onc
     app = inline_app("orphan", namespace, {"cm.yml": config_map("cm", a="b")}, serviceAccountName="nobody")
     app["spec"]["syncPeriod"] = "1m"  # retries back off up to the sync period: 2, 4, 8, 16 s
     kube.create(App(**app))
-    eventually(lambda: failures(kube, namespace, "orphan") >= 1, timeout=30, what="the first failure")
+    eventually(lambda: failures(kube, namespace, "orphan") >= 1, timeout=30, interval=0.2, what="the first failure")
+    first = time.monotonic()
     assert 'serviceaccounts "nobody" not found' in status(kube, namespace, "orphan")["usefulErrorMessage"]
-    time.sleep(12)
-    count = failures(kube, namespace, "orphan")
-    assert 2 <= count <= 4, f"{count} failures in about 12 s: the delays do not grow as 2, 4, 8 s"
+    eventually(lambda: failures(kube, namespace, "orphan") >= 3, timeout=30, interval=0.2, what="two retries")
+    waited = time.monotonic() - first
+    assert waited >= 5, f"the third failure {waited:.1f} s after the first: the delays do not grow as 2, 4 s"
     assert not (kube.get(App, "orphan", namespace=namespace).metadata.finalizers or []), "a finalizer before a deploy"
     kube.delete(App, "orphan", namespace=namespace)
     eventually(lambda: gone(kube, namespace, "orphan"), timeout=5, interval=0.2, what="the App gone at once")
@@ -139,10 +140,13 @@ def test_a_failing_delete_backs_off_instead_of_spinning_and_ends_when_the_accoun
     eventually(lambda: condition(kube, namespace, "leaving") == "ReconcileSucceeded", timeout=30, what="deployed")
     kube.delete(Role, "deployer", namespace=namespace)  # the account may delete nothing any more
     kube.delete(App, "leaving", namespace=namespace)
-    eventually(lambda: condition(kube, namespace, "leaving") == "DeleteFailed", timeout=30, what="DeleteFailed")
-    time.sleep(12)
-    count = failures(kube, namespace, "leaving")
-    assert 2 <= count <= 4, f"{count} failed deletes in about 12 s: not backing off"
+    eventually(
+        lambda: condition(kube, namespace, "leaving") == "DeleteFailed", timeout=30, interval=0.2, what="DeleteFailed"
+    )
+    first = time.monotonic()
+    eventually(lambda: failures(kube, namespace, "leaving") >= 3, timeout=30, interval=0.2, what="two retries")
+    waited = time.monotonic() - first
+    assert waited >= 5, f"the third failed delete {waited:.1f} s after the first: not backing off as 2, 4 s"
     create(kube, deployer(namespace))
     eventually(lambda: gone(kube, namespace, "leaving"), timeout=30, what="the App deleted once it may delete")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from tests.e2e.controller_harness import (
     inline_app,
     install_crd,
     tool_env,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually
 
@@ -183,13 +183,13 @@ def test_replicas_share_the_apps_a_killed_ones_move_a_new_one_takes_its_share_an
 
     # Steady: each App is reconciled, every sync, by the process holding its shard, and by no other.
     since = datetime.now(UTC)
-    time.sleep(3 * 2 + 1)  # three sync periods
+    urls = {name: endpoint(controllers.logs_by_name[name]) for name in processes}
+    wait_syncs(list(urls.values()), namespace, names, 2)
     steady = [r for r in reconciles(controllers, namespace) if r.started >= since]
     assert holders(kube, namespace, pids) == owner
     for name in names:
         by = Counter(r.process for r in steady if r.app == name)
         assert set(by) == {owner[shard[name]]} and by[owner[shard[name]]] >= 2, (name, by)
-    urls = {name: endpoint(controllers.logs_by_name[name]) for name in processes}
     assert sum(metric(urls[n], "kapply_shards_held") for n in processes) == SHARDS
     assert all(metric(urls[n], "kapply_shards") == SHARDS for n in processes)
 
@@ -245,7 +245,8 @@ def test_replicas_share_the_apps_a_killed_ones_move_a_new_one_takes_its_share_an
     assert took < DURATION + 5, took  # process start-up, and two renew periods
     owner = holders(kube, namespace, pids)
     since = datetime.now(UTC)
-    time.sleep(3 * 2 + 1)
+    urls["d"] = endpoint(controllers.logs_by_name["d"])
+    wait_syncs([urls[n] for n in ("a", "b", "d")], namespace, names, 2)
     steady = [r for r in reconciles(controllers, namespace) if r.started >= since]
     assert holders(kube, namespace, pids) == owner
     for name in names:

@@ -7,7 +7,6 @@ no more app-change per sync."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +19,7 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from kapply.packaging import names
-from tests.e2e.controller_harness import App, deployer
+from tests.e2e.controller_harness import App, deployer, endpoint, wait_syncs
 from tests.e2e.controller_harness import create_all as create_objects
 from tests.e2e.harness import Cluster, eventually
 from tests.e2e.packaging_harness import (
@@ -118,7 +117,7 @@ def test_a_ghost_diff_is_shown_on_the_install_and_its_suggested_overlay_ends_it(
 ) -> None:
     install_crds(cluster, kube)
     create_objects(kube, deployer(namespace))
-    with packaging_controller(cluster, kube, namespace, tmp_path):
+    with packaging_controller(cluster, kube, namespace, tmp_path) as running:
         create(kube, namespace, web_package(), install("web", REF, "1.0.0"))
         eventually(
             lambda: condition(kube, PackageInstall, namespace, "web") == "ReconcileSucceeded",
@@ -173,9 +172,10 @@ def test_a_ghost_diff_is_shown_on_the_install_and_its_suggested_overlay_ends_it(
                 timeout=60,
                 what="the App deployed with the overlay",
             )
-            time.sleep(2)  # a sync under way when the overlay arrived may still record its change
+            url = endpoint(running.log)
+            wait_syncs(url, namespace, "web")  # a sync with the overlay, start to end
             settled = app_changes(kube, namespace)
-            time.sleep(10)  # five sync periods, the other actor still at work
+            wait_syncs(url, namespace, "web", 4)  # four more, the other actor still at work
             assert app_changes(kube, namespace) == settled, "no new app-change once the overlay is in place"
             assert replicas(kube, namespace) == 1, "the cluster's value is kept"
         rule = yaml.safe_load(str(reported["suggestedConfig"]).removeprefix("---\n"))["rebaseRules"][0]
