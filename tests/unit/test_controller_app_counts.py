@@ -13,7 +13,6 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kapply.config.config import Config
 from kapply.controller.cache import Cache
 from kapply.controller.deploy import Deployed
 from kapply.controller.main import Controller, ControllerOptions
@@ -135,7 +134,7 @@ def test_a_failed_pass_counts_an_attempt_and_a_failure_once_its_status_is_writte
 def test_a_pass_that_deployed_counts_a_success_once_its_status_is_written() -> None:
     r, cluster, _ = reconciler()
     the_app = app(VALID)
-    deployed = Deployed(1, True, "applied", "digest", [], [], Config())
+    deployed = Deployed(1, True, "applied", "digest", (), ())
     asyncio.run(r._succeeded(the_app, parse_spec(the_app), {"observedGeneration": 1}, {}, deployed, "now"))
     assert counted(r) == {("team", "web"): [0, 1, 0, 0, 0]}
     assert cluster.writes[-1]["friendlyDescription"] == "Reconcile succeeded"
