@@ -14,7 +14,7 @@ import yaml
 
 from kapply import deploy as deploy_pipeline
 from kapply import objects
-from kapply.api import AsyncClient, FieldReport, ghost_diffs, rebase_config, record_names
+from kapply.api import AsyncClient, FieldReport, Transcript, ghost_diffs, rebase_config, record_names
 from kapply.config.config import Config
 from kapply.diff import ghost
 from kapply.diff.attribution import OutsideField
@@ -304,3 +304,24 @@ def test_find_app_is_none_without_a_record_and_the_record_with_one() -> None:
     }
     app = asyncio.run(client(cluster).find_app("web"))
     assert app is not None and (app.name, app.namespace, app.meta.label_value) == ("web", "ns", "1")
+
+
+# kapp's output as text.
+
+
+def test_a_transcript_holds_kapps_output_as_it_grows() -> None:
+    out = Transcript()
+    out.line("Target cluster 'https://127.0.0.1:1'")
+    progress = out.progress()
+    progress.section("applying 1 changes [0/1 done]")
+    so_far = out.text
+    progress.line("create configmap/cm (v1) namespace: ns")
+    assert out.text.startswith(so_far) and out.text != so_far  # a long deploy reports it while it grows
+    out.finish()
+    lines = out.text.splitlines()
+    assert lines[0] == "Target cluster 'https://127.0.0.1:1'"
+    assert [line.split(": ", 1)[1] for line in lines if ": " in line and line[0].isdigit()] == [
+        "---- applying 1 changes [0/1 done] ----",
+        "create configmap/cm (v1) namespace: ns",
+    ]
+    assert lines[-1] == "Succeeded"
