@@ -9,7 +9,6 @@ version, listed, and the install upgraded to it."""
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,9 +16,10 @@ import pytest
 from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Secret, Service, ServiceAccount
+from lightkube.types import PatchType
 
 from kapply.packaging import names
-from tests.e2e.controller_harness import App
+from tests.e2e.controller_harness import App, endpoint, wait_syncs
 from tests.e2e.harness import Cluster, KapplyRunner, eventually
 from tests.e2e.package_cli_harness import (
     REF,
@@ -55,6 +55,19 @@ def succeeded(result: object) -> str:
     assert getattr(result, "returncode", None) == 0, stdout + stderr
     assert stdout.rstrip().endswith("Succeeded"), stdout
     return str(stdout)
+
+
+def scale_up_once(kube: Client, namespace: str) -> None:
+    """The HPA scales the Deployment up once, as `kubectl scale` (the actor brings it back down): writes the drift
+    watch sees, each calling for a sync of the App (its own period is 30 s)."""
+    kube.patch(
+        Deployment.Scale,
+        "simple-app",
+        {"spec": {"replicas": 3}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+        field_manager="kubectl",
+    )
 
 
 def test_seed_000_the_ghost_diff_story_told_with_kapply_package(
@@ -143,9 +156,12 @@ def test_seed_000_the_ghost_diff_story_told_with_kapply_package(
         app = get(kube, App, namespace, INSTALL) or {}
         assert {"secretRef": {"name": overlays}} in app["spec"]["template"][0]["ytt"]["inline"]["pathsFrom"]
 
-        time.sleep(2)  # a sync under way when the overlay arrived may still record its change
+        # The sync with the overlay ended (the install's status says so): the syncs the actor's writes call for now
+        # deploy nothing.
+        url = endpoint(running.log)
         settled = app_changes(kube, namespace, INSTALL)
-        time.sleep(10)  # the actor still at work
+        scale_up_once(kube, namespace)
+        wait_syncs(url, namespace, INSTALL)
         assert app_changes(kube, namespace, INSTALL) == settled, "no new app-change once the overlay is in place"
         assert replicas(kube, namespace) == 1, "the cluster's value is kept"
 
@@ -161,9 +177,9 @@ def test_seed_000_the_ghost_diff_story_told_with_kapply_package(
         assert status(kube, PackageInstall, namespace, INSTALL)["version"] == "2.0.0"
         app = get(kube, App, namespace, INSTALL) or {}
         assert app["metadata"]["annotations"][names.PACKAGE_VERSION_ANNOTATION] == "2.0.0"
-        time.sleep(2)
         settled = app_changes(kube, namespace, INSTALL)
-        time.sleep(6)
+        scale_up_once(kube, namespace)
+        wait_syncs(url, namespace, INSTALL)
         assert app_changes(kube, namespace, INSTALL) == settled, "the upgrade keeps the overlay: still no ghost diff"
         assert replicas(kube, namespace) == 1
 
