@@ -17,7 +17,7 @@ from kapply.controller.cache import Cache
 from kapply.controller.deploy import Deployed
 from kapply.controller.main import Controller, ControllerOptions
 from kapply.controller.metrics import AppCount, AppCounts, Metrics
-from kapply.controller.reconciler import Reconciler
+from kapply.controller.reconciler import Done, Failed, Reconciler
 from kapply.controller.spec import FINALIZER, parse_spec
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
@@ -135,7 +135,7 @@ def test_a_pass_that_deployed_counts_a_success_once_its_status_is_written() -> N
     r, cluster, _ = reconciler()
     the_app = app(VALID)
     deployed = Deployed(1, True, "applied", "digest", (), ())
-    asyncio.run(r._succeeded(the_app, parse_spec(the_app), {"observedGeneration": 1}, {}, deployed, "now"))
+    asyncio.run(r._succeeded(the_app, parse_spec(the_app), {"observedGeneration": 1}, {}, Done(deployed, "now")))
     assert counted(r) == {("team", "web"): [0, 1, 0, 0, 0]}
     assert cluster.writes[-1]["friendlyDescription"] == "Reconcile succeeded"
 
@@ -172,3 +172,15 @@ def test_a_failed_delete_counts_a_delete_failure_once_its_status_is_written() ->
 def test_the_controllers_app_reconciler_counts_into_its_metrics() -> None:
     c = Controller(SimpleNamespace(cluster=SimpleNamespace()), ControllerOptions())  # type: ignore[arg-type]
     assert c.reconciler.counts is c.metrics.apps
+
+
+def test_a_failed_stage_s_entries_are_in_the_status_it_fails_with() -> None:
+    r, cluster, _ = reconciler()
+    the_app = app(VALID)
+    fetch = {"exitCode": 1, "error": "Fetching resources: no"}
+    again = asyncio.run(
+        r._fail(the_app, {"observedGeneration": 1}, parse_spec(the_app), Failed("no", "err", {"fetch": fetch}))
+    )
+    written = cluster.writes[-1]
+    assert written["fetch"] == fetch and written["friendlyDescription"] == "Reconcile failed: no"
+    assert written["usefulErrorMessage"] == "err" and again > 0

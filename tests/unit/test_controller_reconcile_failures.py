@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kapply.controller.cache import Cache
-from kapply.controller.reconciler import Reconciler
+from kapply.controller.reconciler import Failed, Reconciler
 from kapply.errors import ConcurrencyError
 from kapply.objects import Obj
 
@@ -39,8 +39,8 @@ def reconciler(raised: BaseException, failed: list[tuple[str, str]]) -> Reconcil
     async def reconcile(app: Obj, spec: object, status: Obj) -> float:
         raise raised
 
-    async def fail(app: Obj, status: Obj, spec: object, message: str, useful: str) -> float:
-        failed.append((message, useful))
+    async def fail(app: Obj, status: Obj, spec: object, failure: Failed) -> float:
+        failed.append((failure.message, failure.useful))
         return 7.0
 
     r._reconcile = reconcile  # type: ignore[method-assign,assignment]

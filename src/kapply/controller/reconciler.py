@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 
 from kapply.api import AsyncClient, DriftPolicy
@@ -54,6 +55,31 @@ def reader(client: AsyncClient, namespace: str) -> ReadSource:
         return await client.cluster.get(SECRETS if kind == "Secret" else CONFIGMAPS, namespace, name)
 
     return read
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A stage that failed: the status's message, its useful error message, and its stages' status entries."""
+
+    message: str
+    useful: str
+    stages: Obj = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Templated:
+    """The fetch and template stages' result: the manifests to deploy, and the stages' status entries."""
+
+    manifests: str
+    stages: Obj
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The deploy stage's result, and when it started (its status entry's startedAt)."""
+
+    deployed: Deployed
+    started: str
 
 
 class Reconciler:
@@ -114,7 +140,7 @@ class Reconciler:
             return self.sync_period(spec)
         self.counts.count(namespace, name, AppCount.ATTEMPT)
         if spec is None:
-            return await self._fail(app, status, spec, problem, "")
+            return await self._fail(app, status, spec, Failed(problem, ""))
         try:
             return await self._reconcile(app, spec, status)
         except KapplyError:
@@ -122,75 +148,94 @@ class Reconciler:
         except Exception as e:  # a failure nothing foresaw still ends in the status, never in `Reconciling` forever
             _log.exception("%s/%s: reconcile failed unexpectedly", namespace, name)
             message = f"Reconcile failed: {type(e).__name__}: {e}"
-            return await self._fail(app, status, spec, message, message)
+            return await self._fail(app, status, spec, Failed(message, message))
 
     async def _reconcile(self, app: Obj, spec: AppSpec, status: Obj) -> float:
-        """Fetch, template, deploy; the status says how each stage went."""
-        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        """Fetch and template, then deploy: each stage returns what it did or how it failed, and the status is built
+        from the status the pass started with and those results."""
         previous: Obj = app.get("status") or {}
         if _starts_anew(previous, status):  # a new spec or a retry says so at once (kubectl wait sees it)
             await self._write_status(app, st.reconciling(status))
-        started = st.now()
         try:
-            client = await self._as_app(namespace, spec.service_account)
+            client = await self._as_app(app["metadata"]["namespace"], spec.service_account)
         except KapplyError as e:
-            return await self._fail(app, status, spec, str(e), str(e))
-        read = reader(client, namespace)
+            return await self._fail(app, status, spec, Failed(str(e), str(e)))
+        templated = await self._fetch_and_template(app, client)
+        if isinstance(templated, Failed):
+            return await self._fail(app, status, spec, templated)
+        status = {**status, **templated.stages}
+        deployed = await self._deploy(app, spec, client, templated.manifests, status)
+        if isinstance(deployed, Failed):
+            return await self._fail(app, status, spec, deployed)
+        return await self._succeeded(app, spec, status, previous, deployed)
+
+    async def _fetch_and_template(self, app: Obj, client: AsyncClient) -> Templated | Failed:
+        """The fetch and template stages, in the sandbox, reading with the App's own client."""
+        started = st.now()
+        read = reader(client, app["metadata"]["namespace"])
+        policy = FetchPolicy.from_settings(self.settings)
         try:
             lock, manifests = sandbox_app.result(
-                await self._sandbox().run(
-                    "app", sandbox_app.request(app, FetchPolicy.from_settings(self.settings)), read
-                )
+                await self._sandbox().run("app", sandbox_app.request(app, policy), read)
             )
         except SandboxFailed as e:
             if e.stage is Stage.FETCH:
                 error = f"Fetching resources: {e}"
-                status["fetch"] = st.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
-                return await self._fail(app, status, spec, error, e.stderr)
-            status["fetch"] = st.Stage(0, stdout=e.lock, started_at=started).to_status()
-            status["template"] = st.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
-            return await self._fail(app, status, spec, str(e), e.stderr)
-        status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
-        status["template"] = st.Stage(0).to_status(with_stdout=False)
-        memory = self._memory(namespace, name, previous)
+                fetch = st.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
+                return Failed(error, e.stderr, {"fetch": fetch})
+            fetched = st.Stage(0, stdout=e.lock, started_at=started).to_status()
+            template = st.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
+            return Failed(str(e), e.stderr, {"fetch": fetched, "template": template})
+        fetched = st.Stage(0, stdout=lock, started_at=started).to_status()
+        return Templated(manifests, {"fetch": fetched, "template": st.Stage(0).to_status(with_stdout=False)})
+
+    async def _deploy(self, app: Obj, spec: AppSpec, client: AsyncClient, manifests: str, status: Obj) -> Done | Failed:
+        """The deploy stage, with the App's own client; `status` (the fetch and template stages' included) is what
+        its progress is reported over while it runs."""
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        memory = self._memory(namespace, name, app.get("status") or {})
         started = st.now()
-
-        async def connect() -> Cluster:
-            return (await self._as_app(namespace, spec.service_account)).cluster
-
-        async def owns() -> None:  # from the first deploy that applies anything on (kapp-controller: at its start)
-            await self.api.cluster.add_finalizer(APPS, app, FINALIZER)
-
-        async def progress(output: str) -> None:
-            running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
-            await self._write_status(app, st.reconciling({**status, "deploy": running}))
-
+        request = DeployRequest(self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet)
         deploying = time.monotonic()
         try:
-            deployed = await deploy(
-                DeployRequest(self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet),
-                Hooks(
-                    lambda label, types, namespaces: self.track((namespace, name), label, types, namespaces, connect),
-                    owns,
-                    progress,
-                    self.settings.progress_interval,
-                ),
-            )
+            deployed = await deploy(request, self._hooks(app, spec, status, started))
         except DeployFailed as e:
             memory.quiet = None
             self.observe_deploy(time.monotonic() - deploying, False)
-            status["deploy"] = st.Stage(
-                1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
-            ).to_status(finished=True)
-            return await self._fail(app, status, spec, f"Deploying: {e}", str(e))
+            error = f"Deploying: {e}"
+            stage = st.Stage(1, stdout=e.output, stderr=f"kapply: Error: {e}", error=error, started_at=started)
+            return Failed(error, str(e), {"deploy": stage.to_status(finished=True)})
         self.observe_deploy(time.monotonic() - deploying, True)
-        return await self._succeeded(app, spec, status, previous, deployed, started)
+        return Done(deployed, started)
 
-    async def _succeeded(
-        self, app: Obj, spec: AppSpec, status: Obj, previous: Obj, deployed: Deployed, started: str
-    ) -> float:
+    def _hooks(self, app: Obj, spec: AppSpec, status: Obj, started: str) -> Hooks:
+        """What the deploy stage tells this reconciler: the drift watches to set up (with how to connect as the
+        App), that the App owns resources from now on (its finalizer), and its progress (the status)."""
+        namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        connect = partial(self._cluster_as_app, namespace, spec.service_account)
+        return Hooks(
+            track=partial(self._track, (namespace, name), connect),
+            owns=partial(self.api.cluster.add_finalizer, APPS, app, FINALIZER),
+            report=partial(self._progress, app, status, started),
+            interval=self.settings.progress_interval,
+        )
+
+    def _track(
+        self, key: Key, connect: Connect, label: str, types: list[ResourceType], namespaces: tuple[str, ...]
+    ) -> None:
+        self.track(key, label, types, namespaces, connect)
+
+    async def _cluster_as_app(self, namespace: str, account: str) -> Cluster:
+        return (await self._as_app(namespace, account)).cluster
+
+    async def _progress(self, app: Obj, status: Obj, started: str, output: str) -> None:
+        running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
+        await self._write_status(app, st.reconciling({**status, "deploy": running}))
+
+    async def _succeeded(self, app: Obj, spec: AppSpec, status: Obj, previous: Obj, done: Done) -> float:
         """Report a deploy that went well; `previous` is the status the pass started from."""
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        deployed = done.deployed
         memory = self._memory(namespace, name, previous)
         if memory.digest == deployed.digest:  # the same desired state as last time: every update was a ghost diff
             found = {field_key(f): (st.entry(f), f.obj, f.field) for f in deployed.ghosts}
@@ -208,8 +253,8 @@ class Reconciler:
             # written as reconciled.
             await self._write_status(app, st.with_reports(previous, reports))
         else:
-            status["deploy"] = st.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
-            await self._write_status(app, st.with_reports(st.succeeded(status), reports))
+            stage = st.Stage(0, stdout=deployed.output, started_at=done.started).to_status(finished=True)
+            await self._write_status(app, st.with_reports(st.succeeded({**status, "deploy": stage}), reports))
         _log.info(
             "%s/%s: %s%s",
             namespace,
@@ -232,8 +277,9 @@ class Reconciler:
             memory = self.memory[(namespace, name)] = ghosts.Memory(ghosts=ghosts.read_back(status))
         return memory
 
-    async def _fail(self, app: Obj, status: Obj, spec: AppSpec | None, message: str, useful: str) -> float:
-        failed = st.failed(status, st.Condition.RECONCILE_FAILED, message, useful)
+    async def _fail(self, app: Obj, status: Obj, spec: AppSpec | None, failure: Failed) -> float:
+        message = failure.message
+        failed = st.failed({**status, **failure.stages}, st.Condition.RECONCILE_FAILED, message, failure.useful)
         again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
         _log.warning(
             "%s/%s: %s (retrying in %.0fs)", app["metadata"]["namespace"], app["metadata"]["name"], message, again
