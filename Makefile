@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER := $(PYTHON) hack/cluster.py
 TOOLS := $(PYTHON) hack/tools.py
 
-.PHONY: venv test test-random unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build browser image mmdebstrap lint clean
+.PHONY: venv test unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build browser image mmdebstrap lint clean
 
 venv: $(VENV)/.installed
 
@@ -54,15 +54,6 @@ cluster-status:
 # Every test's time goes to test-durations.json (the 25 slowest are printed at the end).
 test: venv cluster-build tools-build browser mmdebstrap
 	env $$($(TOOLS) env) KAPPLY_CHROMIUM=$(CHROMIUM) KAPPLY_DURATIONS=test-durations.json $(BIN)/pytest
-
-# Every test in a random order (pytest-randomly, which pyproject's addopts turn off for every other run: modules,
-# then the tests within each, shuffled; the seed is printed and `RANDOM_SEED=N` repeats an order): no test may
-# depend on what an earlier one left behind. TESTS= narrows it (TESTS=tests/unit).
-RANDOM_SEED ?=
-TESTS ?=
-test-random: venv cluster-build tools-build browser mmdebstrap
-	env $$($(TOOLS) env) KAPPLY_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -o addopts="-ra --strict-markers --durations=15" \
-		$(if $(RANDOM_SEED),--randomly-seed=$(RANDOM_SEED)) $(TESTS)
 
 unit: venv
 	$(BIN)/pytest tests/unit tests/fuzz
