@@ -15,8 +15,8 @@ import yaml
 from kapply import __version__
 from kapply.cli.command import resolve
 from kapply.cli.controller_manifests import MANIFESTS, manifest_directory, stream
-from kapply.cli.flags import UsageError
 from kapply.cli.main import run
+from kapply.cli.pflag import UsageError
 from kapply.cli.tree import PROGRAM, global_flags, tree
 
 REPO = Path(__file__).resolve().parents[2]

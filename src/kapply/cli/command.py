@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kapply.cli.flags import Parsed, UsageError, parse, takes_value
+from kapply.cli.pflag import Parsed, UsageError, parse, takes_value
 from kapply.flags import Flag, Kind
 from kapply.values import format_duration
 

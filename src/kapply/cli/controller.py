@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
-from kapply.cli.flags import UsageError
+from kapply.cli.pflag import UsageError
 from kapply.cli.tree import CONTROLLER_NAMESPACE
 from kapply.flags import DEBUG
 

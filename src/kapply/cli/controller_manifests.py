@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args, Command, FlagSection
-from kapply.cli.flags import UsageError
+from kapply.cli.pflag import UsageError
 from kapply.flags import TTY, Flag, Kind
 
 if TYPE_CHECKING:

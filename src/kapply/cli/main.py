@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from kapply import __version__
 from kapply.cli.command import handler, resolve
-from kapply.cli.flags import UsageError
+from kapply.cli.pflag import UsageError
 from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.errors import KapplyError
 from kapply.flags import DEBUG

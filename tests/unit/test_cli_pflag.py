@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kapply.cli.flags import UsageError, parse
+from kapply.cli.pflag import UsageError, parse
 from kapply.flags import Flag, Kind
 from kapply.values import format_duration, parse_duration, parse_int
 
