@@ -15,12 +15,13 @@ reads apps and their history. The CLI and the controller use nothing else to do 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
 from kapply import delete as delete_pipeline
 from kapply import deploy as deploy_pipeline
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 Resources = Sequence[Mapping[str, Any]]
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
@@ -400,31 +403,41 @@ class AsyncClient:
         return await history.list_changes(self.cluster, await self.get_app(app, namespace=namespace))
 
 
+def _blocking(
+    method: Callable[Concatenate[AsyncClient, _P], Coroutine[Any, Any, _T]],
+) -> Callable[Concatenate[Client, _P], _T]:
+    """AsyncClient's `method` as a Client method: the same parameters (and docstring), the call run on the client's
+    event loop. It calls the method of that name on the client's `aio` (a subclass's, if it is one)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def run(self: Client, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        bound: Callable[_P, Coroutine[Any, Any, _T]] = getattr(self.aio, name)
+        return self._runner.run(bound(*args, **kwargs))
+
+    return run
+
+
+def _parameters_of(
+    of: Callable[Concatenate[Any, _P], None],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, _P], None]]:
+    """Gives a constructor that passes its arguments on to `of` the parameters of `of` (for type checkers and
+    `inspect.signature`): Client's are AsyncClient's, so the twins cannot differ."""
+
+    def declared(init: Callable[..., None]) -> Callable[Concatenate[Any, _P], None]:
+        return functools.update_wrapper(init, of, assigned=(), updated=())
+
+    return declared
+
+
 class Client:
     """The synchronous twin of AsyncClient (same arguments, same methods), for scripts and notebooks. Calls run on
     an event loop of its own, so one connection serves them all; use AsyncClient inside async code."""
 
-    def __init__(
-        self,
-        kubeconfig: str | os.PathLike[str] | None = None,
-        *,
-        context: str | None = None,
-        kubeconfig_yaml: str | None = None,
-        in_cluster: bool = False,
-        namespace: str | None = None,
-        timeout: float = 60,
-        service_account_dir: str | None = None,
-    ) -> None:
+    @_parameters_of(AsyncClient.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._runner = asyncio.Runner()
-        self.aio = AsyncClient(
-            kubeconfig,
-            context=context,
-            kubeconfig_yaml=kubeconfig_yaml,
-            in_cluster=in_cluster,
-            namespace=namespace,
-            timeout=timeout,
-            service_account_dir=service_account_dir,
-        )
+        self.aio = AsyncClient(*args, **kwargs)
 
     @classmethod
     def _of(cls, aio: AsyncClient) -> Client:
@@ -466,108 +479,24 @@ class Client:
     ) -> None:
         self.close()
 
-    def target(self) -> str:
-        return self._runner.run(self.aio.target())
-
-    def plan_deploy(
-        self,
-        app: str,
-        *,
-        files: Sequence[str | os.PathLike[str]] = (),
-        resources: Resources | None = None,
-        namespace: str | None = None,
-        app_namespace: str | None = None,
-        options: DeployOptions = DeployOptions(),
-        stdin: TextIO | None = None,
-        manifests: str | None = None,
-    ) -> Plan:
-        return self._runner.run(
-            self.aio.plan_deploy(
-                app,
-                files=files,
-                resources=resources,
-                namespace=namespace,
-                app_namespace=app_namespace,
-                options=options,
-                stdin=stdin,
-                manifests=manifests,
-            )
-        )
-
-    def check_deploy(self, plan: Plan) -> None:
-        self._runner.run(self.aio.check_deploy(plan))
-
-    def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
-        return self._runner.run(self.aio.run_deploy(plan, progress=progress))
-
-    def outside_changes(
-        self, plan: Plan, found: Sequence[tuple[Change, Sequence[FieldDrift]]] | None = None
-    ) -> list[OutsideField]:
-        return self._runner.run(self.aio.outside_changes(plan, found))
-
-    def outside_fields(self, plan: Plan, *, ghosts: bool = False) -> OutsideFields:
-        return self._runner.run(self.aio.outside_fields(plan, ghosts=ghosts))
+    # Each runs AsyncClient's method of the same name on this client's event loop (see _blocking).
+    target = _blocking(AsyncClient.target)
+    plan_deploy = _blocking(AsyncClient.plan_deploy)
+    check_deploy = _blocking(AsyncClient.check_deploy)
+    run_deploy = _blocking(AsyncClient.run_deploy)
+    outside_changes = _blocking(AsyncClient.outside_changes)
+    outside_fields = _blocking(AsyncClient.outside_fields)
 
     def resource_types(self, plan: Plan) -> list[ResourceType]:
         return self.aio.resource_types(plan)
 
-    def still_current(self, plan: Plan) -> bool:
-        return self._runner.run(self.aio.still_current(plan))
-
-    def deploy(
-        self,
-        app: str,
-        *,
-        files: Sequence[str | os.PathLike[str]] = (),
-        resources: Resources | None = None,
-        namespace: str | None = None,
-        app_namespace: str | None = None,
-        options: DeployOptions = DeployOptions(),
-        progress: Progress | None = None,
-    ) -> Result:
-        return self._runner.run(
-            self.aio.deploy(
-                app,
-                files=files,
-                resources=resources,
-                namespace=namespace,
-                app_namespace=app_namespace,
-                options=options,
-                progress=progress,
-            )
-        )
-
-    def plan_delete(
-        self, app: str, *, namespace: str | None = None, options: DeleteOptions = DeleteOptions()
-    ) -> DeletePlan | None:
-        return self._runner.run(self.aio.plan_delete(app, namespace=namespace, options=options))
-
-    def run_delete(self, plan: DeletePlan, *, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
-        return self._runner.run(self.aio.run_delete(plan, progress=progress))
-
-    def delete(
-        self,
-        app: str,
-        *,
-        namespace: str | None = None,
-        options: DeleteOptions = DeleteOptions(),
-        progress: Progress | None = None,
-    ) -> bool:
-        return self._runner.run(self.aio.delete(app, namespace=namespace, options=options, progress=progress))
-
-    def get_app(self, app: str, *, namespace: str | None = None) -> App:
-        return self._runner.run(self.aio.get_app(app, namespace=namespace))
-
-    def find_app(self, app: str, *, namespace: str | None = None) -> App | None:
-        return self._runner.run(self.aio.find_app(app, namespace=namespace))
-
-    def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
-        return self._runner.run(self.aio.inspect(app, namespace=namespace))
-
-    def list_apps(
-        self, namespace: str | None = None, *, all_namespaces: bool = False, labels: Mapping[str, str] | None = None
-    ) -> list[App]:
-        return self._runner.run(self.aio.list_apps(namespace, all_namespaces=all_namespaces, labels=labels))
-
-    def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
-        return self._runner.run(self.aio.app_changes(app, namespace=namespace))
+    still_current = _blocking(AsyncClient.still_current)
+    deploy = _blocking(AsyncClient.deploy)
+    plan_delete = _blocking(AsyncClient.plan_delete)
+    run_delete = _blocking(AsyncClient.run_delete)
+    delete = _blocking(AsyncClient.delete)
+    get_app = _blocking(AsyncClient.get_app)
+    find_app = _blocking(AsyncClient.find_app)
+    inspect = _blocking(AsyncClient.inspect)
+    list_apps = _blocking(AsyncClient.list_apps)
+    app_changes = _blocking(AsyncClient.app_changes)

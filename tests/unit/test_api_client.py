@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from typing import Any
 
 from kapply.api import AsyncClient, Client
 
@@ -36,3 +38,26 @@ def test_the_twins_methods_are_plain_and_async() -> None:
         twin = getattr(Client, name)
         if inspect.iscoroutinefunction(member):
             assert not inspect.iscoroutinefunction(twin), name
+
+
+class _FakeAsync:
+    """What a Client calls of its AsyncClient: here, answers saying on which event loop they ran."""
+
+    async def get_app(self, app: str, *, namespace: str | None = None) -> tuple[str, str | None, object]:
+        return app, namespace, asyncio.get_running_loop()
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_twin_runs_the_async_method_on_the_clients_own_loop() -> None:
+    with Client._of(_FakeAsync()) as client:  # type: ignore[arg-type]
+        first: Any = client.get_app("web", namespace="prod")
+        second: Any = client.get_app("db")
+    assert first[:2] == ("web", "prod") and second[:2] == ("db", None)
+    assert first[2] is second[2]  # one loop (so one connection) serves every call
+
+
+def test_a_twin_keeps_the_async_methods_name_and_docstring() -> None:
+    assert Client.get_app.__name__ == "get_app"
+    assert Client.get_app.__doc__ == AsyncClient.get_app.__doc__
