@@ -56,9 +56,9 @@ from urllib.request import getproxies, proxy_bypass
 import yaml
 import yarl
 
+from kapply.controller.runner import ToolError, run
 from kapply.controller.settings import FETCH_TIMEOUT, Settings
 from kapply.controller.spec import FetchSource, Git, Http, Inline, SourceRef, TagSelection
-from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
 from kapply.http import ANYWHERE, Destinations, aiohttp, guarded_connector
 from kapply.objects import Obj

@@ -7,7 +7,7 @@ each tool and format keep missing cases (a second YAML document, a header type),
 takes the controller down for every tenant. So the whole fetch and template stage of a sync runs in a child:
 
 - **A zygote.** One child process per controller (`python -I -m kapply.controller.sandbox`), started on first use
-  with an allow-listed environment (tools.environment: no kubeconfig, no credentials, no proxy passwords) and the
+  with an allow-listed environment (runner.environment: no kubeconfig, no credentials, no proxy passwords) and the
   fetch and template modules already imported. It holds nothing of the controller's: no token, no client, no
   memory of other tenants. For each job it forks (a few milliseconds, where starting Python and importing the
   fetchers costs ~0.4 s of CPU: a sync of an inline App stays cheap), and the forked child:
@@ -23,7 +23,7 @@ takes the controller down for every tenant. So the whole fetch and template stag
 - asks the controller for the Secrets and ConfigMaps the job reads (the parent reads them with the App's own
   account, as before), and sends back one result.
 - **The parent treats the child as untrusted too**: every message is a length-prefixed JSON frame, bounded in size
-  (a read request 4 KiB, the result tools.MAX_STDOUT plus 1 MiB); a read may only name a Secret or ConfigMap by an
+  (a read request 4 KiB, the result runner.MAX_STDOUT plus 1 MiB); a read may only name a Secret or ConfigMap by an
   object name; the whole job has `wall` seconds, after which its process group is killed. A child that dies, hangs
   or sends anything else ends its job with a FetchError or TemplateError naming the limit when one was reached,
   never with an exception in the controller.
@@ -56,7 +56,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kapply.controller import confine, tools
+from kapply.controller import confine, runner
 from kapply.controller.fetch import MAX_BYTES, ReadSource
 from kapply.controller.settings import Settings
 from kapply.errors import KapplyError
@@ -74,7 +74,7 @@ PROCESSES = 512
 _REAP_INTERVAL = 1.0  # seconds: the zygote waits for the jobs that ended at least this often
 _CPU_GRACE = 5  # seconds between SIGXCPU (the soft limit) and SIGKILL (the hard one)
 _REQUEST_MAX = 4 << 10  # bytes: a read request of the child's, the job's start
-_RESULT_MAX = tools.MAX_STDOUT + (1 << 20)  # bytes: the template output and the lock, as JSON
+_RESULT_MAX = runner.MAX_STDOUT + (1 << 20)  # bytes: the template output and the lock, as JSON
 _JOB_MAX = 64 << 20  # bytes: what the parent sends (a spec's inline files, a Secret read back)
 _HEADER = struct.Struct(">I")
 
@@ -249,7 +249,7 @@ class Sandbox:
                 raise SandboxFailed(
                     state.stage,
                     "Sandbox: the fetch and template process ended without a result (it was killed: it "
-                    f"{tools.memory_message(self.limits.memory)}, or {tools.cpu_message(self.limits.cpu)}, "
+                    f"{runner.memory_message(self.limits.memory)}, or {runner.cpu_message(self.limits.cpu)}, "
                     "or it crashed)",
                     lock=state.lock,
                 )
@@ -376,9 +376,9 @@ def _failure(failed: object, state: _JobState) -> SandboxFailed:
 
 
 def zygote_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The zygote's environment: what a tool may inherit (tools.environment), and the variables that name the tools
+    """The zygote's environment: what a tool may inherit (runner.environment), and the variables that name the tools
     and the fetch limits. HOME is set per job."""
-    env = tools.environment(environ, "/nonexistent")
+    env = runner.environment(environ, "/nonexistent")
     env |= {k: v for k, v in environ.items() if k.startswith("KAPPLY_") and not k.startswith("KAPPLY_SANDBOX")}
     env.pop("KUBECONFIG", None)
     return env
@@ -453,7 +453,7 @@ def _child(job_fd: int, start: Mapping[str, Any], confinements: frozenset[confin
         os.environ["TMPDIR"] = tempfile.tempdir = str(work / "tmp")
         os.chdir(work)
         (work / confine.VIEW).mkdir()
-        tools.configure(confinements, str(work))
+        runner.configure(confinements, str(work))
         connection = socket.socket(fileno=job_fd)
         connection.setblocking(True)
         connection.sendall(frame({"pid": os.getpid()}))
@@ -499,14 +499,14 @@ async def _job(connection: socket.socket, root: Path) -> None:
         message = {
             "failed": {
                 "stage": stage.value,
-                "message": f"Sandbox: the fetch and template process {tools.cpu_message()}",
+                "message": f"Sandbox: the fetch and template process {runner.cpu_message()}",
             }
         }
     except MemoryError:
         message = {
             "failed": {
                 "stage": stage.value,
-                "message": f"Sandbox: the fetch and template process {tools.memory_message()}",
+                "message": f"Sandbox: the fetch and template process {runner.memory_message()}",
             }
         }
     except Exception as e:  # noqa: BLE001 (any other failure is the job's, said in its status)

@@ -13,7 +13,7 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from kapply.controller import tools
+from kapply.controller import runner
 from kapply.controller.fetch import FetchPolicy, ReadSource, fetch
 from kapply.controller.sandbox import SandboxFailed, Stage
 from kapply.controller.spec import TemplateTool, parse_spec
@@ -72,13 +72,13 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
     app = request["app"]
     spec = parse_spec(app)
     policy = policy_from_json(request["policy"])
-    tools.confine_fetch_stage([PROGRAMS[step.tool] for step in spec.template], policy.allow_file_urls)
+    runner.confine_fetch_stage([PROGRAMS[step.tool] for step in spec.template], policy.allow_file_urls)
     try:
         lock = await fetch(spec.fetch, root, read, policy)
     except KapplyError as e:
         raise SandboxFailed(Stage.FETCH, str(e), getattr(e, "stderr", "")) from None
     await fetched(lock)
-    tools.confine_template_stage([PROGRAMS[step.tool] for step in spec.template])
+    runner.confine_template_stage([PROGRAMS[step.tool] for step in spec.template])
     meta = app["metadata"]
     try:
         manifests = await template(spec.template, root, read, meta["name"], meta["namespace"])

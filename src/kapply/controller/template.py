@@ -5,7 +5,7 @@ kapp-controller chains them); kustomize and helm can only start from files, so t
 
 The fetched files are the App author's, checked by fetch (no symlink leaves the fetch directory). Here: every path a
 step names is confined to the fetch directory after following symlinks; each tool runs in the fetch directory with
-the scrubbed environment of `tools.run`, and every value of the App's comes after `--` or as `--flag=value`, never
+the scrubbed environment of `runner.run`, and every value of the App's comes after `--` or as `--flag=value`, never
 as an option of its own (a helm release name `--post-renderer=./x` would otherwise run a program). kustomize follows
 `resources: [../../elsewhere]` out of the directory it builds and loads remote bases and files itself: every
 kustomization it can reach is read first (`check_kustomization`), and one that names a remote base or file or a path
@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from kapply.controller.fetch import FetchError, ReadSource, confined, source_data
+from kapply.controller.runner import ToolError, run
 from kapply.controller.spec import SourceRef, TemplateStep, TemplateTool, ValuesSource
-from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError
 
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from kapply import objects, programs, yamlio
 from kapply.controller.fetch import FetchError
+from kapply.controller.runner import ToolError, run
 from kapply.controller.spec import SpecError
 from kapply.controller.template import STDIN, kbld
-from kapply.controller.tools import ToolError, run
 from kapply.errors import KapplyError, ManifestError
 from kapply.objects import Obj
 from kapply.packaging import names, spec

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from kapply.controller import sandbox_app, tools
+from kapply.controller import runner, sandbox_app
 from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage
 from kapply.errors import KapplyError
@@ -41,13 +41,13 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
     source = RepositoryFetch(RepositorySource(request["source"]), request["config"])
     policy = sandbox_app.policy_from_json(request["policy"])
     bundle = source.source is RepositorySource.IMGPKG_BUNDLE
-    tools.confine_fetch_stage(["ytt", "kbld"], policy.allow_file_urls)
+    runner.confine_fetch_stage(["ytt", "kbld"], policy.allow_file_urls)
     try:
         lock = await fetch_repository(source, root, read, policy)
     except KapplyError as e:
         raise SandboxFailed(Stage.FETCH, str(e), getattr(e, "stderr", "")) from None
     await fetched(lock)
-    tools.confine_template_stage(["ytt", "kbld"] if bundle else ["ytt"])
+    runner.confine_template_stage(["ytt", "kbld"] if bundle else ["ytt"])
     try:
         wanted = repository_objects(
             await read_documents(root, check_layout(root)), request["namespace"], request["name"]

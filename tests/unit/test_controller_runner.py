@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kapply.controller import tools
-from kapply.controller.tools import ToolError, environment, run, without_userinfo
+from kapply.controller import runner
+from kapply.controller.runner import ToolError, environment, run, without_userinfo
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_a_tool_runs_in_its_directory_with_an_empty_temporary_home(
 
 
 def test_a_tool_that_prints_too_much_is_killed(tool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(tools, "MAX_STDOUT", 1000)
+    monkeypatch.setattr(runner, "MAX_STDOUT", 1000)
     tool("while true; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done")
     started = time.monotonic()
     with pytest.raises(ToolError) as error:
@@ -101,7 +101,7 @@ def test_a_tool_that_prints_too_much_is_killed(tool, tmp_path: Path, monkeypatch
 
 
 def test_only_the_tail_of_stderr_is_kept(tool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(tools, "MAX_STDERR", 100)
+    monkeypatch.setattr(runner, "MAX_STDERR", 100)
     tool('i=0; while [ $i -lt 100 ]; do echo "line $i" >&2; i=$((i+1)); done; exit 3')
     with pytest.raises(ToolError) as error:
         asyncio.run(run("ytt", cwd=tmp_path))
@@ -119,7 +119,7 @@ def test_a_tool_that_does_not_read_its_input_fails_without_hanging(tool, tmp_pat
 
 
 def test_at_its_time_limit_a_tool_and_its_children_are_killed(tool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(tools, "TIMEOUT", 0.5)
+    monkeypatch.setattr(runner, "TIMEOUT", 0.5)
     marker = tmp_path / "child-survived"
     tool(f"(sleep 1; touch {marker}) & sleep 30")
     with pytest.raises(ToolError, match=r"ytt did not finish in 0s"):
