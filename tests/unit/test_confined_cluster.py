@@ -203,3 +203,18 @@ def test_the_scope_describes_itself() -> None:
         "namespace 't-evil': packages.data.packaging.kapply.dev, "
         "configmaps (evil.pkgr, evil.pkgr.apps.k14s.io, evil.pkgr-change-*)"
     )
+
+
+def test_a_requests_options_reach_the_wrapped_client_as_given() -> None:
+    class Options(Recording):
+        async def request(self, method: str, path: str, **options: Any) -> Any:
+            self.options = options
+            return self.answer
+
+    inner = Options()
+    body = {"metadata": {"name": "p", "namespace": "t-evil"}}
+    path = "/apis/data.packaging.kapply.dev/v1alpha1/namespaces/t-evil/packages/p"
+    run(Confined(inner, SCOPE).request("PATCH", path, params={"dryRun": "All"}, body=body, content_type="x/y"))
+    assert inner.options == {"params": {"dryRun": "All"}, "body": body, "content_type": "x/y"}
+    run(Confined(inner, SCOPE).request("GET", "/api", accept="application/yaml"))
+    assert inner.options == {"accept": "application/yaml"}

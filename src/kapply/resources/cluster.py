@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 from urllib.parse import parse_qsl, quote, urlencode
 from urllib.request import getproxies, proxy_bypass
 
@@ -280,6 +280,15 @@ def _request_options(context: KubeContext) -> dict[str, Any]:
     if proxy:
         options["proxy"] = proxy
     return options
+
+
+class RequestOptions(TypedDict, total=False):
+    """Cluster.request's keyword arguments, for the subclasses that wrap it to pass on as they are."""
+
+    params: dict[str, str] | None
+    body: Any
+    content_type: str
+    accept: str
 
 
 class Cluster:

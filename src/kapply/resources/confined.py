@@ -24,12 +24,12 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import unquote
 
 from kapply.errors import ClusterError
 from kapply.http import aiohttp
-from kapply.resources.cluster import Cluster, Discovery
+from kapply.resources.cluster import Cluster, Discovery, RequestOptions
 
 _log = logging.getLogger("kapply")
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
@@ -163,27 +163,17 @@ class Confined(Cluster):
     async def discovery(self, refresh: bool = False) -> Discovery:
         return await self.inner.discovery(refresh)
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, str] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-    ) -> Any:
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Any:
         try:
             reached = target(method, path, self.scope)
             allowed = None if reached is None else self.scope.find(reached.group, reached.plural)
-            if method == "POST" and allowed is not None and allowed.by_name and not allowed.allows(_created_name(body)):
-                raise ConfinementError(method, path, f"creating '{_created_name(body)}'", self.scope)
+            created = _created_name(options.get("body"))
+            if method == "POST" and allowed is not None and allowed.by_name and not allowed.allows(created):
+                raise ConfinementError(method, path, f"creating '{created}'", self.scope)
         except ConfinementError as e:
             _log.debug("%s", e)
             raise
-        answer = await self.inner.request(
-            method, path, params=params, body=body, content_type=content_type, accept=accept
-        )
+        answer = await self.inner.request(method, path, **options)
         if method == "GET" and reached is not None and not reached.name and allowed is not None and allowed.by_name:
             return _named_items(answer, allowed)
         return answer
