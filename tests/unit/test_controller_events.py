@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kapply.controller import events
-from kapply.controller import status as st
+from kapply.controller import status as app_status
 from kapply.controller.events import EVENTS, MAX_MESSAGE, Recorder, event, event_name
 from kapply.errors import ClusterError
 from kapply.objects import Obj
@@ -76,7 +76,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         shown.append(times[len(shown)])
         return shown[-1]
 
-    monkeypatch.setattr(st, "now", now)
+    monkeypatch.setattr(app_status, "now", now)
     return shown
 
 

@@ -4,7 +4,7 @@ quieter until dropped; and the entries a status lists, read back after a restart
 from __future__ import annotations
 
 from kapply.api import FieldPath
-from kapply.controller import status as st
+from kapply.controller import status as app_status
 from kapply.controller.ghosts import Ghost, Key, Memory, after_sync, read_back
 from kapply.objects import Obj
 
@@ -91,7 +91,7 @@ def test_a_status_entry_is_the_entry_with_counts_and_times() -> None:
 
 def test_the_ghosts_of_a_status_are_read_back_without_a_source() -> None:
     ghosts = after_sync(after_sync({}, found(REPLICAS), T1, quiet=10), found(REPLICAS), T2, quiet=10)
-    status = {"ghostDiffs": st.ghost_diffs(ghosts, {})}
+    status = {"ghostDiffs": app_status.ghost_diffs(ghosts, {})}
     back = read_back(status)
     g = back[(WEB, "spec.replicas")]
     assert (g.entry, g.first_seen, g.last_seen, g.recurrences, g.quiet, g.source) == (

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from kapply.packaging import install_status as st
+from kapply.packaging import install_status
 from tests.e2e.harness import external_tool
 
 SEE = "Error (see .status.usefulErrorMessage for details)"
@@ -27,52 +27,54 @@ def app(condition: str | None, generation: int = 2, observed: int = 2, **status:
 
 
 def test_friendly_errors_are_the_first_line_cut_at_80_characters() -> None:
-    assert st.short("short") == "short"
-    assert st.short("a" * 80) == "a" * 80
-    assert st.short("a" * 81) == "a" * 80 + "..."
-    assert st.short("first\nsecond") == "first..."
-    assert st.short("a" * 90 + "\nb") == "a" * 80 + "..."
+    assert install_status.short("short") == "short"
+    assert install_status.short("a" * 80) == "a" * 80
+    assert install_status.short("a" * 81) == "a" * 80 + "..."
+    assert install_status.short("first\nsecond") == "first..."
+    assert install_status.short("a" * 90 + "\nb") == "a" * 80 + "..."
 
 
 def test_reconciling_and_success_clear_the_useful_error_message_a_failure_keeps_it() -> None:
-    failed = st.failed({"usefulErrorMessage": "old", "version": "1.0.0"}, "boom\ndetails")
+    failed = install_status.failed({"usefulErrorMessage": "old", "version": "1.0.0"}, "boom\ndetails")
     assert failed == {
         "usefulErrorMessage": "old",
         "version": "1.0.0",
         "conditions": [{"type": "ReconcileFailed", "status": "True", "message": "boom\ndetails"}],
         "friendlyDescription": "Reconcile failed: boom...",
     }
-    reconciling = st.reconciling(failed, 3)
+    reconciling = install_status.reconciling(failed, 3)
     assert reconciling == {
         "version": "1.0.0",
         "conditions": [{"type": "Reconciling", "status": "True"}],
         "friendlyDescription": "Reconciling",
         "observedGeneration": 3,
     }
-    assert st.succeeded({"usefulErrorMessage": "x"}) == {
+    assert install_status.succeeded({"usefulErrorMessage": "x"}) == {
         "conditions": [{"type": "ReconcileSucceeded", "status": "True"}],
         "friendlyDescription": "Reconcile succeeded",
     }
 
 
 def test_the_apps_outcome_is_mirrored() -> None:
-    start = st.reconciling({}, 1)
-    assert st.mirrored(start, app("ReconcileSucceeded"))["friendlyDescription"] == "Reconcile succeeded"
-    failed = st.mirrored(start, app("ReconcileFailed", usefulErrorMessage="kapp said no"))
+    start = install_status.reconciling({}, 1)
+    assert install_status.mirrored(start, app("ReconcileSucceeded"))["friendlyDescription"] == "Reconcile succeeded"
+    failed = install_status.mirrored(start, app("ReconcileFailed", usefulErrorMessage="kapp said no"))
     assert failed["conditions"] == [{"type": "ReconcileFailed", "status": "True", "message": SEE}]
     assert failed["friendlyDescription"] == f"Reconcile failed: {SEE}"
     assert failed["usefulErrorMessage"] == "kapp said no"
-    assert st.mirrored(start, app("Reconciling")) == start
-    assert st.mirrored(start, app(None)) == start, "no condition yet: still Reconciling"
-    assert st.mirrored(start, app("ReconcileSucceeded", generation=3, observed=2)) == start, "not seen its spec yet"
+    assert install_status.mirrored(start, app("Reconciling")) == start
+    assert install_status.mirrored(start, app(None)) == start, "no condition yet: still Reconciling"
+    assert install_status.mirrored(start, app("ReconcileSucceeded", generation=3, observed=2)) == start, (
+        "not seen its spec yet"
+    )
 
 
 def test_the_apps_deletion_is_mirrored() -> None:
-    assert st.mirrored_deletion({}, app("Deleting"))["friendlyDescription"] == "Deleting"
-    failed = st.mirrored_deletion({}, app("DeleteFailed", usefulErrorMessage="stuck"))
+    assert install_status.mirrored_deletion({}, app("Deleting"))["friendlyDescription"] == "Deleting"
+    failed = install_status.mirrored_deletion({}, app("DeleteFailed", usefulErrorMessage="stuck"))
     assert failed["conditions"] == [{"type": "DeleteFailed", "status": "True", "message": SEE}]
     assert failed["friendlyDescription"] == f"Delete failed: {SEE}" and failed["usefulErrorMessage"] == "stuck"
-    assert st.deleting({"x": 1}, 4) == {
+    assert install_status.deleting({"x": 1}, 4) == {
         "x": 1,
         "conditions": [{"type": "Deleting", "status": "True"}],
         "observedGeneration": 4,
@@ -95,7 +97,7 @@ DIFF = {"resource": "deployment/web", "path": "spec.replicas", "desired": "2", "
 
 def test_the_apps_ghost_diffs_and_drift_are_shown_with_the_suggested_overlay() -> None:
     drift = {"policy": "warn", "fields": [DIFF]}
-    reported = st.with_app_reports(
+    reported = install_status.with_app_reports(
         {"version": "1.0.0", "ghostDiffs": {"stale": True}},
         app("ReconcileSucceeded", ghostDiffs={"diffs": [DIFF], "suggestedConfig": CONFIG}, drift=drift),
     )
@@ -109,14 +111,16 @@ def test_the_apps_ghost_diffs_and_drift_are_shown_with_the_suggested_overlay() -
         "ext.packaging.carvel.dev/ytt-paths-from-secret-name.kapply-ghost-diffs=inst-ghost-diffs"
     ) in overlay
     assert all(line.startswith("#!") for line in overlay.removesuffix(CONFIG).splitlines()), "ytt comments only"
-    assert st.with_app_reports(reported, app("ReconcileSucceeded")) == {"version": "1.0.0"}, "gone with the App's"
-    assert st.with_app_reports({}, None) == {}
+    assert install_status.with_app_reports(reported, app("ReconcileSucceeded")) == {"version": "1.0.0"}, (
+        "gone with the App's"
+    )
+    assert install_status.with_app_reports({}, None) == {}
 
 
 def test_without_a_ytt_step_there_is_nowhere_for_the_overlay_to_go() -> None:
     helm = app("ReconcileSucceeded", ghostDiffs={"diffs": [DIFF], "suggestedConfig": CONFIG})
     helm["spec"]["template"] = [{"helmTemplate": {}}]
-    reported = st.with_app_reports({}, helm)
+    reported = install_status.with_app_reports({}, helm)
     assert reported["ghostDiffs"] == {"diffs": [DIFF], "suggestedConfig": CONFIG}
 
 
@@ -127,7 +131,7 @@ def test_the_suggested_overlay_adds_the_config_to_a_packages_ytt_output(tmp_path
     (tmp_path / "package").mkdir()
     (tmp_path / "package" / "web.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")
     (tmp_path / "overlay").mkdir()
-    (tmp_path / "overlay" / "ghost-diffs.yml").write_text(st.suggested_overlay(CONFIG, "ns", "inst"))
+    (tmp_path / "overlay" / "ghost-diffs.yml").write_text(install_status.suggested_overlay(CONFIG, "ns", "inst"))
     out = subprocess.run(
         [str(ytt), "-f", str(tmp_path / "package"), "-f", str(tmp_path / "overlay")],
         capture_output=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 
-from kapply.controller import status as st
+from kapply.controller import status as app_status
 from kapply.controller.spec import API_VERSION, KIND
 from kapply.errors import ClusterError
 from kapply.objects import Obj
@@ -27,7 +27,7 @@ def event_name(app: Obj, reason: str, message: str) -> str:
 
 def event(app: Obj, reason: str, message: str, *, warning: bool) -> Obj:
     meta = app["metadata"]
-    now = st.now()
+    now = app_status.now()
     return {
         "apiVersion": "v1",
         "kind": "Event",

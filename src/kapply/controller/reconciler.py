@@ -19,7 +19,7 @@ from functools import partial
 
 from kapply.api import AsyncClient, DriftPolicy
 from kapply.controller import apps, ghosts, sandbox_app, timing
-from kapply.controller import status as st
+from kapply.controller import status as app_status
 from kapply.controller.apps import APPS
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
@@ -116,7 +116,7 @@ class Reconciler:
     async def _write_status(self, app: Obj, status: Obj) -> None:
         """Through the status subresource (kapply.resources.cluster's conflict policy); a status that differs only in
         its times is not written, so that an unchanged App's periodic sync writes nothing."""
-        await self.api.cluster.write_status(APPS, app, status, unchanged=st.same_but_times)
+        await self.api.cluster.write_status(APPS, app, status, unchanged=app_status.same_but_times)
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), or None when the App is gone. The App is read as the App
@@ -136,7 +136,7 @@ class Reconciler:
             return await self._delete(app, spec)
         status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}
         if spec is not None and (spec.paused or spec.canceled):
-            await self._write_status(app, st.paused(status, status["observedGeneration"]))
+            await self._write_status(app, app_status.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
         self.counts.count(namespace, name, AppCount.ATTEMPT)
         if spec is None:
@@ -155,7 +155,7 @@ class Reconciler:
         from the status the pass started with and those results."""
         previous: Obj = app.get("status") or {}
         if _starts_anew(previous, status):  # a new spec or a retry says so at once (kubectl wait sees it)
-            await self._write_status(app, st.reconciling(status))
+            await self._write_status(app, app_status.reconciling(status))
         try:
             client = await self._as_app(app["metadata"]["namespace"], spec.service_account)
         except KapplyError as e:
@@ -171,7 +171,7 @@ class Reconciler:
 
     async def _fetch_and_template(self, app: Obj, client: AsyncClient) -> Templated | Failed:
         """The fetch and template stages, in the sandbox, reading with the App's own client."""
-        started = st.now()
+        started = app_status.now()
         read = reader(client, app["metadata"]["namespace"])
         policy = FetchPolicy.from_settings(self.settings)
         try:
@@ -181,20 +181,20 @@ class Reconciler:
         except SandboxFailed as e:
             if e.stage is Stage.FETCH:
                 error = f"Fetching resources: {e}"
-                fetch = st.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
+                fetch = app_status.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
                 return Failed(error, e.stderr, {"fetch": fetch})
-            fetched = st.Stage(0, stdout=e.lock, started_at=started).to_status()
-            template = st.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
+            fetched = app_status.Stage(0, stdout=e.lock, started_at=started).to_status()
+            template = app_status.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
             return Failed(str(e), e.stderr, {"fetch": fetched, "template": template})
-        fetched = st.Stage(0, stdout=lock, started_at=started).to_status()
-        return Templated(manifests, {"fetch": fetched, "template": st.Stage(0).to_status(with_stdout=False)})
+        fetched = app_status.Stage(0, stdout=lock, started_at=started).to_status()
+        return Templated(manifests, {"fetch": fetched, "template": app_status.Stage(0).to_status(with_stdout=False)})
 
     async def _deploy(self, app: Obj, spec: AppSpec, client: AsyncClient, manifests: str, status: Obj) -> Done | Failed:
         """The deploy stage, with the App's own client; `status` (the fetch and template stages' included) is what
         its progress is reported over while it runs."""
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         memory = self._memory(namespace, name, app.get("status") or {})
-        started = st.now()
+        started = app_status.now()
         request = DeployRequest(self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet)
         deploying = time.monotonic()
         try:
@@ -203,7 +203,7 @@ class Reconciler:
             memory.quiet = None
             self.observe_deploy(time.monotonic() - deploying, False)
             error = f"Deploying: {e}"
-            stage = st.Stage(1, stdout=e.output, stderr=f"kapply: Error: {e}", error=error, started_at=started)
+            stage = app_status.Stage(1, stdout=e.output, stderr=f"kapply: Error: {e}", error=error, started_at=started)
             return Failed(error, str(e), {"deploy": stage.to_status(finished=True)})
         self.observe_deploy(time.monotonic() - deploying, True)
         return Done(deployed, started)
@@ -229,8 +229,8 @@ class Reconciler:
         return (await self._as_app(namespace, account)).cluster
 
     async def _progress(self, app: Obj, status: Obj, started: str, output: str) -> None:
-        running = st.Stage(0, stdout=output, started_at=started).to_status(finished=False)
-        await self._write_status(app, st.reconciling({**status, "deploy": running}))
+        running = app_status.Stage(0, stdout=output, started_at=started).to_status(finished=False)
+        await self._write_status(app, app_status.reconciling({**status, "deploy": running}))
 
     async def _succeeded(self, app: Obj, spec: AppSpec, status: Obj, previous: Obj, done: Done) -> float:
         """Report a deploy that went well; `previous` is the status the pass started from."""
@@ -238,23 +238,25 @@ class Reconciler:
         deployed = done.deployed
         memory = self._memory(namespace, name, previous)
         if memory.digest == deployed.digest:  # the same desired state as last time: every update was a ghost diff
-            found = {field_key(f): (st.entry(f), f.obj, f.field) for f in deployed.ghosts}
-            memory.ghosts = ghosts.after_sync(memory.ghosts, found, st.now(), self.settings.ghost_quiet_syncs)
+            found = {field_key(f): (app_status.entry(f), f.obj, f.field) for f in deployed.ghosts}
+            memory.ghosts = ghosts.after_sync(memory.ghosts, found, app_status.now(), self.settings.ghost_quiet_syncs)
         memory.digest = deployed.digest
         memory.quiet = deployed.quiet
         reports = {
-            "ghostDiffs": st.ghost_diffs(memory.ghosts, previous),
-            "drift": st.drift(deployed.drift, spec.drift_policy),
+            "ghostDiffs": app_status.ghost_diffs(memory.ghosts, previous),
+            "drift": app_status.drift(deployed.drift, spec.drift_policy),
         }
         unchanged_spec = previous.get("observedGeneration") == status["observedGeneration"]
         if not deployed.changed and unchanged_spec and previous.get("friendlyDescription") == "Reconcile succeeded":
             # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
             # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
             # written as reconciled.
-            await self._write_status(app, st.with_reports(previous, reports))
+            await self._write_status(app, app_status.with_reports(previous, reports))
         else:
-            stage = st.Stage(0, stdout=deployed.output, started_at=done.started).to_status(finished=True)
-            await self._write_status(app, st.with_reports(st.succeeded({**status, "deploy": stage}), reports))
+            stage = app_status.Stage(0, stdout=deployed.output, started_at=done.started).to_status(finished=True)
+            await self._write_status(
+                app, app_status.with_reports(app_status.succeeded({**status, "deploy": stage}), reports)
+            )
         _log.info(
             "%s/%s: %s%s",
             namespace,
@@ -265,9 +267,13 @@ class Reconciler:
         if deployed.changed:
             await self.events.emit(app, "Deployed", f"Applied {deployed.changes} changes")
         if deployed.ghosts:
-            await self.events.emit(app, "GhostDiff", st.ghost_message(deployed.ghosts, memory.ghosts), warning=True)
+            await self.events.emit(
+                app, "GhostDiff", app_status.ghost_message(deployed.ghosts, memory.ghosts), warning=True
+            )
         if deployed.drift and spec.drift_policy is DriftPolicy.WARN:  # every sync while it lasts, counted as one Event
-            await self.events.emit(app, "Drift", st.drift_message(deployed.drift, spec.drift_policy), warning=True)
+            await self.events.emit(
+                app, "Drift", app_status.drift_message(deployed.drift, spec.drift_policy), warning=True
+            )
         self.counts.count(namespace, name, AppCount.SUCCESS)  # once everything the sync writes is written
         return self.sync_period(spec)
 
@@ -279,7 +285,9 @@ class Reconciler:
 
     async def _fail(self, app: Obj, status: Obj, spec: AppSpec | None, failure: Failed) -> float:
         message = failure.message
-        failed = st.failed({**status, **failure.stages}, st.Condition.RECONCILE_FAILED, message, failure.useful)
+        failed = app_status.failed(
+            {**status, **failure.stages}, app_status.Condition.RECONCILE_FAILED, message, failure.useful
+        )
         again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
         _log.warning(
             "%s/%s: %s (retrying in %.0fs)", app["metadata"]["namespace"], app["metadata"]["name"], message, again
@@ -323,7 +331,9 @@ class Reconciler:
             self.counts.forget(namespace, name)
             return None
         self.counts.count(namespace, name, AppCount.DELETE_ATTEMPT)
-        await self._write_status(app, st.with_condition(dict(app.get("status") or {}), st.Condition.DELETING))
+        await self._write_status(
+            app, app_status.with_condition(dict(app.get("status") or {}), app_status.Condition.DELETING)
+        )
         if spec is not None and not spec.noop_delete:
             try:
                 await delete(await self._as_app(namespace, spec.service_account, verify=True), name, namespace, spec)
@@ -352,8 +362,8 @@ class Reconciler:
     async def _delete_failed(self, app: Obj, spec: AppSpec, error: KapplyError) -> float:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         latest = await apps.get(self.api.cluster, namespace, name) or app
-        failed = st.failed(
-            dict(latest.get("status") or {}), st.Condition.DELETE_FAILED, f"Deleting: {error}", str(error)
+        failed = app_status.failed(
+            dict(latest.get("status") or {}), app_status.Condition.DELETE_FAILED, f"Deleting: {error}", str(error)
         )
         again = timing.after_failure(failed["consecutiveReconcileFailures"], spec, self.settings)
         _log.warning("%s/%s: Deleting: %s (retrying in %.0fs)", namespace, name, error, again)

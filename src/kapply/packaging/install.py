@@ -22,8 +22,7 @@ from kapply.controller.apps import APPS
 from kapply.controller.spec import SpecError
 from kapply.controller.status import same_but_times
 from kapply.objects import Obj
-from kapply.packaging import install_status as st
-from kapply.packaging import names, store
+from kapply.packaging import install_status, names, store
 from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install_app import OwnedByOtherError, deleting_app, desired_app, owned_by
 from kapply.packaging.selection import choose, kubernetes_version, needs_kubernetes_version, visible_packages
@@ -70,7 +69,7 @@ class InstallReconciler:
                 raise
             _log.exception("%s %s/%s: reconcile failed unexpectedly", KIND, namespace, name)
             generation = int(install["metadata"].get("generation") or 0)
-            status = st.reconciling(install.get("status") or {}, generation)
+            status = install_status.reconciling(install.get("status") or {}, generation)
             return await self._fail(install, status, unexpected(e), None)
 
     async def _reconcile(self, install: Obj) -> float | None:
@@ -83,7 +82,7 @@ class InstallReconciler:
             return await self._delete(install, spec)
         await self.api.cluster.add_finalizer(store.INSTALLS, install, names.INSTALL_FINALIZER)
         generation = int(install["metadata"].get("generation") or 0)
-        status = st.reconciling(install.get("status") or {}, generation)
+        status = install_status.reconciling(install.get("status") or {}, generation)
         if spec is None:
             return await self._fail(install, status, problem, None)
         try:
@@ -98,14 +97,16 @@ class InstallReconciler:
         last = str(status.get("lastAttemptedVersion") or "")
         refusal = None if spec.extensions.downgradable else downgrade_refusal(package.version, last)
         if refusal is not None:  # nothing to do until the Packages or the PackageInstall change
-            await self._write(install, st.failed(status, names.SEE_USEFUL_ERROR_MESSAGE, refusal))
+            await self._write(install, install_status.failed(status, names.SEE_USEFUL_ERROR_MESSAGE, refusal))
             meta = install["metadata"]
             _log.warning("%s %s/%s: %s", KIND, meta["namespace"], meta["name"], refusal.splitlines()[0])
             return None
         status["lastAttemptedVersion"] = package.version
         app, changed = await self._run_as_app(install, spec, package)
         self._failures.pop((install["metadata"]["namespace"], install["metadata"]["name"]), None)
-        await self._write(install, st.with_app_reports(status if changed else st.mirrored(status, app), app))
+        await self._write(
+            install, install_status.with_app_reports(status if changed else install_status.mirrored(status, app), app)
+        )
         return self._sync_period(spec)
 
     async def _select(self, install: Obj, spec: PackageInstallSpec) -> PackageSpec:
@@ -149,7 +150,7 @@ class InstallReconciler:
         again = self._retry_delay(install, spec)
         meta = install["metadata"]
         _log.warning("%s %s/%s: %s (retrying in %.0fs)", KIND, meta["namespace"], meta["name"], error, again)
-        await self._write(install, st.failed(status, error))
+        await self._write(install, install_status.failed(status, error))
         return again
 
     async def _delete(self, install: Obj, spec: PackageInstallSpec | None) -> float | None:
@@ -172,9 +173,9 @@ class InstallReconciler:
         if not app["metadata"].get("deletionTimestamp"):
             await self.api.cluster.delete(APPS, namespace, name, uid=app["metadata"].get("uid"))
             generation = int(install["metadata"].get("generation") or 0)
-            await self._write(install, st.deleting(status, generation))
+            await self._write(install, install_status.deleting(status, generation))
             return DELETE_RECHECK
-        await self._write(install, st.mirrored_deletion(status, app))
+        await self._write(install, install_status.mirrored_deletion(status, app))
         return DELETE_RECHECK
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from kapply.api import AsyncClient
-from kapply.controller import status as st
+from kapply.controller import status as app_status
 from kapply.controller.fetch import FetchPolicy
 from kapply.controller.sandbox import SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
@@ -41,7 +41,7 @@ KIND = names.PACKAGE_REPOSITORY.kind
 class StageFailed(KapplyError):
     """A stage failed: its status (fetch, template or deploy), its error (the message) and usefulErrorMessage."""
 
-    def __init__(self, stage: str, result: st.Stage, useful: str) -> None:
+    def __init__(self, stage: str, result: app_status.Stage, useful: str) -> None:
         super().__init__(result.error)
         self.stage = stage
         self.status = result.to_status(with_stdout=stage != "template", finished=True if stage == "deploy" else None)
@@ -94,8 +94,8 @@ class RepositoryReconciler:
                 **(repository.get("status") or {}),
                 "observedGeneration": int(repository["metadata"].get("generation") or 0),
             }
-            condition = st.Condition.DELETE_FAILED if deleting else st.Condition.RECONCILE_FAILED
-            failed = st.failed(status, condition, unexpected(e), unexpected(e))
+            condition = app_status.Condition.DELETE_FAILED if deleting else app_status.Condition.RECONCILE_FAILED
+            failed = app_status.failed(status, condition, unexpected(e), unexpected(e))
             again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
             await self._write(repository, failed)
             return again
@@ -119,7 +119,7 @@ class RepositoryReconciler:
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
         previous: Obj = repository.get("status") or {}
         if _starts_anew(previous, status["observedGeneration"]):
-            await self._write(repository, st.reconciling(status))
+            await self._write(repository, app_status.reconciling(status))
         try:
             wanted = await self._fetch_and_template(namespace, name, spec, status)
             deployed, status["deploy"] = await self._deploy(repository, wanted)
@@ -128,7 +128,7 @@ class RepositoryReconciler:
             return await self._fail(repository, status, str(e), e.useful, spec.sync_period)
         unchanged = previous.get("observedGeneration") == status["observedGeneration"]
         if deployed.changed or not unchanged or previous.get("friendlyDescription") != "Reconcile succeeded":
-            await self._write(repository, st.succeeded(status))
+            await self._write(repository, app_status.succeeded(status))
         left = f", left to other repositories: {', '.join(deployed.left)}" if deployed.left else ""
         _log.info("%s %s/%s: %s%s", KIND, namespace, name, "deployed" if deployed.changed else "no changes", left)
         return spec.sync_period
@@ -138,7 +138,7 @@ class RepositoryReconciler:
     ) -> list[Obj]:
         """The objects the repository deploys, fetched and read in the sandbox; status.fetch and status.template say
         how each stage went (StageFailed when one failed)."""
-        started = st.now()
+        started = app_status.now()
         try:
             lock, wanted = await fetch_and_read(
                 shared(self.settings),
@@ -151,19 +151,21 @@ class RepositoryReconciler:
         except SandboxFailed as e:
             if e.stage is Stage.FETCH:
                 error, useful = tool_failure("Fetching resources: ", str(e), e.stderr)
-                raise StageFailed("fetch", st.Stage(1, stderr=e.stderr, error=error, started_at=started), useful) from e
-            status["fetch"] = st.Stage(0, stdout=e.lock, started_at=started).to_status()
+                raise StageFailed(
+                    "fetch", app_status.Stage(1, stderr=e.stderr, error=error, started_at=started), useful
+                ) from e
+            status["fetch"] = app_status.Stage(0, stdout=e.lock, started_at=started).to_status()
             # ytt's and kbld's failures point at what they said; the controller's own (no `packages/`) are said as
             # they are
             error, useful = tool_failure("Templating dir: ", str(e), e.stderr) if e.stderr else (str(e), str(e))
-            raise StageFailed("template", st.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
-        status["fetch"] = st.Stage(0, stdout=lock, started_at=started).to_status()
-        status["template"] = st.Stage(0).to_status(with_stdout=False)
+            raise StageFailed("template", app_status.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
+        status["fetch"] = app_status.Stage(0, stdout=lock, started_at=started).to_status()
+        status["template"] = app_status.Stage(0).to_status(with_stdout=False)
         return wanted
 
     async def _deploy(self, repository: Obj, wanted: list[Obj]) -> tuple[RepositoryDeployed, Obj]:
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
-        started = st.now()
+        started = app_status.now()
 
         async def owns() -> None:  # before the deploy applies anything, as kapp-controller ("Blocking for deploy")
             try:
@@ -174,14 +176,14 @@ class RepositoryReconciler:
         try:
             deployed = await deploy(self.api, name, namespace, wanted, owns)
         except RepositoryDeployFailed as e:
-            stage = st.Stage(
+            stage = app_status.Stage(
                 1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
             )
             raise StageFailed("deploy", stage, str(e)) from e
-        return deployed, st.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
+        return deployed, app_status.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
 
     async def _fail(self, repository: Obj, status: Obj, message: str, useful: str, period: float) -> float:
-        failed = st.failed(status, st.Condition.RECONCILE_FAILED, message, useful)
+        failed = app_status.failed(status, app_status.Condition.RECONCILE_FAILED, message, useful)
         again = retry_delay(failed["consecutiveReconcileFailures"], period)
         meta = repository["metadata"]
         _log.warning("%s %s/%s: %s (retrying in %.0fs)", KIND, meta["namespace"], meta["name"], message, again)
@@ -197,11 +199,11 @@ class RepositoryReconciler:
             **(repository.get("status") or {}),
             "observedGeneration": int(repository["metadata"].get("generation") or 0),
         }
-        await self._write(repository, st.with_condition(status, st.Condition.DELETING))
+        await self._write(repository, app_status.with_condition(status, app_status.Condition.DELETING))
         try:
             await delete(self.api, name, namespace)
         except KapplyError as e:
-            failed = st.failed(status, st.Condition.DELETE_FAILED, f"Deleting: {e}", str(e))
+            failed = app_status.failed(status, app_status.Condition.DELETE_FAILED, f"Deleting: {e}", str(e))
             again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
             _log.warning("%s %s/%s: Deleting: %s (retrying in %.0fs)", KIND, namespace, name, e, again)
             await self._write(repository, failed)
