@@ -54,7 +54,7 @@ from yaml.events import (
 )
 from yaml.reader import ReaderError
 
-__all__ = ["MAX_ALIASED", "MAX_DEPTH", "Error", "load", "load_all", "load_mapping", "too_deep"]
+__all__ = ["MAX_ALIASED", "MAX_DEPTH", "Error", "kind_of", "load", "load_all", "load_mapping", "too_deep"]
 
 MAX_DEPTH = 100
 MAX_ALIASED = 1_000_000
@@ -474,18 +474,25 @@ def _float32_text(value: float) -> str:
     return f"{sign}{whole}.{fraction}" if fraction else sign + whole
 
 
+# a bool is an int too: it comes first
+_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (dict, "map"),
+    (list, "list"),
+    (str, "string"),
+    (bool, "boolean"),
+    ((int, float), "number"),
+)
+
+
+def kind_of(value: Any) -> str | None:
+    """A loaded YAML or JSON value's kind: null, map, list, string, boolean or number; None for any other Python
+    value. Messages about a value of the wrong kind name it from this, each in its own words."""
+    return next((kind for of, kind in _KINDS if isinstance(value, of)), None)
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "boolean"
-    return "number"
+    return kind_of(value) or "number"
 
 
 def _at(event: Event) -> str:

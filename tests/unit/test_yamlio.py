@@ -284,3 +284,21 @@ def test_too_deep_walks_dicts_and_lists_and_counts_a_cycle_as_too_deep():
     cycle: dict[str, object] = {}
     cycle["self"] = cycle
     assert yamlio.too_deep(cycle) and not yamlio.too_deep("scalar")
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (None, "null"),
+        ({"a": 1}, "map"),
+        ([1], "list"),
+        ("", "string"),
+        (True, "boolean"),  # not a number, though a bool is an int
+        (0, "number"),
+        (1.5, "number"),
+        (b"x", None),
+        ((1,), None),
+    ],
+)
+def test_kind_of_names_a_loaded_values_kind(value: object, kind: str | None) -> None:
+    assert yamlio.kind_of(value) == kind

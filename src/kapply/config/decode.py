@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from kapply.errors import ConfigError
+from kapply.yamlio import kind_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +73,5 @@ class Decoder:
 
 
 def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a map"
-    return type(value).__name__
+    kind = kind_of(value)
+    return f"a {kind}" if kind is not None and kind != "null" else type(value).__name__

@@ -36,6 +36,7 @@ from kapply import objects
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.values import parse_duration
+from kapply.yamlio import kind_of
 
 AGE_ERROR = (
     "Expected age filter to be either empty or parseable time.Duration "
@@ -309,24 +310,16 @@ class BoolFilter:
 # ---------------------------------------------------------------------------------------------------- JSON
 
 
-def _go_type(value: Any) -> str:
-    """A JSON value's type as Go's decoding errors name it."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    return "number"
+# a JSON value's kind as Go's decoding errors name it (any other: "number")
+_GO_TYPES = {"map": "object", "list": "array", "string": "string", "boolean": "bool"}
 
 
 def json_type_error(value: Any, struct: str, path: Sequence[str], go_type: str) -> FilterError:
     """Go's error for a JSON value of the wrong type: the struct holding the field, and the field's path from the
     top (`ResourceFilter.And.Resource.Kinds`)."""
     where = f"struct field {struct}.{'.'.join(path)}" if path else "value"
-    return FilterError(f"json: cannot unmarshal {_go_type(value)} into Go {where} of type {go_type}")
+    found = _GO_TYPES.get(kind_of(value) or "", "number")
+    return FilterError(f"json: cannot unmarshal {found} into Go {where} of type {go_type}")
 
 
 def json_fields(
