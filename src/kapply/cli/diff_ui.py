@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
@@ -71,19 +72,20 @@ def _masked(fmt: DiffFormat) -> DiffFormat:
     return replace(fmt, mask=True)
 
 
-async def deploy_review(api: AsyncClient, plan: Plan, fmt: DiffFormat, asks: bool) -> Review:
+async def _page(api: AsyncClient, command: str, plan: Plan | DeletePlan, fmt: DiffFormat) -> Callable[..., Review]:
+    """kapply.ui.browser.review given what a deploy's page and a delete's have alike; the caller adds the rest."""
     from kapply.ui.browser import review
 
     app = plan.app
-    return review(
-        "deploy",
-        f"Deploy app '{app.name}' (namespace: {app.namespace})",
-        await api.target(),
-        plan.changes,
-        plan.text(_masked(fmt)).hunks,
-        plan.graph,
+    title = f"{command.capitalize()} app '{app.name}' (namespace: {app.namespace})"
+    hunks = plan.text(_masked(fmt)).hunks
+    return partial(review, command, title, await api.target(), plan.changes, hunks, plan.graph, config=plan.config)
+
+
+async def deploy_review(api: AsyncClient, plan: Plan, fmt: DiffFormat, asks: bool) -> Review:
+    page = await _page(api, "deploy", plan, fmt)
+    return page(
         asks=asks,
-        config=plan.config,
         outside=await api.outside_changes(plan),
         policy=plan.options.drift_policy,
         default_update_strategy=plan.options.apply.default_update_strategy,
@@ -91,16 +93,4 @@ async def deploy_review(api: AsyncClient, plan: Plan, fmt: DiffFormat, asks: boo
 
 
 async def delete_review(api: AsyncClient, plan: DeletePlan, fmt: DiffFormat, asks: bool) -> Review:
-    from kapply.ui.browser import review
-
-    app = plan.app
-    return review(
-        "delete",
-        f"Delete app '{app.name}' (namespace: {app.namespace})",
-        await api.target(),
-        plan.changes,
-        plan.text(_masked(fmt)).hunks,
-        plan.graph,
-        asks=asks,
-        config=plan.config,
-    )
+    return (await _page(api, "delete", plan, fmt))(asks=asks)
