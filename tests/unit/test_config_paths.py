@@ -144,3 +144,14 @@ def test_results_share_untouched_subtrees():
     result = append_string_map(obj, path("metadata", "labels"), {"k": "v"}, create_missing=True)
     assert result["spec"] is obj["spec"]
     assert result["metadata"] is not obj["metadata"]
+
+
+@pytest.mark.parametrize(
+    "operation", [lambda obj, p: remove_at(obj, p), lambda obj, p: replace_maps_at(obj, p, lambda m: {})]
+)
+def test_remove_and_replace_maps_go_on_only_through_keys_that_are_there(operation):
+    p = path("spec", "template", "x")
+    for unchanged in ({"spec": None}, {"spec": {"other": 1}}, {"spec": {"template": None}}):
+        assert operation(unchanged, p) is unchanged
+    with pytest.raises(ConfigError, match="Unexpected non-map found"):
+        operation({"spec": "text"}, p)

@@ -142,10 +142,7 @@ def _remove(node: Any, path: Path, i: int) -> Any:
     last = i == len(path) - 1
     match part:
         case str():
-            if node is None:
-                return node
-            _expect_map(node)
-            if part not in node:
+            if not _has_key(node, part):
                 return node
             if last:
                 return {k: v for k, v in node.items() if k != part}
@@ -156,6 +153,15 @@ def _remove(node: Any, path: Path, i: int) -> Any:
             return _each_element(node, part, lambda _, element: _remove(element, path, i + 1))
         case KeyRegex():
             _reject_regex()
+
+
+def _has_key(node: Any, key: str) -> bool:
+    """Whether a path that changes what it finds goes on through `key` of `node`: not when `node` is null or has no
+    such key (it leaves `node` as it is); a `node` that is not a map is an error."""
+    if node is None:
+        return False
+    _expect_map(node)
+    return key in node
 
 
 def append_string_map(obj: Any, path: Path, kvs: dict[str, str], *, create_missing: bool) -> Any:
@@ -201,10 +207,7 @@ def _replace_maps(node: Any, path: Path, i: int, replace: Callable[[dict[str, An
     part = path[i]
     match part:
         case str():
-            if node is None:
-                return node
-            _expect_map(node)
-            if part not in node:
+            if not _has_key(node, part):
                 return node
             return _replace_key(node, part, _replace_maps(node[part], path, i + 1, replace))
         case AllIndexes() | Index():
