@@ -18,13 +18,51 @@ class ConfigError(KapplyError):
 
 
 class ClusterError(KapplyError):
-    """The API server refused or failed a request (carries its status and reason, and the server's own message)."""
+    """The API server refused or failed a request (carries its status and reason, and the server's own message).
+
+    Only the cluster client (kapply.resources.cluster) reads `status`, the HTTP status code (0: no answer, a broken
+    connection); everything else asks the predicates below, one for each answer a caller handles, as client-go's
+    `apierrors.IsNotFound` and the like (tests/unit/test_cluster_seam.py holds every other module to that)."""
 
     def __init__(self, message: str, status: int = 0, reason: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.detail = detail or message
+
+    def again(self) -> ClusterError:
+        """The same answer as a new error, to raise again (raising one error twice piles up its traceback)."""
+        return ClusterError(str(self), status=self.status, reason=self.reason, detail=self.detail)
+
+    @property
+    def unauthorized(self) -> bool:
+        """401: the credentials are not (or no longer) taken."""
+        return self.status == 401
+
+    @property
+    def forbidden(self) -> bool:
+        """403: not allowed (RBAC, or the confined client's refusal)."""
+        return self.status == 403
+
+    @property
+    def not_found(self) -> bool:
+        """404: no such object, or the type is not served (its CRD is gone)."""
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """409: the object changed since it was read (an update), or exists already (a create)."""
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        """410: a watch's resourceVersion is too old: list again."""
+        return self.status == 410
+
+    @property
+    def invalid(self) -> bool:
+        """422: the object is not valid as sent (its fields, or annotations too large for the server)."""
+        return self.status == 422
 
 
 class OwnershipError(KapplyError):

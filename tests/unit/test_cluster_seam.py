@@ -7,9 +7,10 @@ the API server around it:
 - a path built from a resource type's (`rtype.path(...) + "/status"`, `f"{rtype.path(...)}/token"`);
 - a request sent with a path of its own (`x.request("GET", path)`) or a stream opened on one (`x.stream_lines(...)`),
   except by a wrapper of the client forwarding its own arguments (a method of the same name: Confined, CachedCluster);
-- an HTTP status read off an answer (`response.status == 404`, `.status_code`): only a ClusterError's status (the
-  client's error, which says how the API server answered: the names caught `except ClusterError as e`, annotated
-  ClusterError, or checked `isinstance(e, ClusterError)`) may be compared;
+- an HTTP status read off an answer (`response.status == 404`, `.status_code`), or off a ClusterError (the client's
+  error, which says how the API server answered: the names caught `except ClusterError as e`, annotated ClusterError,
+  or checked `isinstance(e, ClusterError)`; or a status copied into a new one): its callers ask its predicates
+  (`e.not_found`, `e.conflict`, `e.forbidden`, ...), so which number means what is said once, in kapply.errors;
 - an HTTP client imported (aiohttp, httpx, requests, urllib.request, http.client).
 
 The modules that talk HTTP to servers other than the API server (registries, App sources, remote manifests) or serve
@@ -25,6 +26,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kapply"
 CLIENT = "resources/cluster.py"
+PREDICATES = "errors.py"  # ClusterError's predicates: what each of its statuses means, said once
 # Modules that talk HTTP, but not to the API server: their own requests and answers' statuses are theirs.
 OTHER_HTTP = {
     "http.py": "the guarded HTTP transport (addresses checked) every outbound client uses",
@@ -76,6 +78,12 @@ def _cluster_errors(function: ast.AST) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.arg) and _names_cluster_error(node.annotation):
             names.add(node.arg)
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and _names_cluster_error(node.annotation)
+        ):
+            names.add(node.target.id)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -150,11 +158,20 @@ class _Scan(ast.NodeVisitor):
                 self._say(node, f"a request sent with a path of its own ({first.value})")
         elif name == "stream_lines" and not forwarding and not self.other_http:
             self._say(node, "a stream opened on a path of its own")
+        if _names_cluster_error(func):
+            for given in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(given, ast.Attribute) and given.attr == "status" and not self._of_cluster_error(given):
+                    self._say(node, f"a status copied into a ClusterError ({ast.unparse(given)})")
         self.generic_visit(node)
+
+    def _of_cluster_error(self, node: ast.Attribute) -> bool:
+        return isinstance(node.value, ast.Name) and node.value.id in self.errors[-1]
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "status_code" and not self.other_http:
             self._say(node, "an HTTP status read (status_code)")
+        elif node.attr == "status" and self._of_cluster_error(node):
+            self._say(node, f"a ClusterError's status read ({ast.unparse(node)}): ask its predicates")
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
@@ -164,8 +181,7 @@ class _Scan(ast.NodeVisitor):
                 continue
             if not any(_is_code(other) for other in sides if other is not side):
                 continue
-            of_cluster_error = isinstance(side.value, ast.Name) and side.value.id in self.errors[-1]
-            if not of_cluster_error and not self.other_http:
+            if not self._of_cluster_error(side) and not self.other_http:  # a ClusterError's: visit_Attribute says so
                 self._say(node, f"an HTTP status read off an answer ({ast.unparse(node)})")
         self.generic_visit(node)
 
@@ -203,14 +219,15 @@ def test_nothing_but_the_client_talks_to_the_api_server() -> None:
     found = [
         problem
         for path in modules
-        if (where := path.relative_to(SRC).as_posix()) != CLIENT and CANDIDATE.search(text := path.read_text())
+        if (where := path.relative_to(SRC).as_posix()) not in (CLIENT, PREDICATES)
+        and CANDIDATE.search(text := path.read_text())
         for problem in scan(text, where)
     ]
     assert found == [], "only kapply.resources.cluster talks to the API server:\n" + "\n".join(found)
 
 
 def test_the_allowances_name_modules_that_exist() -> None:
-    assert all((SRC / where).is_file() for where in [CLIENT, *OTHER_HTTP])
+    assert all((SRC / where).is_file() for where in [CLIENT, PREDICATES, *OTHER_HTTP])
 
 
 PLANTED = """
@@ -250,11 +267,30 @@ async def allowed(cluster, rtype):
         if e.status in (403, 404):
             return None
         raise
+
+
+def code(error: ClusterError, refused):
+    if isinstance(refused, Exception):
+        raise ClusterError(str(refused), status=refused.status)
+    return error.status
+
+
+def conflict(error):
+    return isinstance(error, ClusterError) and error.status == 409
+
+
+async def allowed_by_name(cluster, rtype):
+    try:
+        return await cluster.get(rtype, "ns", "web")
+    except ClusterError as e:
+        if e.forbidden or e.not_found:
+            return None
+        raise
 """
 
 
 def test_the_scanner_finds_each_kind_of_violation() -> None:
-    assert all(CANDIDATE.search(function) for function in PLANTED.split("\n\n\n")[1:])
+    assert all(CANDIDATE.search(function) for function in PLANTED.split("\n\n\n")[1:-1])
     found = scan(PLANTED, "controller/planted.py")
     said = [problem.split(": ", 1)[1] for problem in found]
     assert said == [
@@ -270,7 +306,11 @@ def test_the_scanner_finds_each_kind_of_violation() -> None:
         "a stream opened on a path of its own",
         "an HTTP status read off an answer (response.status == 404)",
         "an HTTP status read (status_code)",
-    ]  # and nothing of `allowed`: a ClusterError's status is the client's word
+        "a ClusterError's status read (e.status): ask its predicates",
+        "a status copied into a ClusterError (refused.status)",
+        "a ClusterError's status read (error.status): ask its predicates",
+        "a ClusterError's status read (error.status): ask its predicates",
+    ]  # and nothing of `allowed_by_name`: a ClusterError's predicates say what the client's status means
     assert scan(PLANTED, "oci/registry.py") == [
         f"oci/registry.py:{line}: {what}"
         for line, what in [
@@ -279,5 +319,9 @@ def test_the_scanner_finds_each_kind_of_violation() -> None:
             (12, "a path built from a resource type's"),
             (12, "an API server path written out: '/token'"),
             (16, "an API server path written out: '/version'"),
+            (35, "a ClusterError's status read (e.status): ask its predicates"),
+            (42, "a status copied into a ClusterError (refused.status)"),
+            (43, "a ClusterError's status read (error.status): ask its predicates"),
+            (47, "a ClusterError's status read (error.status): ask its predicates"),
         ]
-    ]  # a module talking to other servers still writes no API path
+    ]  # a module talking to other servers still writes no API path, and reads no ClusterError's status

@@ -126,7 +126,7 @@ async def _take(
         try:
             await cluster.create(CONFIGMAPS, new_record(app, labels, {objects.DEPLOY_LOCK: _value(holder, now)}))
         except ClusterError as e:
-            if e.status == 409:
+            if e.conflict:
                 raise ConcurrencyError(
                     f"{app.describe()} was created by another deploy while this one was planned; nothing was "
                     "applied (run again to see the diff against it)"

@@ -224,7 +224,7 @@ async def check_creatable(cluster: Cluster, app: App, labels: Mapping[str, str])
     try:
         await cluster.create(CONFIGMAPS, new_record(app, labels, {}), dry_run=True)
     except ClusterError as e:
-        if e.status != 409:  # created meanwhile: taking the hold will say so
+        if not e.conflict:  # created meanwhile: taking the hold will say so
             raise KapplyError(e.detail) from e
 
 
@@ -274,7 +274,7 @@ async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None
             try:
                 return await cluster.update(CONFIGMAPS, cm)
             except ClusterError as e:
-                if e.status != 409:
+                if not e.conflict:
                     raise
         raise KapplyError(f"Updating the record of {app.describe()}: it kept changing (tried 10 times)")
 

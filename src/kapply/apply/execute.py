@@ -146,9 +146,9 @@ class Applier:
         try:
             await self.cluster.update(rtype, recorded)  # with the resourceVersion read: a change in between is a 409
         except ClusterError as e:
-            if e.status == 422:  # the annotations together exceed what the server accepts
+            if e.invalid:  # the annotations together exceed what the server accepts
                 self.progress.warn(f"Not recording the last-applied copy of {describe(saved)}: {e}")
-            elif e.status == 409:  # changed in between (a controller): record against the latest copy
+            elif e.conflict:  # changed in between (a controller): record against the latest copy
                 latest = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
                 if latest is not None:
                     await self._record(rtype, latest, applied)
@@ -163,7 +163,7 @@ class Applier:
         try:
             saved = await self.cluster.create(rtype, self._recording(res, change.new))
         except ClusterError as e:
-            if e.status == 409 and strategy is not CreateStrategy.PLAIN:
+            if e.conflict and strategy is not CreateStrategy.PLAIN:
                 await self._update_after_create(change, rtype, strategy)
                 return
             raise ApplyError(f"Creating resource {change.describe()}: {e}") from e
@@ -204,10 +204,10 @@ class Applier:
                 await self._record(rtype, saved, change.recorded)
                 return
             except ClusterError as e:
-                if e.status == 422 and strategy is UpdateStrategy.FALLBACK_ON_REPLACE:
+                if e.invalid and strategy is UpdateStrategy.FALLBACK_ON_REPLACE:
                     await self._replace(change, rtype)
                     return
-                if e.status != 409:
+                if not e.conflict:
                     raise ApplyError(f"Updating resource {change.describe()}: {e}") from e
                 conflict = e
             meta = change.to_apply["metadata"]

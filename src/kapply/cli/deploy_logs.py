@@ -79,7 +79,7 @@ async def deploy_logs(
         try:
             existing = {objects.uid(p) for p in await cluster.list(pods, label_selector=selector)}
         except ClusterError as e:
-            if e.status != 403:
+            if not e.forbidden:
                 raise
             scopes = []
             forbidden = []
@@ -87,7 +87,7 @@ async def deploy_logs(
                 try:
                     listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
                 except ClusterError as refused:
-                    if refused.status != 403:
+                    if not refused.forbidden:
                         raise
                     forbidden.append(namespace)
                     continue
@@ -167,7 +167,7 @@ async def _follow(
                         continue
                     tails.update(asyncio.create_task(tail(uid, c)) for c in containers(pod))
             except ClusterError as e:
-                if e.status != 410:
+                if not e.gone:
                     await asyncio.sleep(WATCH_RETRY)
 
     try:

@@ -118,12 +118,12 @@ async def _pods(
                 if kind == "ADDED" and new(pod):
                     yield pod
         except ClusterError as e:
-            if e.status == 403 and namespace is None:
+            if e.forbidden and namespace is None:
                 namespace = app_namespace
-            elif e.status == 403:
+            elif e.forbidden:
                 out.notice(watching_forbidden([app_namespace]))
                 return
-            elif e.status != 410:  # 410: the watch expired; a new one starts (the server ended it otherwise)
+            elif not e.gone:  # 410: the watch expired; a new one starts (the server ended it otherwise)
                 raise
 
 

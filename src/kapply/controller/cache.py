@@ -333,7 +333,7 @@ class CachedCluster(Cluster):
                 method, path, params=params, body=body, content_type=content_type, accept=accept
             )
         except ClusterError as e:
-            if e.status == 401:
+            if e.unauthorized:
                 self.unauthorized()
             raise
 
@@ -358,7 +358,7 @@ class CachedCluster(Cluster):
         right: Right = ("list", rtype.group, rtype.plural, namespace)
         refused = self._refused.get(right)
         if refused is not None:
-            raise ClusterError(str(refused), status=refused.status, reason=refused.reason, detail=refused.detail)
+            raise refused.again()
         reads = _reads.get()
         if reads is not None and right in self._allowed:
             found = self.cache.labeled(rtype, label_selector, namespace)
@@ -371,7 +371,7 @@ class CachedCluster(Cluster):
         try:
             items = await super().list(rtype, label_selector=label_selector, namespace=namespace)
         except ClusterError as e:
-            if e.status == 403 and namespace is None:
+            if e.forbidden and namespace is None:
                 self._refused[right] = e
             raise
         self._allowed.add(right)

@@ -63,7 +63,7 @@ class Recorder:
                 await self.cluster.create(EVENTS, body)
                 return
             except ClusterError as e:
-                if e.status != 409:
+                if not e.conflict:
                     raise
             existing = await self.cluster.get(EVENTS, meta["namespace"], meta["name"])
             if existing is None:  # expired in between

@@ -108,7 +108,7 @@ class Election:
             await self.cluster.update(LEASES, lease)
             return True
         except ClusterError as e:
-            if e.status == 409:
+            if e.conflict:
                 return False
             raise
 
@@ -153,7 +153,7 @@ class Election:
         try:
             await self.cluster.update(LEASES, lease)
         except ClusterError as e:
-            if e.status == 409:  # renewed or taken in between: not ours to release any more
+            if e.conflict:  # renewed or taken in between: not ours to release any more
                 return False
             raise
         _log.info("released the lease %s/%s", self.namespace, self.name)

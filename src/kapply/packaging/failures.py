@@ -10,7 +10,7 @@ from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 
 def is_conflict(error: Exception) -> bool:
     """Another writer changed the object while the pass ran: the worker tries again soon, nothing is reported."""
-    return isinstance(error, ConcurrencyError) or (isinstance(error, ClusterError) and error.status == 409)
+    return isinstance(error, ConcurrencyError) or (isinstance(error, ClusterError) and error.conflict)
 
 
 def unexpected(error: Exception) -> str:

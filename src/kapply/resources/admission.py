@@ -33,7 +33,7 @@ async def mutating_webhook_configurations(cluster: Cluster) -> list[Obj]:
     try:
         return await cluster.list(MUTATING_WEBHOOK_CONFIGURATIONS)
     except ClusterError as e:
-        if e.status in (401, 403, 404):
+        if e.unauthorized or e.forbidden or e.not_found:
             return []
         raise
 

@@ -92,19 +92,17 @@ async def list_cluster_wide(cluster: Cluster, rtypes: Iterable[ResourceType], se
     lists the types its app used while it still reads the manifests). Never fails: a type whose LIST fails is left
     for `list_labeled`, which lists it again and says why it failed where a deploy always has."""
 
-    async def one(rtype: ResourceType) -> list[Obj] | int:
+    async def one(rtype: ResourceType) -> list[Obj] | KapplyError:
         try:
             return await cluster.list(rtype, label_selector=selector)
-        except ClusterError as e:
-            return e.status
-        except KapplyError:
-            return 0
+        except KapplyError as e:
+            return e
 
     types = list(rtypes)
     results = dict(zip(types, await asyncio.gather(*(one(t) for t in types)), strict=True))
     return Listed(
-        {t: r for t, r in results.items() if not isinstance(r, int)},
-        frozenset(t for t, r in results.items() if r == 403),
+        {t: r for t, r in results.items() if not isinstance(r, KapplyError)},
+        frozenset(t for t, r in results.items() if isinstance(r, ClusterError) and r.forbidden),
     )
 
 
@@ -139,13 +137,13 @@ async def list_labeled(
     needs = set(needed)
 
     def vanished(rtype: ResourceType, e: ClusterError) -> bool:
-        return e.status == 404 and (rtype.group, rtype.kind) not in needs
+        return e.not_found and (rtype.group, rtype.kind) not in needs
 
     async def in_namespace(rtype: ResourceType, namespace: str) -> list[Obj]:
         try:
             return await cluster.list(rtype, label_selector=selector, namespace=namespace)
         except ClusterError as e:
-            if e.status != 403 and not vanished(rtype, e):
+            if not e.forbidden and not vanished(rtype, e):
                 raise
             return []
 
@@ -159,7 +157,7 @@ async def list_labeled(
         except ClusterError as e:
             if vanished(rtype, e):
                 return []
-            if e.status != 403:
+            if not e.forbidden:
                 raise
         if not rtype.namespaced:
             return []
@@ -204,7 +202,7 @@ async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[O
         try:
             items = await cluster.list(rtype, namespace=namespace)
         except ClusterError as e:
-            if e.status != 403:
+            if not e.forbidden:
                 raise
             return await each(rtype, members)
         names = {res["metadata"]["name"] for res in members}

@@ -60,7 +60,7 @@ async def _unless_forbidden(request: Awaitable[T], instead: T) -> T:
     try:
         return await request
     except ClusterError as e:
-        if e.status != 403:
+        if not e.forbidden:
             raise
         return instead
 

@@ -97,7 +97,7 @@ async def create_or_update(cluster: Cluster, rtype: ResourceType, obj: Obj) -> O
     try:
         return await cluster.create(rtype, obj)
     except ClusterError as e:
-        if e.status != 409:
+        if not e.conflict:
             raise
     meta = obj["metadata"]
     existing = await cluster.get(rtype, meta.get("namespace"), meta["name"])
