@@ -302,6 +302,14 @@ def test_a_fetch_entry_must_be_a_map() -> None:
     assert error_of(with_spec(lambda s: s.update(fetch=["inline"]))) == "Expected spec.fetch[0] to be a map, got str"
 
 
+@pytest.mark.parametrize("stage", ["fetch", "template"])
+def test_each_stage_has_a_list_of_at_least_one_option_each_a_map(stage: str) -> None:
+    """The fetch and template stages read their options by the same rules (_options, _option)."""
+    assert error_of(with_spec(lambda s: s.update({stage: []}))) == f"Expected at least one {stage} option"
+    assert error_of(with_spec(lambda s: s.update({stage: {}}))) == f"Expected spec.{stage} to be a list, got dict"
+    assert error_of(with_spec(lambda s: s.update({stage: [3]}))) == f"Expected spec.{stage}[0] to be a map, got int"
+
+
 @pytest.mark.parametrize(
     ("entry", "known"),
     [

@@ -322,14 +322,25 @@ def _source(path: str, kind: SourceKind, value: Any, where: str) -> FetchSource:
             return FetchSource(path, imgpkg_bundle=_imgpkg_bundle(item, where))
 
 
-def _fetch(value: Any) -> tuple[FetchSource, ...]:
-    items = read_list(value, "spec.fetch")
+def _options(value: Any, stage: str) -> list[Any]:
+    """`spec.<stage>` (fetch, template): a list of at least one option, each read with `_option`."""
+    items = read_list(value, f"spec.{stage}")
     if not items:
-        raise SpecError("Expected at least one fetch option")
+        raise SpecError(f"Expected at least one {stage} option")
+    return items
+
+
+def _option(raw: Any, stage: str, i: int) -> tuple[str, dict[str, Any]]:
+    """Where the `i`th option of `spec.<stage>` is (`spec.fetch[0]`), and the option, a map."""
+    where = f"spec.{stage}[{i}]"
+    return where, read_map(raw, where)
+
+
+def _fetch(value: Any) -> tuple[FetchSource, ...]:
+    items = _options(value, "fetch")
     out = []
     for i, raw in enumerate(items):
-        where = f"spec.fetch[{i}]"
-        item = read_map(raw, where)
+        where, item = _option(raw, "fetch", i)
         path = read_str(item.get("path"), f"{where}.path") or (str(i) if len(items) > 1 else "")
         kind = next((k for k in SourceKind if k.value in item), None)
         if kind is None:
@@ -355,13 +366,9 @@ def _values_from(value: Any, where: str) -> tuple[ValuesSource, ...]:
 
 
 def _template(value: Any) -> tuple[TemplateStep, ...]:
-    items = read_list(value, "spec.template")
-    if not items:
-        raise SpecError("Expected at least one template option")
     steps = []
-    for i, raw in enumerate(items):
-        where = f"spec.template[{i}]"
-        item = read_map(raw, where)
+    for i, raw in enumerate(_options(value, "template")):
+        where, item = _option(raw, "template", i)
         if "ytt" in item:
             ytt = read_map(item["ytt"], f"{where}.ytt")
             steps.append(
