@@ -378,6 +378,20 @@ def test_a_token_the_api_server_no_longer_takes_is_reported(monkeypatch: pytest.
     run(test)
 
 
+def test_a_requests_options_reach_the_api_server_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def request(cluster: Cluster, method: str, path: str, **options: Any) -> Any:
+        sent.append(options)
+
+    cluster = client(monkeypatch, Server(), Cache(), [])
+    monkeypatch.setattr(Cluster, "request", request)
+    body = {"metadata": {"name": "a"}}
+    run(lambda: cluster.request("PATCH", "/api/v1/x", params={"dryRun": "All"}, body=body, content_type="x/y"))
+    run(lambda: cluster.request("GET", "/api", accept="application/yaml"))
+    assert sent == [{"params": {"dryRun": "All"}, "body": body, "content_type": "x/y"}, {"accept": "application/yaml"}]
+
+
 def test_what_a_planning_read_from_the_cache_is_unchanged_until_a_version_it_saw_moves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

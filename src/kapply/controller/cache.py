@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import orjson
 
@@ -32,7 +32,7 @@ from kapply import objects
 from kapply.api import AsyncClient
 from kapply.errors import ClusterError
 from kapply.objects import Obj
-from kapply.resources.cluster import Cluster, ResourceType
+from kapply.resources.cluster import Cluster, RequestOptions, ResourceType
 from kapply.resources.kubeconfig import KubeContext
 
 Key = tuple[str, str]  # an App: (namespace, name)
@@ -318,20 +318,9 @@ class CachedCluster(Cluster):
         self._allowed: set[Right] = set()
         self._refused: dict[Right, ClusterError] = {}
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, str] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-    ) -> Any:
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Any:
         try:
-            return await super().request(
-                method, path, params=params, body=body, content_type=content_type, accept=accept
-            )
+            return await super().request(method, path, **options)
         except ClusterError as e:
             if e.unauthorized:
                 self.unauthorized()
