@@ -172,12 +172,8 @@ class Applier:
         await self._record(rtype, saved, change.new)
 
     async def _update_after_create(self, change: Change, rtype: ResourceType, strategy: CreateStrategy) -> None:
-        meta = change.resource["metadata"]
-        live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
-        if live is None:
-            raise ApplyError("resource disappeared while falling back to update")
-        live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
-        recalculated = calculate(change.new, live, self.config, policy=change.policy)
+        gone = "resource disappeared while falling back to update"
+        recalculated = await self._recalculated(change, rtype, change.resource["metadata"], gone)
         if recalculated.op is not Op.UPDATE:
             if strategy is CreateStrategy.FALLBACK_ON_UPDATE_OR_NOOP:
                 return
@@ -210,12 +206,8 @@ class Applier:
                 if not e.conflict:
                     raise ApplyError(f"Updating resource {change.describe()}: {e}") from e
                 conflict = e
-            meta = change.to_apply["metadata"]
-            live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
-            if live is None:
-                raise ApplyError("resource was deleted while updating it")
-            live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
-            recalculated = calculate(change.new, live, self.config, policy=change.policy)
+            gone = "resource was deleted while updating it"
+            recalculated = await self._recalculated(change, rtype, change.to_apply["metadata"], gone)
             if recalculated.op is Op.UPDATE and fingerprint(recalculated.left, recalculated.right) != approved:
                 raise ApplyError(
                     "Failed to update due to resource conflict (approved "
@@ -226,6 +218,15 @@ class Applier:
                 return
             change = recalculated
         raise ApplyError(f"Failed to update due to resource conflict (tried multiple times): {conflict}")
+
+    async def _recalculated(self, change: Change, rtype: ResourceType, meta: Obj, gone: str) -> Change:
+        """The change calculated again against the object `meta` names as it is now on the cluster (someone else wrote
+        it in between); ApplyError `gone` when it no longer exists."""
+        live = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
+        if live is None:
+            raise ApplyError(gone)
+        live["apiVersion"], live["kind"] = rtype.api_version, rtype.kind
+        return calculate(change.new, live, self.config, policy=change.policy)
 
     def _minimal_diff(self, change: Change) -> str:
         left, right = (
