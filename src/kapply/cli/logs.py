@@ -40,6 +40,18 @@ class TailOptions:
     containers: tuple[str, ...]  # patterns of container names; () for all
 
 
+@dataclass(frozen=True, slots=True)
+class _Tailing:
+    """One container's log to tail: where it is read from, how, and where it is shown."""
+
+    cluster: Cluster
+    pods: ResourceType
+    pod: Obj
+    container: str
+    options: TailOptions
+    view: LogView
+
+
 def watching_forbidden(namespaces: list[str]) -> str:
     """kapp's note when the user may not list Pods (neither cluster-wide nor in these namespaces): no logs follow."""
     quoted = ", ".join(f'"{namespace}"' for namespace in namespaces)
@@ -82,7 +94,7 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
         tails = []
         async for pod in _pods(api.cluster, pods, found.label_selector, found.namespace, options, out):
             tails += [
-                asyncio.create_task(_tail(api.cluster, pods, pod, container, options, view))
+                asyncio.create_task(_tail(_Tailing(api.cluster, pods, pod, container, options, view)))
                 for container in _containers(pod, options.containers)
             ]
         await asyncio.gather(*tails)
@@ -154,22 +166,15 @@ def _running(pod: Obj | None, container: str) -> bool:
     return any(s.get("name") == container and "running" in (s.get("state") or {}) for s in statuses)
 
 
-async def _tail(
-    cluster: Cluster,
-    pods: ResourceType,
-    pod: Obj,
-    container: str,
-    options: TailOptions,
-    view: LogView,
-) -> None:
+async def _tail(tailing: _Tailing) -> None:
     """Print one container's log; when following, again each time it runs again. A stream that breaks off ends the
     container's tailing silently, as in kapp."""
     from kapply import objects
 
-    tag = f"{objects.name(pod)} > {container}"
+    view, tag = tailing.view, f"{objects.name(tailing.pod)} > {tailing.container}"
     while True:
         try:
-            async with _stream_when_running(cluster, pods, pod, container, options, view, tag) as lines:
+            async with _stream_when_running(tailing, tag) as lines:
                 if lines is None:
                     return
                 view.starting(tag)
@@ -177,7 +182,7 @@ async def _tail(
                     view.line(tag, text)
         except ClusterError:
             return
-        if not options.follow:
+        if not tailing.options.follow:
             view.ending(tag)
             return
         view.stopped(tag)
@@ -185,31 +190,26 @@ async def _tail(
 
 
 @asynccontextmanager
-async def _stream_when_running(
-    cluster: Cluster,
-    pods: ResourceType,
-    pod: Obj,
-    container: str,
-    options: TailOptions,
-    view: LogView,
-    tag: str,
-) -> AsyncIterator[AsyncIterator[str] | None]:
+async def _stream_when_running(tailing: _Tailing, tag: str) -> AsyncIterator[AsyncIterator[str] | None]:
     """The container's log lines once it runs and its log can be read; None when it does not and not following
     (after saying so, as kapp does once in either case)."""
     from kapply import objects
 
-    waited = False
+    pod, waited = tailing.pod, False
     async with AsyncExitStack() as stack:
         while True:
-            if _running(await cluster.get(pods, objects.namespace(pod), objects.name(pod)), container):
+            live = await tailing.cluster.get(tailing.pods, objects.namespace(pod), objects.name(pod))
+            if _running(live, tailing.container):
                 try:
-                    lines = await stack.enter_async_context(_log_lines(cluster, pods, pod, container, options))
+                    lines = await stack.enter_async_context(
+                        _log_lines(tailing.cluster, tailing.pods, pod, tailing.container, tailing.options)
+                    )
                     break
                 except ClusterError:
                     pass
             if not waited:
-                view.waiting(tag)
-                if not options.follow:
+                tailing.view.waiting(tag)
+                if not tailing.options.follow:
                     yield None
                     return
                 waited = True
