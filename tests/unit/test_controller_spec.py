@@ -21,6 +21,7 @@ from kapply.controller.spec import (
     TemplateTool,
     ValuesSource,
     parse_spec,
+    parsed,
 )
 from kapply.diff.drift import DriftPolicy
 from kapply.objects import Obj
@@ -462,3 +463,17 @@ def test_the_spec_is_not_changed_by_reading_it() -> None:
     before = copy.deepcopy(app)
     parse_spec(app)
     assert app == before
+
+
+def test_parsed_is_the_spec_or_what_is_wrong_with_it() -> None:
+    app = with_spec(lambda s: None)
+    assert parsed(parse_spec, app) == (parse_spec(app), "")
+    assert parsed(parse_spec, with_spec(lambda s: s.update(fetch=[]))) == (None, "Expected at least one fetch option")
+
+
+def test_parsed_lets_any_other_error_through() -> None:
+    def broken(obj: object) -> None:
+        raise KeyError("metadata")
+
+    with pytest.raises(KeyError):
+        parsed(broken, {})

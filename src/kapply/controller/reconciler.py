@@ -30,7 +30,7 @@ from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.metrics import AppCount, AppCounts
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
-from kapply.controller.spec import FINALIZER, AppSpec, SpecError, parse_spec
+from kapply.controller.spec import FINALIZER, AppSpec, parse_spec, parsed
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, Connect, ResourceType
@@ -127,11 +127,7 @@ class Reconciler:
             self.memory.pop((namespace, name), None)
             self.counts.forget(namespace, name)
             return None
-        try:
-            spec: AppSpec | None = parse_spec(app)
-            problem = ""
-        except SpecError as e:
-            spec, problem = None, str(e)
+        spec, problem = parsed(parse_spec, app)
         if app["metadata"].get("deletionTimestamp"):
             return await self._delete(app, spec)
         status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}

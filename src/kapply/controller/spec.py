@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from kapply.api import DriftPolicy
 from kapply.errors import KapplyError
@@ -25,9 +26,20 @@ KIND = "App"
 PLURAL = "apps"
 FINALIZER = "finalizers.kapply.dev/delete"
 
+_T = TypeVar("_T")
+
 
 class SpecError(KapplyError):
     """The App's spec is not valid."""
+
+
+def parsed(parse: Callable[[Obj], _T], obj: Obj) -> tuple[_T | None, str]:
+    """`parse(obj)` and "", or None and the SpecError's message: a reconciler says what is wrong with a spec in the
+    status, and still deletes an object being deleted."""
+    try:
+        return parse(obj), ""
+    except SpecError as e:
+        return None, str(e)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import logging
 
 from kapply.api import AsyncClient
 from kapply.controller.apps import APPS
-from kapply.controller.spec import SpecError
+from kapply.controller.spec import SpecError, parsed
 from kapply.controller.status import same_but_times
 from kapply.objects import Obj
 from kapply.packaging import install_status, names, store
@@ -73,11 +73,7 @@ class InstallReconciler:
             return await self._fail(install, status, unexpected(e), None)
 
     async def _reconcile(self, install: Obj) -> float | None:
-        try:
-            spec: PackageInstallSpec | None = parse_package_install(install)
-            problem = ""
-        except SpecError as e:
-            spec, problem = None, str(e)
+        spec, problem = parsed(parse_package_install, install)
         if install["metadata"].get("deletionTimestamp"):
             return await self._delete(install, spec)
         await self.api.cluster.add_finalizer(store.INSTALLS, install, names.INSTALL_FINALIZER)
