@@ -18,7 +18,7 @@ import pytest
 from kapply.cli.package import created
 from kapply.cli.package.available import split_name, visible
 from kapply.cli.package.created import CreatedKind, InstallNames
-from kapply.cli.package.install import Request, dry_run_documents, read_files, read_overlays
+from kapply.cli.package.install import Request, _to_create, dry_run_documents, read_files, read_overlays
 from kapply.cli.package.schema import default_values, schema_properties
 from kapply.cli.package.sources import SourceKind, repository_fetch, source_kind, updated_fetch
 from kapply.cli.package.tailing import LogLine, progress
@@ -191,6 +191,28 @@ def test_the_dry_run_shows_everything_install_would_create(tmp_path: Path) -> No
     existing = dry_run_documents(request, read_files(request), InstallNames("pkg-demo", "apps"), "deployer")
     assert [d["kind"] for d in existing] == ["Secret", "PackageInstall"]
     assert existing[-1]["spec"]["serviceAccountName"] == "deployer"
+
+
+def test_install_creates_what_the_dry_run_shows_saying_what_it_creates_with_secrets_as_data(tmp_path: Path) -> None:
+    values, overlay = tmp_path / "values.yml", tmp_path / "o.yml"
+    values.write_text("hello_msg: hi\n")
+    overlay.write_text("#@ load('@ytt:overlay', 'overlay')\n")
+    request = Request("pkg-demo", "simple-app.corp.com", "1.0.0", str(values), True, (str(overlay),), True)
+    names = InstallNames("pkg-demo", "apps")
+    made = _to_create(request, read_files(request), names, "", as_text=False)
+    assert [said for said, _ in made] == [
+        "Creating service account 'pkg-demo-apps-sa'",
+        "Creating cluster admin role 'pkg-demo-apps-cluster-role'",
+        "Creating cluster role binding 'pkg-demo-apps-cluster-rolebinding'",
+        "Creating secret 'pkg-demo-apps-values'",
+        "Creating overlay secrets",
+        "Creating package install resource",
+    ]
+    assert made[3][1]["data"] == {"values.yaml": base64.b64encode(b"hello_msg: hi\n").decode()}
+    shown = dry_run_documents(request, read_files(request), names, "")
+    assert [{k: v for k, v in d.items() if k not in ("data", "stringData")} for d in shown] == [
+        {k: v for k, v in d.items() if k not in ("data", "stringData")} for _, d in made
+    ]
 
 
 # --- available --------------------------------------------------------------------------------------------------------

@@ -147,33 +147,46 @@ def read_files(request: Request) -> Files:
 
 def dry_run_documents(request: Request, files: Files, names: InstallNames, service_account: str) -> list[Obj]:
     """What `install` would create, in order (kctrl's `--dry-run`; kapply adds the overlays Secret)."""
+    return [obj for _, obj in _to_create(request, files, names, service_account, as_text=True)]
+
+
+def _to_create(
+    request: Request, files: Files, names: InstallNames, service_account: str, *, as_text: bool
+) -> list[tuple[str, Obj]]:
+    """What `install` creates, in order, each with the line it logs before creating it: without `service_account`,
+    one of its own with a cluster-admin binding; the values and overlays Secrets (`as_text`: as `stringData`); last,
+    the PackageInstall, annotated with what was created for it."""
     from kapply.cli.package import created
 
-    documents: list[Obj] = []
+    made: list[tuple[str, Obj]] = []
     kinds: list[CreatedKind] = []
     if not service_account:
-        documents += [created.service_account(names), created.cluster_role(names), created.cluster_role_binding(names)]
+        made += [
+            (f"Creating service account '{names.service_account}'", created.service_account(names)),
+            (f"Creating cluster admin role '{names.cluster_role}'", created.cluster_role(names)),
+            (f"Creating cluster role binding '{names.cluster_role_binding}'", created.cluster_role_binding(names)),
+        ]
         kinds += [CreatedKind.CLUSTER_ROLE, CreatedKind.CLUSTER_ROLE_BINDING, CreatedKind.SERVICE_ACCOUNT]
     values_secret = overlays_secret = ""
     if files.values is not None:
         values_secret = names.values_secret
-        documents.append(created.secret(values_secret, names, {VALUES_KEY: files.values}, as_text=True))
+        values = created.secret(values_secret, names, {VALUES_KEY: files.values}, as_text=as_text)
+        made.append((f"Creating secret '{values_secret}'", values))
         kinds.append(CreatedKind.SECRET)
     if files.overlays is not None:
         overlays_secret = names.overlays_secret
-        documents.append(created.secret(overlays_secret, names, files.overlays, as_text=True))
-    documents.append(
-        created.package_install(
-            names,
-            request.package,
-            request.version,
-            service_account or names.service_account,
-            values_secret,
-            overlays_secret,
-            kinds,
-        )
+        overlays = created.secret(overlays_secret, names, files.overlays, as_text=as_text)
+        made.append(("Creating overlay secrets", overlays))
+    install = created.package_install(
+        names,
+        request.package,
+        request.version,
+        service_account or names.service_account,
+        values_secret,
+        overlays_secret,
+        kinds,
     )
-    return documents
+    return [*made, ("Creating package install resource", install)]
 
 
 async def _create(args: Args, out: Output) -> None:
@@ -208,7 +221,6 @@ async def _create(args: Args, out: Output) -> None:
             await _apply_update(api, existing, request, files, names, out, wait)
             out.finish()
             return
-        kinds: list[CreatedKind] = []
         if service_account:
             found = await cluster.get(SERVICE_ACCOUNTS, namespace, service_account)
             if found is None:
@@ -220,35 +232,12 @@ async def _create(args: Args, out: Output) -> None:
                     f"Provided service account '{service_account}' is already used by another package in namespace "
                     f"'{namespace}'"
                 )
-        else:
-            log(out, f"Creating service account '{names.service_account}'")
-            await create_or_update(cluster, SERVICE_ACCOUNTS, created.service_account(names))
-            log(out, f"Creating cluster admin role '{names.cluster_role}'")
-            await create_or_update(cluster, CLUSTER_ROLES, created.cluster_role(names))
-            log(out, f"Creating cluster role binding '{names.cluster_role_binding}'")
-            await create_or_update(cluster, CLUSTER_ROLE_BINDINGS, created.cluster_role_binding(names))
-            kinds += [CreatedKind.CLUSTER_ROLE, CreatedKind.CLUSTER_ROLE_BINDING, CreatedKind.SERVICE_ACCOUNT]
-        values_secret = overlays_secret = ""
-        if files.values is not None:
-            values_secret = names.values_secret
-            log(out, f"Creating secret '{values_secret}'")
-            data = {VALUES_KEY: files.values}
-            await create_or_update(cluster, SECRETS, created.secret(values_secret, names, data))
-            kinds.append(CreatedKind.SECRET)
-        if files.overlays is not None:
-            overlays_secret = names.overlays_secret
-            log(out, "Creating overlay secrets")
-            await create_or_update(cluster, SECRETS, created.secret(overlays_secret, names, files.overlays))
-        log(out, "Creating package install resource")
-        install = created.package_install(
-            names,
-            request.package,
-            request.version,
-            service_account or names.service_account,
-            values_secret,
-            overlays_secret,
-            kinds,
-        )
+        *first, (saying, install) = _to_create(request, files, names, service_account, as_text=False)
+        types = {rtype.kind: rtype for rtype in (SERVICE_ACCOUNTS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, SECRETS)}
+        for said, obj in first:
+            log(out, said)
+            await create_or_update(cluster, types[obj["kind"]], obj)
+        log(out, saying)
         try:
             await cluster.create(store.INSTALLS, install)
         except ClusterError as e:
