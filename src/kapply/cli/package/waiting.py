@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kapply.cli.package.common import WaitFlags, log
@@ -96,27 +97,44 @@ class Deadline:
         await asyncio.sleep(min(self.flags.interval, max(self.end - time.monotonic(), 0)))
 
 
+@dataclass(frozen=True, slots=True)
+class _Waited:
+    """What waiting for one kind of packaging resource says, and whose stages it tails."""
+
+    resource: names.Resource
+    rtype: ResourceType
+    waiting: str  # `Waiting for <waiting> reconciliation for '<name>'`
+    noun: str  # `<noun> '<name>' in namespace '<namespace>' deleted`
+    tails_app: bool  # the stages of the resource's App (an install's), else its own
+    failed: Callable[[str, Obj], str]  # the error of a ReconcileFailed status, given the resource's description
+
+
+_REPOSITORY = _Waited(
+    names.PACKAGE_REPOSITORY,
+    store.REPOSITORIES,
+    "package repository",
+    "Package repository",
+    False,
+    lambda what, status: f"Reconciling repository: ReconcileFailed: {status.get('usefulErrorMessage', '')}",
+)
+_INSTALL = _Waited(
+    names.PACKAGE_INSTALL,
+    store.INSTALLS,
+    "PackageInstall",
+    "Package install",
+    True,
+    lambda what, status: (
+        f"{what}: Reconciling: {status.get('usefulErrorMessage', '')}. {status.get('friendlyDescription', '')}"
+    ),
+)
+
+
 async def wait_for_repository(
     cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, *, created: bool = False
 ) -> None:
     """Until the repository has reconciled its current spec, tailing its stages (all of them when it was just
     `created`, else those that change from now on)."""
-    log(out, f"Waiting for package repository reconciliation for '{name}'")
-    what = description(names.PACKAGE_REPOSITORY, namespace, name)
-    deadline, tail, said = Deadline(flags), Tail(out, {}) if created else None, Conditions(out, what)
-    while True:
-        repository = await store.get(cluster, store.REPOSITORIES, namespace, name)
-        if repository is None:
-            raise KapplyError(f"Package repository '{name}' in namespace '{namespace}' deleted")
-        tail = tail or Tail(out, _status(repository))
-        tail.update(repository)
-        match said.update(repository):
-            case "ReconcileSucceeded":
-                return
-            case "ReconcileFailed":
-                useful = _status(repository).get("usefulErrorMessage", "")
-                raise KapplyError(f"Reconciling repository: ReconcileFailed: {useful}")
-        await deadline.next(f"{what}: Reconciling")
+    await _wait_reconciled(_REPOSITORY, cluster, namespace, name, out, flags, created)
 
 
 async def wait_for_install(
@@ -124,25 +142,29 @@ async def wait_for_install(
 ) -> None:
     """Until the PackageInstall has reconciled its current spec, tailing its App's stages (all of them when the
     install was just `created`, else those that change from now on)."""
-    log(out, f"Waiting for PackageInstall reconciliation for '{name}'")
-    what = description(names.PACKAGE_INSTALL, namespace, name)
+    await _wait_reconciled(_INSTALL, cluster, namespace, name, out, flags, created)
+
+
+async def _wait_reconciled(
+    kind: _Waited, cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, created: bool
+) -> None:
+    log(out, f"Waiting for {kind.waiting} reconciliation for '{name}'")
+    what = description(kind.resource, namespace, name)
     deadline, tail, said = Deadline(flags), Tail(out, {}) if created else None, Conditions(out, what)
     while True:
-        install = await store.get(cluster, store.INSTALLS, namespace, name)
-        if install is None:
-            raise KapplyError(f"Package install '{name}' in namespace '{namespace}' deleted")
-        app = await cluster.get(APPS, namespace, name)
+        found = await store.get(cluster, kind.rtype, namespace, name)
+        if found is None:
+            raise KapplyError(f"{kind.noun} '{name}' in namespace '{namespace}' deleted")
+        tailed = await cluster.get(APPS, namespace, name) if kind.tails_app else found
         if tail is None:
-            tail = Tail(out, _status(app or {}))
-        elif app is not None:
-            tail.update(app)
-        match said.update(install):
+            tail = Tail(out, _status(tailed or {}))
+        elif tailed is not None:
+            tail.update(tailed)
+        match said.update(found):
             case "ReconcileSucceeded":
                 return
             case "ReconcileFailed":
-                status = _status(install)
-                useful, friendly = status.get("usefulErrorMessage", ""), status.get("friendlyDescription", "")
-                raise KapplyError(f"{what}: Reconciling: {useful}. {friendly}")
+                raise KapplyError(kind.failed(what, _status(found)))
         await deadline.next(f"{what}: Reconciling")
 
 

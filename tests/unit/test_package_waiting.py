@@ -1,0 +1,88 @@
+"""kapply.cli.package.waiting: a PackageRepository and a PackageInstall are waited for by one loop (_wait_reconciled),
+each kind saying its own words: done at ReconcileSucceeded of the current generation, an error at ReconcileFailed or
+when the resource is deleted meanwhile; an install's waiting reads its App (whose stages it tails)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from typing import Any
+
+import pytest
+
+from kapply.cli.package.common import WaitFlags
+from kapply.cli.package.waiting import wait_for_install, wait_for_repository
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+from kapply.resources.cluster import ResourceType
+from kapply.ui.output import Output
+
+FLAGS = WaitFlags(True, 0.0, 30.0)
+
+
+def resource(kind: str, generation: int, observed: int, condition: str = "", **status: Any) -> Obj:
+    conditions = [{"type": condition, "status": "True"}] if condition else []
+    return {
+        "kind": kind,
+        "metadata": {"name": "x", "namespace": "ns", "generation": generation},
+        "status": {"observedGeneration": observed, "conditions": conditions, **status},
+    }
+
+
+class Cluster:
+    """Answers each kind's reads with its next state (the last one again once they run out; None: deleted)."""
+
+    def __init__(self, states: dict[str, list[Obj | None]]) -> None:
+        self.states = states
+        self.reads: list[str] = []
+
+    async def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj | None:
+        self.reads.append(rtype.kind)
+        states = self.states.get(rtype.kind, [None])
+        return states.pop(0) if len(states) > 1 else states[0]
+
+
+def wait(waiter: Any, cluster: Cluster) -> str:
+    text = io.StringIO()
+    asyncio.run(waiter(cluster, "ns", "x", Output(tty=True, out=text), FLAGS))
+    return text.getvalue()
+
+
+def test_a_repository_is_waited_for_until_it_reports_success_for_its_current_generation() -> None:
+    states: list[Obj | None] = [
+        resource("PackageRepository", 2, 1, "ReconcileSucceeded"),
+        resource("PackageRepository", 2, 2, "ReconcileSucceeded"),
+    ]
+    cluster = Cluster({"PackageRepository": states})
+    said = wait(wait_for_repository, cluster)
+    assert "Waiting for package repository reconciliation for 'x'" in said
+    assert "packagerepository/x (packaging.kapply.dev/v1alpha1) namespace: ns: ReconcileSucceeded" in said
+    assert cluster.reads == ["PackageRepository", "PackageRepository"]
+
+
+def test_a_failed_repository_is_an_error_in_its_own_words() -> None:
+    failed = resource("PackageRepository", 1, 1, "ReconcileFailed", usefulErrorMessage="no bundle")
+    with pytest.raises(KapplyError, match="^Reconciling repository: ReconcileFailed: no bundle$"):
+        wait(wait_for_repository, Cluster({"PackageRepository": [failed]}))
+
+
+def test_an_install_reads_its_app_and_fails_in_its_own_words() -> None:
+    failed = resource("PackageInstall", 1, 1, "ReconcileFailed", usefulErrorMessage="bad", friendlyDescription="why")
+    cluster = Cluster({"PackageInstall": [failed], "App": [resource("App", 1, 1)]})
+    what = "packageinstall/x (packaging.kapply.dev/v1alpha1) namespace: ns"
+    with pytest.raises(KapplyError, match=f"^{re.escape(what)}: Reconciling: bad. why$"):
+        wait(wait_for_install, cluster)
+    assert cluster.reads == ["PackageInstall", "App"]
+
+
+@pytest.mark.parametrize(
+    ("waiter", "kind", "noun"),
+    [
+        (wait_for_repository, "PackageRepository", "Package repository"),
+        (wait_for_install, "PackageInstall", "Package install"),
+    ],
+)
+def test_a_resource_deleted_while_waited_for_is_an_error(waiter: Any, kind: str, noun: str) -> None:
+    with pytest.raises(KapplyError, match=f"^{noun} 'x' in namespace 'ns' deleted$"):
+        wait(waiter, Cluster({kind: [resource(kind, 2, 1), None]}))
