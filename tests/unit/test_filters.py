@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from kapply.resources.filters import (
     AGE_ERROR,
     FilterError,
     ResourceFilter,
+    combined,
     from_flags,
     parse_age,
     parse_bool_filter,
@@ -187,3 +189,28 @@ def test_json_resource_filter_takes_creation_times():
 def test_bad_json_filters_are_refused(text: str, message: str):
     with pytest.raises(FilterError, match=message):
         parse_bool_filter(text)
+
+
+class _Is:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def matches(self, subject: int) -> bool:
+        return subject == self.value
+
+
+@pytest.mark.parametrize(
+    ("and_", "or_", "not_", "verdict"),
+    [
+        ((_Is(1), _Is(1)), (), None, True),
+        ((_Is(1), _Is(2)), (_Is(1),), None, False),  # the first part set decides
+        ((), (_Is(2), _Is(1)), None, True),
+        ((), (_Is(2),), _Is(1), False),
+        ((), (), _Is(2), True),
+        ((), (), None, None),  # none set: the filter's own test decides
+    ],
+)
+def test_combined_is_what_the_first_of_and_or_not_set_says(
+    and_: Any, or_: Any, not_: Any, verdict: bool | None
+) -> None:
+    assert combined(and_, or_, not_, 1) is verdict

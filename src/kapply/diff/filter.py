@@ -25,6 +25,7 @@ from kapply.objects import Obj
 from kapply.resources.filters import (
     FilterError,
     ResourceFilter,
+    combined,
     decode_json,
     json_fields,
     json_type_error,
@@ -54,12 +55,8 @@ class ChangeFilter:
     ops: tuple[str, ...] = ()
 
     def matches(self, change: Change) -> bool:
-        if self.and_:
-            return all(f.matches(change) for f in self.and_)
-        if self.or_:
-            return any(f.matches(change) for f in self.or_)
-        if self.not_ is not None:
-            return not self.not_.matches(change)
+        if (verdict := combined(self.and_, self.or_, self.not_, change)) is not None:
+            return verdict
         if self.new_resource is not None:
             new = new_side(change)
             return new is not None and self.new_resource.matches(new)

@@ -30,13 +30,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from kapply import objects
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.values import parse_duration
 from kapply.yamlio import kind_of
+
+_S = TypeVar("_S", contravariant=True)
+_T = TypeVar("_T")
 
 AGE_ERROR = (
     "Expected age filter to be either empty or parseable time.Duration "
@@ -285,6 +288,26 @@ class ResourceFilter:
         return [r for r in resources if self.matches(r)]
 
 
+class Matcher(Protocol[_S]):
+    """A filter of things of one kind (resources, changes)."""
+
+    def matches(self, subject: _S, /) -> bool: ...
+
+
+def combined(
+    and_: Sequence[Matcher[_T]], or_: Sequence[Matcher[_T]], not_: Matcher[_T] | None, subject: _T
+) -> bool | None:
+    """What a filter's `and`, `or` and `not` say of `subject` (the first one set decides, as in kapp's BoolFilter and
+    ChangeSetFilter); None when none is set, for the filter's own test to decide."""
+    if and_:
+        return all(f.matches(subject) for f in and_)
+    if or_:
+        return any(f.matches(subject) for f in or_)
+    if not_ is not None:
+        return not not_.matches(subject)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class BoolFilter:
     """kapp's BoolFilter: the first of `and`, `or`, `not`, `resource` that is set decides; none set matches
@@ -296,12 +319,8 @@ class BoolFilter:
     resource: ResourceFilter | None = None
 
     def matches(self, obj: Obj) -> bool:
-        if self.and_:
-            return all(f.matches(obj) for f in self.and_)
-        if self.or_:
-            return any(f.matches(obj) for f in self.or_)
-        if self.not_ is not None:
-            return not self.not_.matches(obj)
+        if (verdict := combined(self.and_, self.or_, self.not_, obj)) is not None:
+            return verdict
         if self.resource is not None:
             return self.resource.matches(obj)
         return False
