@@ -55,6 +55,19 @@ def test_reconciling_and_success_clear_the_useful_error_message_a_failure_keeps_
     }
 
 
+def test_a_failed_reconcile_and_a_failed_delete_are_written_alike() -> None:
+    for write, condition, friendly in (
+        (install_status.failed, "ReconcileFailed", "Reconcile failed"),
+        (install_status.delete_failed, "DeleteFailed", "Delete failed"),
+    ):
+        assert write({"usefulErrorMessage": "old"}, "boom", "why") == {
+            "usefulErrorMessage": "why",
+            "conditions": [{"type": condition, "status": "True", "message": "boom"}],
+            "friendlyDescription": f"{friendly}: boom",
+        }
+        assert write({"usefulErrorMessage": "old"}, "boom")["usefulErrorMessage"] == "old"
+
+
 def test_the_apps_outcome_is_mirrored() -> None:
     start = install_status.reconciling({}, 1)
     assert install_status.mirrored(start, app("ReconcileSucceeded"))["friendlyDescription"] == "Reconcile succeeded"

@@ -55,11 +55,7 @@ def succeeded(status: Obj) -> Obj:
 
 def failed(status: Obj, error: str, useful: str | None = None) -> Obj:
     """A failed reconcile: the error as the condition's message; usefulErrorMessage set when given, else kept."""
-    out = _condition(status, Condition.RECONCILE_FAILED, error)
-    out["friendlyDescription"] = f"Reconcile failed: {short(error)}"
-    if useful is not None:
-        out["usefulErrorMessage"] = useful
-    return out
+    return _failure(status, Condition.RECONCILE_FAILED, "Reconcile failed", error, useful)
 
 
 def deleting(status: Obj, generation: int) -> Obj:
@@ -70,8 +66,13 @@ def deleting(status: Obj, generation: int) -> Obj:
 
 
 def delete_failed(status: Obj, error: str, useful: str | None = None) -> Obj:
-    out = _condition(status, Condition.DELETE_FAILED, error)
-    out["friendlyDescription"] = f"Delete failed: {short(error)}"
+    """A failed delete, as `failed`."""
+    return _failure(status, Condition.DELETE_FAILED, "Delete failed", error, useful)
+
+
+def _failure(status: Obj, condition: Condition, friendly: str, error: str, useful: str | None) -> Obj:
+    out = _condition(status, condition, error)
+    out["friendlyDescription"] = f"{friendly}: {short(error)}"
     if useful is not None:
         out["usefulErrorMessage"] = useful
     return out
