@@ -112,3 +112,13 @@ def test_completion_needs_one_known_shell(argv: list[str], message: str):
 def test_completion_prints_the_script(shell: str):
     done = subprocess.run([sys.executable, "-m", "kapply", "completion", shell], capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (0, script(shell), "")
+
+
+def test_the_scripts_tables_key_each_word_by_the_command_it_follows() -> None:
+    from kapply.cli.completion import Level, _keyed
+
+    top = Level("", (), (("ac", "app-change"),), (), (("-f", "file"),), ())
+    sub = Level("app-change", (), (("ls", "app-change/list"),), (), (), ())
+    line = "{}={}".format
+    assert _keyed([top, sub], line) == ":ac=app-change\napp-change:ls=app-change/list"
+    assert _keyed([top, sub], line, values=True) == ":-f=file"

@@ -9,7 +9,7 @@ shell names after `completion`. Flags kapply does not implement yet are not offe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,17 @@ def levels(root: Command, global_flags: tuple[Flag, ...]) -> list[Level]:
     return list(walk(root, ""))
 
 
+def _keyed(all_levels: list[Level], line: Callable[[str, str], str], *, values: bool = False) -> str:
+    """A script's table of the words that may follow each command, a `line(key, what)` each, keyed
+    `<command path>:<word>` as the scripts look them up: what is the child command the word leads to or, with
+    `values`, what the flag's value is (`file`, `dir`, `value`)."""
+    return "\n".join(
+        line(f"{level.path}:{word}", what)
+        for level in all_levels
+        for word, what in (level.values if values else level.children)
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- sh (bash, zsh)
 
 
@@ -81,16 +92,8 @@ def _sh_quote(text: str) -> str:
 def _sh_tables(all_levels: list[Level]) -> str:
     """Shell functions shared by bash and zsh (both run them): the child a word leads to, what a flag's value is,
     and the words that can follow a command; each answers in REPLY."""
-    children = "\n".join(
-        f"        {_sh_quote(f'{level.path}:{word}')}) REPLY={_sh_quote(child)} ;;"
-        for level in all_levels
-        for word, child in level.children
-    )
-    values = "\n".join(
-        f"        {_sh_quote(f'{level.path}:{word}')}) REPLY={kind} ;;"
-        for level in all_levels
-        for word, kind in level.values
-    )
+    children = _keyed(all_levels, lambda key, child: f"        {_sh_quote(key)}) REPLY={_sh_quote(child)} ;;")
+    values = _keyed(all_levels, lambda key, kind: f"        {_sh_quote(key)}) REPLY={kind} ;;", values=True)
     words = "\n".join(
         f"        {_sh_quote(level.path)}) REPLY={_sh_quote(' '.join(w for w, _ in level.subcommands))}"
         f" FLAGS={_sh_quote(' '.join(f for f, _ in level.flags))}"
@@ -207,15 +210,14 @@ def _fish_quote(text: str) -> str:
 
 
 def fish_script(all_levels: list[Level]) -> str:
-    children = "\n".join(
-        f"            case {_fish_quote(f'{level.path}:{word}')}\n                set path {_fish_quote(child)}"
-        for level in all_levels
-        for word, child in level.children
+    children = _keyed(
+        all_levels,
+        lambda key, child: f"            case {_fish_quote(key)}\n                set path {_fish_quote(child)}",
     )
-    values = "\n".join(
-        f"            case {_fish_quote(f'{level.path}:{word}')}\n                set expect {kind}"
-        for level in all_levels
-        for word, kind in level.values
+    values = _keyed(
+        all_levels,
+        lambda key, kind: f"            case {_fish_quote(key)}\n                set expect {kind}",
+        values=True,
     )
     words = "\n".join(
         f"        case {_fish_quote(level.path)}\n"
@@ -311,16 +313,8 @@ def _ps_list(items: list[str]) -> str:
 
 
 def powershell_script(all_levels: list[Level]) -> str:
-    children = "\n".join(
-        f"        {_ps_quote(f'{level.path}:{word}')} = {_ps_quote(child)}"
-        for level in all_levels
-        for word, child in level.children
-    )
-    values = "\n".join(
-        f"        {_ps_quote(f'{level.path}:{word}')} = {_ps_quote(kind)}"
-        for level in all_levels
-        for word, kind in level.values
-    )
+    children = _keyed(all_levels, lambda key, child: f"        {_ps_quote(key)} = {_ps_quote(child)}")
+    values = _keyed(all_levels, lambda key, kind: f"        {_ps_quote(key)} = {_ps_quote(kind)}", values=True)
     words = "\n".join(
         f"        {_ps_quote(level.path)} = {_ps_list([n for n, _ in level.subcommands] + list(level.arguments))}"
         for level in all_levels
