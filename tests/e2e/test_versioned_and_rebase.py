@@ -137,10 +137,12 @@ def test_a_changed_versioned_configmap_rolls_the_deployment_and_old_versions_are
         assert ops(result.stdout).startswith("1 create,") and " 1 update," in ops(result.stdout), result.stdout
         env = kube.get(Deployment, "nginx-deployment", namespace=namespace).spec.template.spec.containers[0].env
         assert env[0].valueFrom.configMapKeyRef.name == f"special-config-ver-{i}"
-    assert names(kube, ConfigMap, namespace, "special-config") == ["special-config-ver-4", "special-config-ver-5"]
+    # as kapp counts: the two newest of the versions before the deploy, and the new one
+    assert names(kube, ConfigMap, namespace, "special-config") == [f"special-config-ver-{n}" for n in (3, 4, 5)]
     assert len(list(kube.list(ReplicaSet, namespace=namespace))) == 5  # one per rollout
     again = kapply.deploy(namespace, NGINX.format(how="better-5"), app="ver")
-    assert ops(again.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists"
+    assert ops(again.stdout) == "0 create, 1 delete, 0 update, 0 noop, 0 exists"  # the unchanged deploy trims ver-3
+    assert names(kube, ConfigMap, namespace, "special-config") == ["special-config-ver-4", "special-config-ver-5"]
 
 
 def test_a_versioned_resource_removed_from_the_manifests_is_deleted_with_its_versions(kapply, kube, namespace):

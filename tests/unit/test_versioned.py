@@ -54,13 +54,17 @@ def test_an_unchanged_resource_keeps_its_version_and_a_changed_one_gets_the_next
     assert changed.previous[ResourceKey("ns", "", "ConfigMap", "cfg-ver-3")]["metadata"]["name"] == "cfg-ver-2"
 
 
-def test_only_the_newest_versions_up_to_num_versions_are_kept(config):
-    existing = [live(config_map(f"cfg-ver-{n}", {"a": str(n)})) for n in range(1, 5)]
-    result = versioned.resolve(
-        [Document(config_map("cfg", {"a": "new"}, {"kapp.k14s.io/num-versions": "2"}), "o")], existing, config
-    )
-    assert names(result) == ["cfg-ver-5"]
-    assert result.keep == {ResourceKey("ns", "", "ConfigMap", "cfg-ver-4")}  # with ver-5, two versions
+def test_the_newest_num_versions_of_the_versions_existing_before_the_deploy_are_kept(config):
+    """kapp's count: a changing deploy keeps `num-versions` old versions beside the new one (three live with "2"); the
+    next deploy, unchanged, trims the oldest."""
+    annotations = {"kapp.k14s.io/num-versions": "2"}
+    existing = [live(config_map(f"cfg-ver-{n}", {"a": str(n)}, annotations)) for n in range(1, 5)]
+    changed = versioned.resolve([Document(config_map("cfg", {"a": "new"}, annotations), "o")], existing, config)
+    assert names(changed) == ["cfg-ver-5"]
+    assert changed.keep == {ResourceKey("ns", "", "ConfigMap", f"cfg-ver-{n}") for n in (3, 4)}
+    same = versioned.resolve([Document(config_map("cfg", {"a": "4"}, annotations), "o")], existing, config)
+    assert names(same) == ["cfg-ver-4"]
+    assert same.keep == {ResourceKey("ns", "", "ConfigMap", f"cfg-ver-{n}") for n in (3, 4)}
 
 
 def test_keep_original_also_deploys_the_unversioned_copy(config):

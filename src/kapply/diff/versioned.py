@@ -5,8 +5,9 @@ resource equals it, else the next number. References to it in other new resource
 (template rules of the Config, and `kapp.k14s.io/versioned-explicit-ref` annotations)
 are rewritten to the current version's name, so that a Deployment using a versioned
 ConfigMap changes, and rolls, whenever the ConfigMap does. Naming and rewriting run
-twice, as in kapp, so that versioned resources referring to each other settle. The
-newest `kapp.k14s.io/num-versions` versions (default 5) are kept; older ones are deleted.
+twice, as in kapp, so that versioned resources referring to each other settle. Of the
+versions that exist before a deploy, the newest `kapp.k14s.io/num-versions` (default 5) are kept and older ones are
+deleted, as kapp counts them: a changing deploy leaves that many old versions beside the new one.
 """
 
 from __future__ import annotations
@@ -170,13 +171,11 @@ def resolve(desired: Sequence[Document], existing: Sequence[Obj], config: Config
         new = _with_name(resources[i], names[i])
         out.append(Document(new, d.origin))
         group = versions.get(_group(d.obj, base), [])
-        olds = [obj for _, obj in group if obj["metadata"]["name"] != names[i]]
         if group and group[-1][1]["metadata"]["name"] != names[i]:
             previous[key_of(new)] = group[-1][1]
-        if group and group[-1][1]["metadata"]["name"] == names[i]:
-            keep.add(key_of(group[-1][1]))  # unchanged: the latest version stays current
-        room = _num_versions(d.obj, d.origin) - 1
-        keep.update(key_of(obj) for obj in olds[max(0, len(olds) - room) :] if room)
+        # kapp counts the versions that exist before the deploy, the new one not among them: a changing deploy keeps
+        # the newest `num-versions` of those beside the new one, and the next deploy, changing or not, trims them.
+        keep.update(key_of(obj) for _, obj in group[-_num_versions(d.obj, d.origin) :])
     return Versioned(tuple(out), previous, frozenset(keep))
 
 
