@@ -89,3 +89,20 @@ def test_the_controller_command_still_runs_with_a_subcommand_beside_it() -> None
     assert args is not None and args.path == ("controller", "manifests") and args["namespace"] == "x"
     with pytest.raises(UsageError):
         resolve(tree(), ["controller", "bogus"], global_flags(), PROGRAM)
+
+
+def test_crds_only_prints_the_app_and_packaging_crds_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    text = stream(crds_only=True)
+    assert [d["kind"] for d in documents(text)] == ["CustomResourceDefinition"] * 5
+    for path in ("controller/crd.yml", "packaging/crds.yml"):
+        assert (REPO / "config" / path).read_text() in text
+    assert run(["controller", "manifests", "--crds-only"]) == 0
+    assert capsys.readouterr().out == text
+    assert run(["controller", "manifests", "--crds-only", "--image", "r.example/k:2"]) == 1
+    assert "--crds-only prints the CRDs alone" in capsys.readouterr().err
+
+
+def test_the_image_flags_help_says_the_default_image_must_be_built_and_pushed() -> None:
+    (manifests,) = [c for c in tree().children if c.name == "controller"][0].children
+    (image,) = [f for f in manifests.flags if f.name == "image"]
+    assert "`make image`" in image.help and "published nowhere" in image.help

@@ -4,7 +4,10 @@ The App CRD, the packaging CRDs, the controller's RBAC and its Deployment (docs/
 one source is the repository's `config/` (config/controller/{crd,rbac,deployment}.yml, config/packaging/crds.yml); a
 wheel carries copies of them as package data, `kapply/manifests/` (pyproject.toml's `force-include`), and a source
 checkout (an editable install) reads `config/` itself. Without flags the files are printed as they are, comments
-included; `--image` and `--namespace` print the same objects with those changed (as plain YAML, comments dropped).
+included; `--image` and `--namespace` print the same objects with those changed (as plain YAML, comments dropped);
+`--crds-only` prints the CRDs alone (for a controller run out of cluster, or the packaging CRDs of docs/packages.md).
+The image the Deployment names by default, `ghcr.io/kapply/kapply:<version>`, is what `make image` tags: no registry
+serves it, so a cluster pulls it only once it is pushed there and named with `--image`.
 """
 
 from __future__ import annotations
@@ -38,11 +41,30 @@ INSTALL_NAMESPACE = Flag(
     "Namespace of the controller's ServiceAccount, Deployment, leader Lease and its Role",
     short="n",
 )
+CRD_FILES = frozenset({("controller", "crd.yml"), ("packaging", "crds.yml")})
 FLAGS = (
-    Flag("image", Kind.STRING, "", "Image of the controller's Deployment (default: the one deployment.yml names)"),
+    Flag(
+        "image",
+        Kind.STRING,
+        "",
+        "Image of the controller's Deployment: your registry's copy of the one `make image` builds (default: "
+        "ghcr.io/kapply/kapply:<version>, which is published nowhere)",
+    ),
     INSTALL_NAMESPACE,
+    Flag("crds-only", Kind.BOOL, False, "Print the CustomResourceDefinitions only (App, and the packaging ones)"),
     TTY,
 )
+EXAMPLES = """
+  # Install the controller, running the image you built (`make image`) and pushed to your registry
+  kapply controller manifests --image registry.example/kapply:0.1.0 |
+    kapply deploy -a kapply-controller -n kapply-system -f- -y
+
+  # Install the CRDs only (App and packaging), for a controller run out of cluster
+  kapply controller manifests --crds-only | kapply deploy -a kapply-crds -n kapply-system -f- -y
+
+  # Put the controller's namespaced objects and its leader Lease in another namespace
+  kapply controller manifests --image registry.example/kapply:0.1.0 -n ops
+"""
 
 
 def manifests_command() -> Command:
@@ -52,6 +74,7 @@ def manifests_command() -> Command:
         "Print the CRDs, RBAC and Deployment that install the controller, as one YAML stream (kapply)",
         "kapply.cli.controller_manifests:manifests",
         flag_sections=(FlagSection("Flags", FLAGS),),
+        examples=EXAMPLES,
     )
 
 
@@ -67,18 +90,23 @@ def manifest_directory() -> Path:
     raise UsageError(f"The install manifests are missing: neither {packaged} nor {checkout} holds them")
 
 
-def manifest_texts() -> list[tuple[str, str]]:
-    """(`config/<dir>/<file>`, its text) for each manifest, in order."""
+def manifest_texts(crds_only: bool = False) -> list[tuple[str, str]]:
+    """(`config/<dir>/<file>`, its text) for each manifest (or each of the CRDs' files), in order."""
     directory = manifest_directory()
-    return [(f"config/{folder}/{name}", (directory / folder / name).read_text()) for folder, name in MANIFESTS]
+    return [
+        (f"config/{folder}/{name}", (directory / folder / name).read_text())
+        for folder, name in MANIFESTS
+        if not crds_only or (folder, name) in CRD_FILES
+    ]
 
 
-def stream(image: str = "", namespace: str = NAMESPACE) -> str:
-    """The manifests as one YAML stream: verbatim, or with the image and namespace changed."""
+def stream(image: str = "", namespace: str = NAMESPACE, *, crds_only: bool = False) -> str:
+    """The manifests as one YAML stream: verbatim, or with the image and namespace changed; or the CRDs alone."""
     from kapply import __version__
 
-    header = f"# kapply {__version__}: the controller's CRDs, RBAC and Deployment (`kapply controller manifests`)\n"
-    texts = manifest_texts()
+    what = "CRDs" if crds_only else "CRDs, RBAC and Deployment"
+    header = f"# kapply {__version__}: the controller's {what} (`kapply controller manifests`)\n"
+    texts = manifest_texts(crds_only)
     if not image and namespace == NAMESPACE:
         return header + "---\n".join(text if text.endswith("\n") else text + "\n" for _, text in texts)
     import yaml
@@ -118,5 +146,7 @@ def manifests(args: Args, out: Output) -> None:
     namespace = args[INSTALL_NAMESPACE]
     if not DNS_LABEL.fullmatch(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a namespace name (a DNS label)")
-    out.block(stream(args["image"].strip(), namespace))
+    if args["crds-only"] and (args["image"] or namespace != NAMESPACE):
+        raise UsageError("--crds-only prints the CRDs alone: they name no image and no namespace")
+    out.block(stream(args["image"].strip(), namespace, crds_only=args["crds-only"]))
     out.finish()

@@ -54,6 +54,25 @@ COMPLETION_EXAMPLES = """  # bash >= 4.0
   kapply completion zsh > "${fpath[1]}/_kapply"
 """
 
+APP_STATUS_EXAMPLES = """
+  # Show the ghost diffs of App 'app1', the rebase rules that end them, and its drift
+  kapply app status -a app1 -n default
+
+  # The same, as JSON
+  kapply app status -a app1 -n default --json
+"""
+
+CONTROLLER_EXAMPLES = """
+  # Reconcile the Apps of every namespace with the kubeconfig's identity (out of cluster)
+  kapply controller
+
+  # Reconcile the Apps of namespace 'team-a' only, without a leader Lease
+  kapply controller -n team-a --leader-elect=false
+
+  # In a pod, as config/controller/deployment.yml runs it (see `kapply controller manifests --help`)
+  kapply controller --in-cluster --shards=4 --metrics-bind-address=:8080 --log-format=json
+"""
+
 FILE2 = Flag(
     "file2",
     Kind.STRINGS,
@@ -65,6 +84,20 @@ FILE2 = Flag(
 
 # `kapply controller -n`: its own, not kapp's `-n`
 CONTROLLER_NAMESPACE = Flag("namespace", Kind.STRING, "", "Reconcile Apps of this namespace only", short="n")
+# The controller's drift choices (kapply.controller.settings: default_drift_policy, drift_watches)
+DEFAULT_DRIFT_POLICY = Flag(
+    "default-drift-policy",
+    Kind.STRING,
+    "enforce",
+    "Drift policy of Apps that set no spec.driftPolicy: enforce, preserve or warn",
+)
+DRIFT_WATCHES = Flag(
+    "drift-watches",
+    Kind.STRING,
+    "on",
+    "Act on drift within seconds (on), at the sync period with the watches kept for the cache (sync-period), or "
+    "at the sync period without watches of Apps' objects (off)",
+)
 
 
 def global_flags() -> tuple[Flag, ...]:
@@ -395,6 +428,7 @@ def tree() -> Command:
                         "status",
                         "Show an App resource's status: ghost diffs, their suggested rebase rules, and drift",
                         "kapply.cli.app_status:status",
+                        examples=APP_STATUS_EXAMPLES,
                     ),
                 ),
             ),
@@ -404,6 +438,7 @@ def tree() -> Command:
                 "kapply.cli.controller:controller",
                 section=MISC_SECTION,
                 children=(manifests_command(),),
+                examples=CONTROLLER_EXAMPLES,
                 flag_sections=sections(
                     (
                         "Flags",
@@ -447,6 +482,8 @@ def tree() -> Command:
                                 "Address of /metrics, /healthz and /readyz ([HOST]:PORT; 0: not served)",
                             ),
                             Flag("log-format", Kind.STRING, "text", "Log lines as text or json (one object per line)"),
+                            DEFAULT_DRIFT_POLICY,
+                            DRIFT_WATCHES,
                             Flag(
                                 "ghost-diff-quiet-syncs",
                                 Kind.INT,

@@ -85,10 +85,38 @@ def all_namespaces(what: str) -> Flag:
     return Flag("all-namespaces", BOOL, False, f"List {what} in all namespaces", short="A")
 
 
-def _command(name: str, short: str, handler: str, *flags: Flag, tty: bool, aliases: tuple[str, ...] = ()) -> Command:
-    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default)."""
+def examples(command: str, *cases: tuple[str, str]) -> str:
+    """A leaf's Examples, in kctrl's layout: each case's comment, then the command line with its arguments."""
+    lines = (f"# {comment}\nkapply package {command} {arguments}".rstrip() for comment, arguments in cases)
+    return "\n\n".join(lines) + "\n"
+
+
+def _command(
+    name: str,
+    short: str,
+    handler: str,
+    *flags: Flag,
+    tty: bool,
+    aliases: tuple[str, ...] = (),
+    example: str = "",
+) -> Command:
+    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default); `example`:
+    its Examples (kctrl's, with kapply's name)."""
     section = FlagSection("Flags", (*flags, tty_flag(tty)))
-    return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,))
+    return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,), examples=example)
+
+
+def _install_examples(command: str) -> str:
+    install = "-i sample-pkg-install -p package.corp.com --version 1.0.0"
+    return examples(
+        command,
+        ("Install a package", install),
+        ("Install package with values file", f"{install} --values-file values.yml"),
+        (
+            "Install package and ask it to use an existing service account",
+            f"{install} --service-account-name existing-sa",
+        ),
+    )
 
 
 def _install_flags() -> tuple[Flag, ...]:
@@ -125,6 +153,10 @@ def repository_command() -> Command:
                 SHARED_NAMESPACE,
                 *wait(1.0, 300.0),
                 tty=True,
+                example=examples(
+                    "repository add",
+                    ("Add a package repository", "-r sample-repo --url projects.repo.com/example:1.0.0"),
+                ),
             ),
             _command(
                 "update",
@@ -134,6 +166,13 @@ def repository_command() -> Command:
                 SHARED_NAMESPACE,
                 *wait(1.0, 300.0),
                 tty=True,
+                example=examples(
+                    "repository update",
+                    (
+                        "Update a package repository with a new URL",
+                        "-r sample-repo --url projects.repo.com/example:1.0.0",
+                    ),
+                ),
             ),
             _command(
                 "list",
@@ -142,6 +181,11 @@ def repository_command() -> Command:
                 NAMESPACE,
                 all_namespaces("repositories"),
                 tty=False,
+                example=examples(
+                    "repository list",
+                    ("List package repositories", ""),
+                    ("List package repositories in all namespaces", "-A"),
+                ),
                 aliases=LIST_ALIASES,
             ),
             _command(
@@ -151,6 +195,7 @@ def repository_command() -> Command:
                 NAMESPACE,
                 REPOSITORY,
                 tty=False,
+                example=examples("repository get", ("Get details for a package repository", "-r sample-repo")),
                 aliases=("g",),
             ),
             _command(
@@ -161,6 +206,7 @@ def repository_command() -> Command:
                 REPOSITORY,
                 *wait(1.0, 300.0),
                 tty=True,
+                example=examples("repository delete", ("Delete a package repository", "-r sample-repo")),
             ),
             _command(
                 "kick",
@@ -170,6 +216,7 @@ def repository_command() -> Command:
                 REPOSITORY,
                 *wait(1.0, 300.0),
                 tty=True,
+                example=examples("repository kick", ("Trigger reconciliation for repository", "-r sample-repo")),
             ),
         ),
     )
@@ -191,6 +238,14 @@ def available_command() -> Command:
                 LISTED_PACKAGE,
                 WIDE,
                 tty=False,
+                example=examples(
+                    "available list",
+                    ("List packages available on the cluster", ""),
+                    ("List packages available on the cluster with their short descriptions", "--wide"),
+                    ("List all available package versions with release dates", "--summary=false"),
+                    ("List packages available in all namespaces", "-A"),
+                    ("List all available versions of a package", "-p package.corp.com"),
+                ),
                 aliases=LIST_ALIASES,
             ),
             _command(
@@ -202,6 +257,14 @@ def available_command() -> Command:
                 VALUES_SCHEMA,
                 DEFAULT_VALUES_FILE_OUTPUT,
                 tty=False,
+                example=examples(
+                    "available get",
+                    ("Get details about an available package", "-p package.corp.com"),
+                    (
+                        "Get the values schema for a particular version of the package",
+                        "-p package.corp.com/1.0.0 --values-schema",
+                    ),
+                ),
                 aliases=("g",),
             ),
         ),
@@ -214,7 +277,14 @@ def installed_command() -> Command:
         "Installed packages",
         aliases=("i",),
         children=(
-            _command("create", "Install package", "install:create", *_install_flags(), tty=True),
+            _command(
+                "create",
+                "Install package",
+                "install:create",
+                *_install_flags(),
+                tty=True,
+                example=_install_examples("installed create"),
+            ),
             _command(
                 "update",
                 "Update package",
@@ -230,6 +300,15 @@ def installed_command() -> Command:
                 SHARED_NAMESPACE,
                 *wait(1.0, 1800.0),
                 tty=True,
+                example=examples(
+                    "installed update",
+                    ("Upgrade package install to a newer version", "-i sample-pkg-install --version 1.0.0"),
+                    ("Update package install with new values file", "-i sample-pkg-install --values-file values.yml"),
+                    (
+                        "Update package install to stop consuming supplied values",
+                        "-i sample-pkg-install --values=false",
+                    ),
+                ),
             ),
             _command(
                 "list",
@@ -239,6 +318,11 @@ def installed_command() -> Command:
                 all_namespaces("installed packages"),
                 WIDE,
                 tty=False,
+                example=examples(
+                    "installed list",
+                    ("List installed packages", ""),
+                    ("List installed packages in all namespaces", "-A"),
+                ),
                 aliases=LIST_ALIASES,
             ),
             _command(
@@ -251,6 +335,15 @@ def installed_command() -> Command:
                 VALUES_FILE_OUTPUT,
                 GHOST_DIFFS_OVERLAY_OUTPUT,
                 tty=False,
+                example=examples(
+                    "installed get",
+                    ("Get details for a package install", "-i sample-pkg-install"),
+                    ("View values being used by package install", "-i sample-pkg-install --values"),
+                    (
+                        "Download values being used by package install",
+                        "-i sample-pkg-install --values-file-output values.yml",
+                    ),
+                ),
                 aliases=("g",),
             ),
             _command(
@@ -262,6 +355,7 @@ def installed_command() -> Command:
                 NOOP,
                 *wait(1.0, 300.0, can_disable=False),
                 tty=True,
+                example=examples("installed delete", ("Delete package install", "-i sample-pkg-install")),
             ),
             _command(
                 "pause",
@@ -270,6 +364,9 @@ def installed_command() -> Command:
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 tty=True,
+                example=examples(
+                    "installed pause", ("Pause reconciliation of package install", "-i sample-pkg-install")
+                ),
             ),
             _command(
                 "kick",
@@ -279,6 +376,9 @@ def installed_command() -> Command:
                 PACKAGE_INSTALL,
                 *wait(2.0, 300.0),
                 tty=True,
+                example=examples(
+                    "installed kick", ("Trigger reconciliation of package install", "-i sample-pkg-install")
+                ),
             ),
             _command(
                 "status",
@@ -287,6 +387,7 @@ def installed_command() -> Command:
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 tty=True,
+                example=examples("installed status", ("Check status of package install", "-i sample-pkg-install")),
                 aliases=("s",),
             ),
         ),
@@ -302,7 +403,14 @@ def package_command(section: str) -> Command:
         section=section,
         children=(
             available_command(),
-            _command("install", "Install package", "install:create", *_install_flags(), tty=True),
+            _command(
+                "install",
+                "Install package",
+                "install:create",
+                *_install_flags(),
+                tty=True,
+                example=_install_examples("install"),
+            ),
             installed_command(),
             repository_command(),
         ),
