@@ -67,6 +67,18 @@ def test_a_resource_timeout_fails_only_after_its_limit():
     )
 
 
+def test_a_poll_after_the_resource_timeout_fails_even_a_finished_resource_as_kapp():
+    """kapp checks the deadline before whether the resource is done; only an error of the poll itself comes first."""
+    overdue = resource_timed_out(DESCRIPTION, applied_at=0, now=1.1, limit=1)
+    assert overdue is not None
+    for state in (ok("Completed"), failed("not progressing"), ongoing("x", unblock=True), ongoing()):
+        found = verdict(Convergence(WEB, state, state), DESCRIPTION, unblocked_before=False, overdue=overdue)
+        assert found == overdue and found.message.endswith("Errored: Resource timed out waiting after 1s")
+        assert not found.counted
+    errored = verdict(Convergence(WEB, ok(), ok(), error="bad"), DESCRIPTION, unblocked_before=False, overdue=overdue)
+    assert errored.message == f"waiting on {DESCRIPTION}: Errored: bad"
+
+
 def test_no_resource_timeout_by_default():
     assert resource_timed_out(DESCRIPTION, applied_at=0, now=1e9, limit=0) is None
 

@@ -223,10 +223,8 @@ class ApplyLoop:
         result = self._converge(change, op, snap)
         self.notices.lines(wait_lines(result, op.value))
         description = f"{op.value} {change.describe()}"
-        found = verdict(result, description, unblocked_before=unblocked_before)
-        if found.outcome is Outcome.WAITING:
-            limit = self.options.resource_timeout
-            found = resource_timed_out(description, applied_at, time.monotonic(), limit) or found
+        overdue = resource_timed_out(description, applied_at, time.monotonic(), self.options.resource_timeout)
+        found = verdict(result, description, unblocked_before=unblocked_before, overdue=overdue)
         if found.outcome is Outcome.FAILED and self.options.exit_early:
             raise ApplyError(found.message)
         return found

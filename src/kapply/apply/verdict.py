@@ -1,9 +1,11 @@
 """What one poll of a waited change means to the apply loop, and when waiting gives up: pure functions of the
 convergence and the clock, so that `loop.ApplyLoop` only polls, prints and keeps count.
 
-kapp's order: an error fails the change (`Errored: ...`); a resource that finished unsuccessfully fails it too but
-counts as done; a finished one is done; one that unblocks its dependents does so once; anything else is waited on,
-until its own `--wait-resource-timeout` (from when it was applied) or the round's `--wait-timeout` runs out.
+kapp's order: an error fails the change (`Errored: ...`); then a change polled after its own `--wait-resource-timeout`
+(from when it was applied) fails (`Errored: Resource timed out ...`), even when the poll finds it done: kapp checks the
+deadline before the state; a resource that finished unsuccessfully fails it too but counts as done; a finished one is
+done; one that unblocks its dependents does so once; anything else is waited on, until its deadline or the round's
+`--wait-timeout` runs out.
 """
 
 from __future__ import annotations
@@ -34,11 +36,16 @@ UNBLOCKED = Verdict(Outcome.UNBLOCKED)
 WAITING = Verdict(Outcome.WAITING)
 
 
-def verdict(result: Convergence, description: str, *, unblocked_before: bool) -> Verdict:
+def verdict(
+    result: Convergence, description: str, *, unblocked_before: bool, overdue: Verdict | None = None
+) -> Verdict:
     """What `result`, one poll of the change `description` (`<wait op> <resource>`), means; `unblocked_before`: the
-    change already unblocked its dependents in an earlier round, so unblocking again is only waiting."""
+    change already unblocked its dependents in an earlier round, so unblocking again is only waiting; `overdue`: the
+    change's failure if it was polled after its resource timeout (`resource_timed_out`)."""
     if result.error:
         return Verdict(Outcome.FAILED, f"waiting on {description}: Errored: {result.error}")
+    if overdue is not None:
+        return overdue
     state = result.state
     if state.done and not state.successful:
         return Verdict(Outcome.FAILED, f"waiting on {description}: Finished unsuccessfully ({state.message})", True)
@@ -57,7 +64,7 @@ def sort_out(verdicts: Mapping[int, Verdict]) -> tuple[set[int], set[int], dict[
 
 
 def resource_timed_out(description: str, applied_at: float, now: float, limit: float) -> Verdict | None:
-    """The failure of a change still waited on `limit` seconds (0: no limit) after it was applied, else None."""
+    """The failure of a change polled more than `limit` seconds (0: no limit) after it was applied, else None."""
     if not limit or now - applied_at <= limit:
         return None
     return Verdict(

@@ -1,0 +1,101 @@
+"""`--wait-resource-timeout` as kapp keeps it (issue 30): kapp checks a change's deadline before whether the resource
+is done, so a resource first found done on a poll after its deadline fails the wait (`Errored: Resource timed out
+waiting after 1s`, exit 1); kapply took it as done.
+
+Each tool's resource is made done by the test when the tool has printed its first poll (`ongoing: reconcile ...`);
+with a check interval of 2 s, the next poll comes after the 1 s deadline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from lightkube import Client
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.types import PatchType
+
+from tests.compat.harness import TOOLS, Harness, Pair, Result
+
+pytestmark = pytest.mark.compat
+
+GROUP = "waittimeout.compat.kapply.dev"
+NAME = f"gadgets.{GROUP}"
+Gadget = create_namespaced_resource(GROUP, "v1", "Gadget", "gadgets")
+
+MANIFEST = f"""
+apiVersion: kapp.k14s.io/v1alpha1
+kind: Config
+waitRules:
+- conditionMatchers:
+  - {{type: Ready, status: "True", success: true}}
+  resourceMatchers:
+  - apiVersionKindMatcher: {{apiVersion: {GROUP}/v1, kind: Gadget}}
+---
+apiVersion: {GROUP}/v1
+kind: Gadget
+metadata:
+  name: g
+spec: {{}}
+"""
+
+READY = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Test", "message": "made so"}]}}
+
+
+@pytest.fixture(scope="module")
+def gadgets(kube: Client) -> Iterator[None]:
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    names = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}
+    version = {"name": "v1", "served": True, "storage": True, "schema": schema}
+    spec = {"group": GROUP, "scope": "Namespaced", "names": names, "versions": [version]}
+    kube.create(CustomResourceDefinition.from_dict({"metadata": {"name": NAME}, "spec": spec}))
+    deadline = time.monotonic() + 30
+    while not any(
+        c.type == "Established" and c.status == "True"
+        for c in (kube.get(CustomResourceDefinition, NAME).status.conditions or [])
+    ):
+        assert time.monotonic() < deadline, "the CRD did not become established"
+        time.sleep(0.2)
+    try:
+        yield
+    finally:
+        kube.delete(CustomResourceDefinition, NAME)
+
+
+def deploy_made_ready_after_first_poll(both: Harness, kube: Client, tool: str, args: list[str]) -> Result:
+    """The deploy run by `tool`, its Gadget made Ready once the tool printed that it is still waiting on it."""
+    env = {**os.environ, "KUBECONFIG": str(both.kubeconfig), "PYTHONUNBUFFERED": "1"}
+    env.pop("KAPP_NAMESPACE", None)
+    process = subprocess.Popen(
+        [*both.command(tool), *(both.fill(a, tool) for a in args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    process.stdin.write(both.fill(MANIFEST, tool))
+    process.stdin.close()
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if "ongoing: reconcile gadget/g" in line:
+            kube.patch(Gadget, "g", READY, namespace=both.ns[tool], patch_type=PatchType.MERGE)
+    stderr = process.stderr.read()
+    return Result(tool, process.wait(timeout=60), "".join(lines), stderr)
+
+
+@pytest.mark.usefixtures("gadgets")
+def test_a_resource_found_done_only_after_its_deadline_fails_the_wait(both: Harness, kube: Client):
+    args = ["deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--wait-resource-timeout=1s"]
+    pair = Pair(
+        *(deploy_made_ready_after_first_poll(both, kube, tool, [*args, "--wait-check-interval=2s"]) for tool in TOOLS)
+    )
+    both.same(pair, exact=False)
+    assert pair.kapply.code == 1, pair.kapply.output
+    assert "Errored:\n    Resource timed out waiting after 1s" in pair.kapply.stderr  # laid out as kapp's
+    assert "ok: reconcile gadget/g" in pair.kapply.stdout  # the poll found it done
