@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from kapply.controller.spec import (
+    DEFAULT_DRIFT_POLICY,
     AppSpec,
     Deploy,
     FetchSource,
@@ -199,6 +201,19 @@ def test_sync_period_is_a_go_duration(text: str, seconds: float) -> None:
 @pytest.mark.parametrize("policy", list(DriftPolicy))
 def test_every_drift_policy_is_accepted(policy: DriftPolicy) -> None:
     assert parse_spec(with_spec(lambda s: s.update(driftPolicy=policy.value))).drift_policy is policy
+
+
+def test_an_app_without_a_drift_policy_has_the_controllers_default() -> None:
+    """`--default-drift-policy`: the controller sets it for the reconciles it runs (a context of their own here)."""
+
+    def parse_under_warn(app: Obj) -> AppSpec:
+        DEFAULT_DRIFT_POLICY.set(DriftPolicy.WARN)
+        return parse_spec(app)
+
+    assert contextvars.copy_context().run(parse_under_warn, minimal()).drift_policy is DriftPolicy.WARN
+    written = with_spec(lambda s: s.update(driftPolicy="enforce"))
+    assert contextvars.copy_context().run(parse_under_warn, written).drift_policy is DriftPolicy.ENFORCE
+    assert parse_spec(minimal()).drift_policy is DriftPolicy.ENFORCE, "enforce outside the controller"
 
 
 @pytest.mark.parametrize("name", ["a", "deployer", "my-sa.v2", "0abc", "a" * 253, "a-b.c-d"])

@@ -91,6 +91,16 @@ def test_the_spec_is_the_packages_with_the_installs_overrides() -> None:
     assert "serviceAccountName" not in spec, "an empty one is left out, and the App says what is missing"
 
 
+def test_the_installs_drift_policy_reaches_the_app_over_the_packages() -> None:
+    """The package consumer's choice; without one the Package's own stays, and without that the App sets none (the
+    controller's --default-drift-policy decides)."""
+    assert "driftPolicy" not in app_of(install())["spec"]
+    assert app_of(install(driftPolicy="preserve"))["spec"]["driftPolicy"] == "preserve"
+    own = package({"deploy": [{"kapp": {}}], "driftPolicy": "warn"})
+    assert app_of(install(), own)["spec"]["driftPolicy"] == "warn"
+    assert app_of(install(driftPolicy="enforce"), own)["spec"]["driftPolicy"] == "enforce"
+
+
 def test_a_cluster_is_copied_for_the_app_controller_to_refuse() -> None:
     cluster = {"namespace": "x", "kubeconfigSecretRef": {"name": "k"}}
     assert app_of(install(cluster=cluster))["spec"]["cluster"] == cluster

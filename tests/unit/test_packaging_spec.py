@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kapply.api import DriftPolicy
 from kapply.packaging import names
 from kapply.packaging.spec import (
     ClusterTarget,
@@ -205,6 +206,22 @@ def test_values_are_checked_before_the_package_reference():
 def test_a_values_secret_key_is_read_though_kapp_controller_ignores_it():
     spec = parse_package_install(install(values=[{"secretRef": {"name": "v", "key": "values.yml"}}]))
     assert spec.values == (ValuesRef("v", "values.yml"),)
+
+
+@pytest.mark.parametrize("policy", list(DriftPolicy))
+def test_an_installs_drift_policy_is_read(policy: DriftPolicy):
+    assert parse_package_install(install(driftPolicy=policy.value)).drift_policy is policy
+
+
+def test_an_install_without_a_drift_policy_leaves_it_to_the_package_and_the_controller():
+    assert parse_package_install(install()).drift_policy is None
+    assert parse_package_install(install(driftPolicy="")).drift_policy is None
+
+
+def test_an_unknown_drift_policy_is_refused_with_the_apps_message():
+    with pytest.raises(SpecError) as e:
+        parse_package_install(install(driftPolicy="ignore"))
+    assert str(e.value) == "Expected spec.driftPolicy to be one of enforce, preserve, warn, got 'ignore'"
 
 
 def test_an_install_field_of_the_wrong_type_is_refused():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -31,6 +32,11 @@ _T = TypeVar("_T")
 
 class SpecError(KapplyError):
     """The App's spec is not valid."""
+
+
+# The drift policy of an App whose spec sets none: the controller's `--default-drift-policy`, which the controller
+# process sets for everything it runs (kapply.controller.main, Controller.run); enforce anywhere else.
+DEFAULT_DRIFT_POLICY: ContextVar[DriftPolicy] = ContextVar("default_drift_policy", default=DriftPolicy.ENFORCE)
 
 
 def parsed(parse: Callable[[Obj], _T], obj: Obj) -> tuple[_T | None, str]:
@@ -187,6 +193,19 @@ def read_bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise SpecError(f"Expected {where} to be a boolean, got {type(value).__name__}")
     return value
+
+
+def read_drift_policy(value: Any, where: str) -> DriftPolicy | None:
+    """A drift policy as written (None when absent or empty: the controller's default), or SpecError naming `where`
+    and the choices (an App's and a PackageInstall's `spec.driftPolicy`)."""
+    text = read_str(value, where)
+    if not text:
+        return None
+    try:
+        return DriftPolicy(text)
+    except ValueError:
+        choices = ", ".join(p.value for p in DriftPolicy)
+        raise SpecError(f"Expected {where} to be one of {choices}, got '{text}'") from None
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -460,13 +479,7 @@ def parse_spec(app: Obj) -> AppSpec:
         period = parse_duration(period_text) if period_text else None
     except ValueError as e:
         raise SpecError(f"Expected spec.syncPeriod to be a duration: {e}") from None
-    policy_text = read_str(spec.get("driftPolicy"), "spec.driftPolicy") or DriftPolicy.ENFORCE.value
-    try:
-        policy = DriftPolicy(policy_text)
-    except ValueError:
-        raise SpecError(
-            f"Expected spec.driftPolicy to be one of enforce, preserve, warn, got '{policy_text}'"
-        ) from None
+    policy = read_drift_policy(spec.get("driftPolicy"), "spec.driftPolicy") or DEFAULT_DRIFT_POLICY.get()
     return AppSpec(
         service_account=account,
         fetch=_fetch(spec.get("fetch")),

@@ -5,7 +5,8 @@ and extension Secrets handed to the first templating steps.
 - spec: the Package's `template.spec` replaced whole, then `serviceAccountName`, `syncPeriod` (the PackageInstall's,
   else the controller's default: a Package's own is ignored, kapp-controller#710), `noopDelete`, `paused`, `canceled`,
   `cluster` and `defaultNamespace` from the PackageInstall, whatever the Package says (`cluster` is copied, and the
-  App controller refuses it, as it refuses it on any App);
+  App controller refuses it, as it refuses it on any App); kapply's `driftPolicy`: the PackageInstall's (the package
+  consumer's choice), else the Package's own, else none (the controller's `--default-drift-policy`);
 - `ext.packaging.carvel.dev/fetch-<i>-secret-name`: the Secret of fetch step i (not of an inline step);
 - the first helmTemplate step gets the helm-template name, namespace and values-from Secrets, and the first of the
   helmTemplate and ytt steps gets `spec.values` (helm: values files; ytt: data values files, or with
@@ -188,6 +189,8 @@ def desired_app(
     _set(body, "canceled", install_spec.canceled)
     _set(body, "cluster", (install.get("spec") or {}).get("cluster"))
     _set(body, "defaultNamespace", install_spec.default_namespace)
+    if install_spec.drift_policy is not None:
+        body["driftPolicy"] = install_spec.drift_policy.value
     if isinstance(body.get("fetch"), list):
         _fetch_secrets(body["fetch"], install_spec.extensions.fetch_secrets)
     if isinstance(body.get("template"), list):

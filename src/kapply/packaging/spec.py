@@ -14,7 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from kapply import objects
-from kapply.controller.spec import SpecError, read_bool, read_list, read_map, read_str, read_strings
+from kapply.api import DriftPolicy
+from kapply.controller.spec import SpecError, read_bool, read_drift_policy, read_list, read_map, read_str, read_strings
 from kapply.objects import Obj
 from kapply.packaging import names
 from kapply.values import parse_duration
@@ -156,6 +157,8 @@ class PackageInstallSpec:
     canceled: bool = False
     noop_delete: bool = False
     default_namespace: str = ""
+    # kapply's: the App's `driftPolicy` (None: the Package's, else the controller's `--default-drift-policy`)
+    drift_policy: DriftPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +267,7 @@ def parse_package_install(obj: Mapping[str, Any]) -> PackageInstallSpec:
         canceled=read_bool(spec.get("canceled"), "spec.canceled"),
         noop_delete=read_bool(spec.get("noopDelete"), "spec.noopDelete"),
         default_namespace=read_str(spec.get("defaultNamespace"), "spec.defaultNamespace"),
+        drift_policy=read_drift_policy(spec.get("driftPolicy"), "spec.driftPolicy"),
         extensions=parse_install_extensions(obj),
     )
 
