@@ -9,24 +9,35 @@ import math
 import os
 import signal
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeVar
 
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
 from kapply.cli.pflag import UsageError
-from kapply.cli.tree import CONTROLLER_NAMESPACE
-from kapply.flags import DEBUG
+from kapply.cli.tree import CONTROLLER_NAMESPACE, DEFAULT_DRIFT_POLICY, DRIFT_WATCHES
+from kapply.flags import DEBUG, Flag
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
 
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def _choice(choices: type[_Choice], flag: Flag, text: str) -> _Choice:
+    """A flag's value as one of `choices`, or a usage error naming them."""
+    try:
+        return choices(text)
+    except ValueError:
+        raise UsageError(f"--{flag.name} {text!r}: expected {', '.join(c.value for c in choices)}") from None
+
 
 def controller(args: Args, out: Output) -> None:
-    from kapply.api import AsyncClient
+    from kapply.api import AsyncClient, DriftPolicy
     from kapply.controller import health, logs
     from kapply.controller.main import LEASE_NAMESPACE, ControllerOptions
-    from kapply.controller.settings import Settings
+    from kapply.controller.settings import DriftWatching, Settings
     from kapply.http import addresses_of
     from kapply.packaging.process import run as run_controller
     from kapply.packaging.settings import from_flags
@@ -45,6 +56,8 @@ def controller(args: Args, out: Output) -> None:
     for name in ("concurrency", "fetch-timeout", "fetch-min-rate-window", "sandbox-memory-mib", "sandbox-cpu"):
         if args[name] <= 0:
             raise UsageError(f"--{name}={args[name]}: expected more than 0")
+    policy = _choice(DriftPolicy, DEFAULT_DRIFT_POLICY, args[DEFAULT_DRIFT_POLICY])
+    watching = _choice(DriftWatching, DRIFT_WATCHES, args[DRIFT_WATCHES])
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
     logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)
@@ -53,6 +66,8 @@ def controller(args: Args, out: Output) -> None:
             default_sync_period=args["default-sync-period"],
             min_sync_period=args["min-sync-period"],
             ghost_quiet_syncs=args["ghost-diff-quiet-syncs"],
+            default_drift_policy=policy,
+            drift_watches=watching,
             progress_interval=args["progress-interval"],
             allow_file_urls=args["dangerous-allow-file-urls"],
             allow_plain_http_registries=args["dangerous-allow-plain-http-registries"],

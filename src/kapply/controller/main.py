@@ -35,12 +35,13 @@ from kapply.controller.leader import RENEW, Election, identity
 from kapply.controller.metrics import Metrics, Result, State
 from kapply.controller.queue import WorkQueue, namespace_share
 from kapply.controller.reconciler import Reconciler
-from kapply.controller.settings import Settings
+from kapply.controller.settings import DriftWatching, Settings
 from kapply.controller.shards import ShardLeases, shard_of
+from kapply.controller.spec import DEFAULT_DRIFT_POLICY
 from kapply.controller.watch import DriftWatches
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import REQUEST_OBSERVERS, Cluster, Refusal, ResourceType, list_then_watch
+from kapply.resources.cluster import REQUEST_OBSERVERS, Cluster, Connect, Refusal, ResourceType, list_then_watch
 
 _log = logging.getLogger("kapply.controller")
 Key = tuple[str, str]
@@ -193,14 +194,17 @@ class Controller:
         self.api = api
         self.options = options
         self.queue: WorkQueue[Key] = WorkQueue(namespace_share(options.workers, options.per_namespace))
-        self.drift = DriftWatches(api.cluster, lambda app: self._add(None, app, DEBOUNCE))
+        # `--drift-watches` (settings.DriftWatching): on, a change others made reconciles its App after DEBOUNCE;
+        # sync-period, the watches only keep the cache; off, no type an App deploys is watched.
+        watching = options.settings.drift_watches
+        self.drift = DriftWatches(api.cluster, self._drifted if watching is DriftWatching.ON else _ignore_key)
         self.metrics = Metrics()
         self.metrics.read = self._state
         # The reconciles read the Apps, their objects and their records from what the watches keep (cache.py).
         self.reconciler = Reconciler(
             api,
             options.settings,
-            self.drift.track,
+            self._track_unwatched if watching is DriftWatching.OFF else self.drift.track,
             self.metrics.deployed,
             cache=self.drift.cache,
             counts=self.metrics.apps,
@@ -226,6 +230,7 @@ class Controller:
     async def run(self) -> None:
         """Run until cancelled: serve the endpoints (when asked), count the API requests, and work as the options
         say: alone, as the leader, or for the shards held."""
+        DEFAULT_DRIFT_POLICY.set(self.options.settings.default_drift_policy)  # what every reconcile run here parses
         REQUEST_OBSERVERS.append(self._answered)
         try:
             if self.options.endpoints is None:
@@ -287,6 +292,22 @@ class Controller:
         """Ask for a reconcile of an App (`loop` None) or of a registered kind's object, when it is this process's."""
         if self.owns(key):
             (self.queue if loop is None else loop.queue).add(key, delay)
+
+    def _drifted(self, key: Key) -> None:
+        """Others changed an App's objects (a drift watch's event): a burst of changes is one reconcile."""
+        self._add(None, key, DEBOUNCE)
+
+    def _track_unwatched(
+        self,
+        app: Key,
+        label_value: str,
+        types: list[ResourceType],
+        namespaces: tuple[str, ...],
+        connect: Connect,
+    ) -> None:
+        """`--drift-watches=off`: an App's deploy asks for none of its types to be watched (the app records still
+        are: their watch is no drift watch); its reconciles read its objects from the API server."""
+        self.drift.track(app, label_value, [], namespaces, connect)
 
     def _start_shard(self, shard: int) -> None:
         """A shard was taken: its objects are reconciled at once (as a new leader reconciles everything it lists)."""

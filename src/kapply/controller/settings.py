@@ -1,15 +1,30 @@
-"""The controller's settings, from `kapply controller`'s flags: sync periods, how long ghost diffs stay listed, how
-often a long deploy reports its progress, whether Apps may fetch from the controller's own disk, whether they may
-pull from registries on the controller's machine over plain http, and how long and how slowly a source may
-download."""
+"""The controller's settings, from `kapply controller`'s flags: sync periods, the drift policy of Apps that set none
+and how drift is watched, how long ghost diffs stay listed, how often a long deploy reports its progress, whether
+Apps may fetch from the controller's own disk, whether they may pull from registries on the controller's machine over
+plain http, and how long and how slowly a source may download."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
+from kapply.api import DriftPolicy
 from kapply.oci.transfer import MIN_BYTES_PER_SECOND, WINDOW
 
 FETCH_TIMEOUT = 120.0  # seconds
+
+
+class DriftWatching(StrEnum):
+    """`--drift-watches`: how soon the controller acts on a change others made to an App's objects."""
+
+    # Each type Apps deploy is watched: a change others made reconciles its App within seconds (main.DEBOUNCE).
+    ON = "on"
+    # The watches are kept, so that a sync of an unchanged App still plans from memory (cache.py) and costs the API
+    # server no reads, but a change others made waits for the App's next sync.
+    SYNC_PERIOD = "sync-period"
+    # No watches of Apps' objects at all (kapp-controller's way): drift is found at the next sync, which reads the
+    # objects from the API server; the controller keeps less in memory and holds fewer watches.
+    OFF = "off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +34,10 @@ class Settings:
     # A ghost diff stays in status.ghostDiffs until this many syncs in a row passed without it, so that a field an
     # HPA rewrites every few minutes stays visible between its recurrences.
     ghost_quiet_syncs: int = 10
+    # The drift policy of an App whose spec sets none (`--default-drift-policy`; a PackageInstall's App has the
+    # PackageInstall's, else its Package's, else this), and when drift is acted on (`--drift-watches`).
+    default_drift_policy: DriftPolicy = DriftPolicy.ENFORCE
+    drift_watches: DriftWatching = DriftWatching.ON
     progress_interval: float = 10.0  # seconds between status updates of a running deploy's output
     # `file://` git URLs read repositories from the controller's own disk: refused unless allowed (tests allow them).
     allow_file_urls: bool = False

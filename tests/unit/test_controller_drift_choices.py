@@ -1,0 +1,142 @@
+"""The operator's drift choices (issue 30): `kapply controller --default-drift-policy` and `--drift-watches` read
+into the controller's settings (a bad value is a usage error before anything starts), the default policy in force for
+what the controller reconciles, and the drift watches on (a change others made reconciles its App after DEBOUNCE),
+kept for the cache only (sync-period), or not started (off)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import kapply.cli.controller
+import kapply.controller.logs
+import kapply.controller.main
+from kapply.api import DriftPolicy
+from kapply.cli.main import run
+from kapply.controller.main import DEBOUNCE, Controller, ControllerOptions
+from kapply.controller.settings import DriftWatching, Settings
+from kapply.controller.spec import DEFAULT_DRIFT_POLICY
+from kapply.resources.cluster import ResourceType
+
+KEY = ("team", "web")
+CONFIG_MAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get", "list", "watch"}))
+
+
+class Queue:
+    def __init__(self) -> None:
+        self.added: list[tuple[tuple[str, str], float]] = []
+
+    def add(self, key: tuple[str, str], delay: float = 0.0) -> None:
+        self.added.append((key, delay))
+
+
+def controller(**settings: Any) -> tuple[Controller, Queue]:
+    api: Any = SimpleNamespace(cluster=SimpleNamespace())
+    made = Controller(api, ControllerOptions(settings=Settings(**settings)))
+    queue = made.queue = Queue()  # type: ignore[assignment]
+    return made, queue
+
+
+# --- the flags --------------------------------------------------------------------------------------------------------
+
+
+def given(monkeypatch: pytest.MonkeyPatch, *flags: str) -> Settings:
+    """The settings `kapply controller FLAGS` runs with (the controller itself is not started)."""
+    made: list[Any] = []
+
+    def recording(**options: Any) -> ControllerOptions:
+        made.append(ControllerOptions(**options))
+        return made[-1]  # type: ignore[no-any-return]
+
+    def not_running(coroutine: Any) -> None:
+        coroutine.close()
+
+    monkeypatch.setattr(kapply.controller.main, "ControllerOptions", recording)
+    monkeypatch.setattr(kapply.controller.logs, "configure", lambda level, log_format: None)  # the tests' logging stays
+    monkeypatch.setattr(kapply.cli.controller, "run", not_running)
+    assert run(["controller", *flags]) == 0
+    return made[0].settings  # type: ignore[no-any-return]
+
+
+def test_without_the_flags_apps_are_enforced_and_drift_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = given(monkeypatch)
+    assert (settings.default_drift_policy, settings.drift_watches) == (DriftPolicy.ENFORCE, DriftWatching.ON)
+
+
+@pytest.mark.parametrize("policy", list(DriftPolicy))
+@pytest.mark.parametrize("watching", list(DriftWatching))
+def test_the_flags_reach_the_settings(
+    monkeypatch: pytest.MonkeyPatch, policy: DriftPolicy, watching: DriftWatching
+) -> None:
+    settings = given(monkeypatch, f"--default-drift-policy={policy}", f"--drift-watches={watching}")
+    assert (settings.default_drift_policy, settings.drift_watches) == (policy, watching)
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--default-drift-policy=ignore", "--default-drift-policy 'ignore': expected enforce, preserve, warn"),
+        ("--default-drift-policy=Warn", "--default-drift-policy 'Warn': expected enforce, preserve, warn"),
+        ("--drift-watches=true", "--drift-watches 'true': expected on, sync-period, off"),
+    ],
+)
+def test_a_bad_value_is_a_usage_error(flag: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["controller", flag]) == 1
+    assert message in capsys.readouterr().err
+
+
+# --- the default drift policy -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", list(DriftPolicy))
+def test_the_controller_parses_apps_with_its_default_policy(policy: DriftPolicy) -> None:
+    c, _ = controller(default_drift_policy=policy)
+    seen: list[DriftPolicy] = []
+
+    async def working() -> None:
+        seen.append(DEFAULT_DRIFT_POLICY.get())
+
+    c._run = working  # type: ignore[method-assign]
+
+    async def main() -> None:
+        await c.run()
+
+    asyncio.run(main())
+    assert seen == [policy]
+
+
+# --- the drift watches ------------------------------------------------------------------------------------------------
+
+
+def test_on_a_change_others_made_reconciles_its_app_after_the_debounce() -> None:
+    c, queue = controller()
+    c.drift.notify(KEY)
+    assert queue.added == [(KEY, DEBOUNCE)]
+
+
+@pytest.mark.parametrize("watching", [DriftWatching.SYNC_PERIOD, DriftWatching.OFF])
+def test_otherwise_a_change_others_made_waits_for_the_sync_period(watching: DriftWatching) -> None:
+    c, queue = controller(drift_watches=watching)
+    c.drift.notify(KEY)
+    assert queue.added == []
+
+
+@pytest.mark.parametrize(("watching", "watched"), [(w, 0 if w is DriftWatching.OFF else 1) for w in DriftWatching])
+def test_only_off_watches_none_of_the_types_apps_deploy(watching: DriftWatching, watched: int) -> None:
+    c, _ = controller(drift_watches=watching)
+
+    async def connect() -> Any:
+        return c.api.cluster
+
+    async def deployed() -> int:
+        c.reconciler.track(KEY, "web-label", [CONFIG_MAPS], ("team",), connect)
+        try:
+            return c.drift.watched
+        finally:
+            c.drift.stop()
+
+    assert asyncio.run(deployed()) == watched
+    assert c.drift.apps == {"web-label": {KEY}}, "the App's label is routed all the same"
