@@ -189,10 +189,12 @@ def test_a_quiet_plan_holds_only_for_the_same_desired_state_client_and_versions(
     client = SimpleNamespace(cluster=CachedCluster(load(KubeconfigFlags(yaml=kubeconfig)), cache, lambda: None))
     desired = ("ns", DeployOptions())
     quiet = deploy.Quiet("d1", desired, client, (), "label", (), (), "output")  # type: ignore[arg-type]
-    assert quiet.holds(client, "d1", ("ns", DeployOptions()))  # type: ignore[arg-type]
-    assert not quiet.holds(client, "d2", desired)  # type: ignore[arg-type]  # other manifests or options
-    assert not quiet.holds(client, "d1", ("other-ns", DeployOptions()))  # type: ignore[arg-type]  # defaultNamespace
-    assert not quiet.holds(client, "d1", ("ns", DeployOptions(drift_policy=DriftPolicy.WARN)))  # type: ignore[arg-type]
-    assert not quiet.holds(SimpleNamespace(cluster=client.cluster), "d1", desired)  # type: ignore[arg-type]  # token
+    assert quiet.holds(client, "d1", ("ns", DeployOptions()), ())  # type: ignore[arg-type]
+    assert not quiet.holds(client, "d2", desired, ())  # type: ignore[arg-type]  # other manifests or options
+    assert not quiet.holds(client, "d1", ("other-ns", DeployOptions()), ())  # type: ignore[arg-type]  # defaultNamespace
+    warn = ("ns", DeployOptions(drift_policy=DriftPolicy.WARN))
+    assert not quiet.holds(client, "d1", warn, ())  # type: ignore[arg-type]
+    assert not quiet.holds(SimpleNamespace(cluster=client.cluster), "d1", desired, ())  # type: ignore[arg-type]  # token
+    assert not quiet.holds(client, "d1", desired, ({"path": ["data", "a"]},))  # type: ignore[arg-type]  # a new hold
     deployed = quiet.deployed()
     assert (deployed.changes, deployed.changed, deployed.output, deployed.quiet) == (0, False, "output", quiet)

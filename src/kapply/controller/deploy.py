@@ -20,16 +20,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kapply import objects
 from kapply.api import AsyncClient, DeployOptions, DriftPolicy, FieldReport, Plan, Transcript
+from kapply.controller import owners
 from kapply.controller.cache import CachedCluster, Read, Reads, cached_reads
 from kapply.controller.options import from_spec, shows_changes
 from kapply.controller.spec import AppSpec
+from kapply.controller.status import now
 from kapply.errors import KapplyError
+from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
 
 # Told which resource types and label an App's deploy covers, before anything is applied, so that a change made to
@@ -43,7 +47,8 @@ Report = Callable[[str], Awaitable[None]]
 class DeployRequest:
     """What the stage deploys, and with whom: `controller` (the controller's own client) finds who wrote drifted
     fields; `client` (the App's service account) does everything else. `manifests` is the templated YAML;
-    `last_digest` and `quiet` are what the last sync of the App left (see `Deployed`)."""
+    `last_digest` and `quiet` are what the last sync of the App left (see `Deployed`); `owners`, the App's owned
+    fields (controller/owners.py), and `period`, its sync period: a writer seen again within it is a controller."""
 
     controller: AsyncClient
     client: AsyncClient
@@ -53,6 +58,8 @@ class DeployRequest:
     manifests: str
     last_digest: str = ""  # of the desired state last deployed ("" when none was, by this process)
     quiet: Quiet | None = None
+    owners: owners.Owners = field(default_factory=owners.Owners)
+    period: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +77,8 @@ class Hooks:
 @dataclass(frozen=True, slots=True)
 class Deployed:
     """What the stage did: whether it applied anything, its output (the changes table and progress lines), the
-    digest of the desired state, the fields left drifted and the ghost diffs (with their writers)."""
+    digest of the desired state, the fields left drifted and the ghost diffs (with their writers); the known owners
+    in force (`known`, those found on the cluster among them: `cluster`) and the fields this sync began to hold."""
 
     changes: int
     changed: bool
@@ -79,12 +87,16 @@ class Deployed:
     drift: tuple[FieldReport, ...]
     ghosts: tuple[FieldReport, ...]
     quiet: Quiet | None = None  # for the next sync: this one changed nothing, and what its plan was made from
+    known: tuple[owners.Known, ...] = ()
+    cluster: tuple[owners.Known, ...] = ()
+    held: tuple[owners.Hold, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Quiet:
     """A plan that changed nothing, made from the cache alone, and what it was made from (see the module's
-    docstring); `output` is what the sync reported."""
+    docstring); `output` is what the sync reported; `owned`, the rules of the App's memory the plan was made with
+    (owners.rules of the known owners found on the cluster and the held fields), `known` the known owners in force."""
 
     digest: str
     desired: tuple[str, DeployOptions]  # what else the plan was made for: the default namespace, the options
@@ -94,20 +106,27 @@ class Quiet:
     types: tuple[ResourceType, ...]
     namespaces: tuple[str, ...]
     output: str
+    owned: tuple[Obj, ...] = ()
+    known: tuple[owners.Known, ...] = ()
+    cluster: tuple[owners.Known, ...] = ()
 
-    def holds(self, client: AsyncClient, digest: str, desired: tuple[str, DeployOptions]) -> bool:
-        """Whether a plan made now would be this one: same desired state and client, nothing it read moved."""
+    def holds(
+        self, client: AsyncClient, digest: str, desired: tuple[str, DeployOptions], owned: tuple[Obj, ...]
+    ) -> bool:
+        """Whether a plan made now would be this one: same desired state, owned fields and client, nothing it read
+        moved."""
         cluster = client.cluster
         return (
             client is self.client
             and digest == self.digest
             and desired == self.desired
+            and owned == self.owned
             and isinstance(cluster, CachedCluster)
             and cluster.cache.unchanged(self.seen)
         )
 
     def deployed(self) -> Deployed:
-        return Deployed(0, False, self.output, self.digest, (), (), self)
+        return Deployed(0, False, self.output, self.digest, (), (), self, self.known, self.cluster)
 
 
 class DeployFailed(KapplyError):
@@ -138,15 +157,26 @@ async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
         options = replace(options, drift_policy=spec.drift_policy)
         digest = desired_digest(manifests, raw, spec.drift_policy)
         desired = (spec.default_namespace or request.namespace, options)
-        if request.quiet is not None and request.quiet.holds(client, digest, desired):
+        held = tuple(h for h in request.owners.held.values() if h.digest == digest)  # a new desired state ends holds
+        owned = owners.rules(request.owners.cluster, held)
+        if request.quiet is not None and request.quiet.holds(client, digest, desired, owned):
             hooks.track(request.quiet.label, list(request.quiet.types), request.quiet.namespaces)
             await hooks.owns()
             return request.quiet.deployed()
         out.line(await client.target())
-        plan, reads = await _plan(request, desired)
+        known, cluster = await _known_owners(request, desired[0])
+        plan, reads = await _plan(request, desired, owners.with_rules(manifests, owners.rules(known, held)))
+        found = await request.controller.outside_fields(plan, ghosts=request.last_digest == digest)
+        again = owners.seen_again(found.ghosts, request.owners.reverted, time.monotonic(), request.period)
+        new = tuple(
+            owners.Hold(r.resource, r.path, owners.writer(r), now(), digest, owners.hold_rule(r)) for r in again
+        )
+        if new:  # a controller owns these: planned again, holding them at the cluster's value
+            held += new
+            plan, reads = await _plan(request, desired, owners.with_rules(manifests, owners.rules(known, held)))
+            found = await request.controller.outside_fields(plan, ghosts=request.last_digest == digest)
         hooks.track(plan.app.meta.label_value, client.resource_types(plan), _namespaces(plan))
         out.plan(plan, hunks=shows_changes(raw))
-        found = await request.controller.outside_fields(plan, ghosts=request.last_digest == digest)
         changed = bool(plan.pending and not options.diff.run)
         if changed or plan.app.stored:
             await hooks.owns()
@@ -168,20 +198,44 @@ async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
             tuple(client.resource_types(plan)),
             _namespaces(plan),
             out.text,
+            owners.rules(cluster, held),
+            known,
+            cluster,
         )
-    return Deployed(len(plan.changes), changed, out.text, digest, found.drift, found.ghosts, remembered)
+    return Deployed(
+        len(plan.changes), changed, out.text, digest, found.drift, found.ghosts, remembered, known, cluster, new
+    )
 
 
-async def _plan(request: DeployRequest, desired: tuple[str, DeployOptions]) -> tuple[Plan, Reads | None]:
-    """The plan, from the cache when it changes nothing or when the objects it would change are still the versions it
-    was made from (with what its reads did), else from the API server (no reads from the cache: None); see the
-    module's docstring."""
+async def _known_owners(
+    request: DeployRequest, namespace: str
+) -> tuple[tuple[owners.Known, ...], tuple[owners.Known, ...]]:
+    """The App's workloads an HPA targets (controller/owners.py): all of them, and those whose HPA is on the cluster
+    (read with the controller's client: one LIST per namespace of the App's workloads) rather than in the App's own
+    manifests."""
+    documents = owners.documents(request.manifests)
+    workloads = owners.workloads(documents, namespace)
+    if not workloads:
+        return (), ()
+    inside = owners.known(workloads, owners.hpas(documents), namespace)
+    outside = owners.known(workloads, await owners.on_cluster(request.controller, workloads), namespace)
+    return tuple(sorted({*inside, *outside})), tuple(
+        k for k in outside if k.workload not in {i.workload for i in inside}
+    )
+
+
+async def _plan(
+    request: DeployRequest, desired: tuple[str, DeployOptions], manifests: str
+) -> tuple[Plan, Reads | None]:
+    """The plan of `manifests` (the App's, with the rules of its owned fields), from the cache when it changes nothing
+    or when the objects it would change are still the versions it was made from (with what its reads did), else from
+    the API server (no reads from the cache: None); see the module's docstring."""
     client = request.client
 
     async def planned() -> Plan:
         return await client.plan_deploy(
             kapp_app_name(request.name),
-            manifests=request.manifests,
+            manifests=manifests,
             namespace=desired[0],
             app_namespace=request.namespace,
             options=desired[1],

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from kapply.api import AsyncClient, DriftPolicy
-from kapply.controller import apps, ghosts, sandbox_app, timing
+from kapply.controller import apps, ghosts, owners, sandbox_app, timing
 from kapply.controller import status as app_status
 from kapply.controller.apps import APPS
 from kapply.controller.cache import Cache, app_client
@@ -102,6 +102,7 @@ class Reconciler:
         self.tokens = Tokens(api)
         self.events = Recorder(api.cluster)
         self.memory: dict[Key, ghosts.Memory] = {}
+        self.owners: dict[Key, owners.Owners] = {}  # each App's owned fields (controller/owners.py)
         self._clients: dict[tuple[str, str, str], AsyncClient] = {}
         self._retired: dict[tuple[str, str], list[AsyncClient]] = {}
 
@@ -125,6 +126,7 @@ class Reconciler:
         app = self.cache.apps.get((namespace, name)) or await apps.get(self.api.cluster, namespace, name)
         if app is None:
             self.memory.pop((namespace, name), None)
+            self.owners.pop((namespace, name), None)
             self.counts.forget(namespace, name)
             return None
         spec, problem = parsed(parse_spec, app)
@@ -191,7 +193,11 @@ class Reconciler:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         memory = self._memory(namespace, name, app.get("status") or {})
         started = app_status.now()
-        request = DeployRequest(self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet)
+        owned = self._owners(namespace, name, app.get("status") or {})
+        period = self.sync_period(spec)
+        request = DeployRequest(
+            self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet, owned, period
+        )
         deploying = time.monotonic()
         try:
             deployed = await deploy(request, self._hooks(app, spec, status, started))
@@ -238,7 +244,11 @@ class Reconciler:
             memory.ghosts = ghosts.after_sync(memory.ghosts, found, app_status.now(), self.settings.ghost_quiet_syncs)
         memory.digest = deployed.digest
         memory.quiet = deployed.quiet
+        owned = self._owners(namespace, name, previous)
+        set_back = deployed.ghosts if deployed.changed else ()
+        owners.after_sync(owned, deployed.digest, deployed.cluster, deployed.held, set_back, time.monotonic())
         reports = {
+            "fieldOwners": owners.to_status(deployed.known, owned.held.values()),
             "ghostDiffs": app_status.ghost_diffs(memory.ghosts, previous),
             "drift": app_status.drift(deployed.drift, spec.drift_policy),
         }
@@ -266,12 +276,21 @@ class Reconciler:
             await self.events.emit(
                 app, "GhostDiff", app_status.ghost_message(deployed.ghosts, memory.ghosts), warning=True
             )
+        for hold in deployed.held:  # once per hold, its message stable (counted on one Event if ever repeated)
+            await self.events.emit(app, "DriftHeld", owners.held_message(hold), warning=True)
         if deployed.drift and spec.drift_policy is DriftPolicy.WARN:  # every sync while it lasts, counted as one Event
             await self.events.emit(
                 app, "Drift", app_status.drift_message(deployed.drift, spec.drift_policy), warning=True
             )
         self.counts.count(namespace, name, AppCount.SUCCESS)  # once everything the sync writes is written
         return self.sync_period(spec)
+
+    def _owners(self, namespace: str, name: str, status: Obj) -> owners.Owners:
+        """The App's owned fields, read back from its status after a restart."""
+        found = self.owners.get((namespace, name))
+        if found is None:
+            found = self.owners[(namespace, name)] = owners.read_back(status)
+        return found
 
     def _memory(self, namespace: str, name: str, status: Obj) -> ghosts.Memory:
         memory = self.memory.get((namespace, name))
@@ -324,6 +343,7 @@ class Reconciler:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         if not apps.has_finalizer(app):  # never deployed anything (or already done): nothing to wait for
             self.memory.pop((namespace, name), None)
+            self.owners.pop((namespace, name), None)
             self.counts.forget(namespace, name)
             return None
         self.counts.count(namespace, name, AppCount.DELETE_ATTEMPT)
@@ -340,6 +360,7 @@ class Reconciler:
                     return await self._delete_failed(app, spec, e)
         await self.api.cluster.remove_finalizer(APPS, namespace, name, FINALIZER)
         self.memory.pop((namespace, name), None)
+        self.owners.pop((namespace, name), None)
         self.counts.forget(namespace, name)
         return None
 
