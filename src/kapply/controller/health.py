@@ -4,12 +4,18 @@ Served by aiohttp.web on the controller's own event loop, not by prometheus_clie
 `/healthz` answering then proves the loop answers (a thread would answer while the loop is stuck), and the gauges
 read at a scrape (queues, shards, Apps' drift) are read on the loop that changes them, without locks. The exposition
 is prometheus_client's own aiohttp handler (text or OpenMetrics, as the scraper asks).
+
+`/readyz` also says whether the API server answers (`Contact`): a controller that cannot reach it cannot reconcile,
+and a Service or a rollout should know.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,6 +24,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 _log = logging.getLogger("kapply.controller")
+READY_WINDOW = 15.0  # seconds: ready while the API server answered within them (three readiness probes' periods)
+PROBE_TIMEOUT = 5.0  # seconds a probe of the API server (`/version`) may take
+PROBE_RETRY = 1.0  # seconds between probes while the API server does not answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,22 +47,79 @@ def parse_address(text: str) -> Address | None:
     return Address(host or None, int(port))
 
 
+class Contact:
+    """When the API server last answered this process, for `/readyz`: every answer to the controller's requests and
+    watches (the cluster client's REQUEST_OBSERVERS, through `answered`) counts; an answer of 500 or more does not
+    (the server is there but cannot serve). While nothing was answered for half the window, `keep` asks for
+    `/version`, at most one probe at a time and one a second while they fail, so an idle controller (no Lease to renew,
+    no request due) stays ready and one cut off from the API server is unready within the window."""
+
+    def __init__(
+        self,
+        probe: Callable[[], Awaitable[object]],
+        window: float = READY_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.window = window
+        self._probe = probe
+        self._clock = clock
+        self._last = clock()  # the process starts counted as in contact: its first requests are made at once
+        self._failure = ""  # why the last probe failed ("" once one succeeded)
+
+    def answered(self, code: int) -> None:
+        if code < 500:
+            self._last = self._clock()
+
+    def unready(self) -> str | None:
+        """Why the process is not ready as far as the API server goes (None: it answered within the window)."""
+        silent = self._clock() - self._last
+        if silent <= self.window:
+            return None
+        why = f": {self._failure}" if self._failure else ""
+        return f"the API server has not answered for {silent:.0f}s{why}"
+
+    async def probe(self) -> bool:
+        """One probe; True when the API server answered (its answer is counted through `answered`)."""
+        try:
+            await asyncio.wait_for(self._probe(), PROBE_TIMEOUT)
+        except Exception as e:  # readiness outlives any failure of a probe: each is "no answer"
+            failure = str(e).strip() or f"{type(e).__name__} after {PROBE_TIMEOUT:g}s"
+            if not self._failure:
+                _log.warning("the API server does not answer: %s", failure)
+            self._failure = failure
+            return False
+        if self._failure:
+            _log.info("the API server answers again")
+        self._failure = ""
+        self._last = self._clock()
+        return True
+
+    async def keep(self) -> None:
+        """Probe whenever nothing was answered for half the window, until cancelled."""
+        while True:
+            wait = self._last + self.window / 2 - self._clock()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            elif not await self.probe():
+                await asyncio.sleep(PROBE_RETRY)
+
+
 def _plain(status: int, text: str) -> web.Response:
     return web.Response(status=status, text=text + "\n")
 
 
 @asynccontextmanager
 async def serving(
-    address: Address, registry: CollectorRegistry, unready: Callable[[], str | None]
+    address: Address, registry: CollectorRegistry, unready: Callable[[], str | None], contact: Contact | None = None
 ) -> AsyncIterator[list[str]]:
     """The endpoints, listening while the block runs; yields the URLs they listen on. `unready` says why the process
-    is not ready (None: it is)."""
+    is not ready (None: it is); with `contact`, so does the API server's silence, kept up to date meanwhile."""
 
     async def healthz(request: web.Request) -> web.Response:
         return _plain(200, "ok")
 
     async def readyz(request: web.Request) -> web.Response:
-        reason = unready()
+        reason = unready() or (contact.unready() if contact else None)
         return _plain(200, "ok") if reason is None else _plain(503, reason)
 
     app = web.Application()
@@ -62,10 +128,15 @@ async def serving(
     app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
+    kept = asyncio.create_task(contact.keep()) if contact else None
     try:
         await web.TCPSite(runner, address.host, address.port).start()
         urls = [f"http://{f'[{a[0]}]' if ':' in a[0] else a[0]}:{a[1]}" for a in runner.addresses]
         _log.info("serving /metrics, /healthz and /readyz on %s", ", ".join(urls))
         yield urls
     finally:
+        if kept:
+            kept.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await kept
         await runner.cleanup()

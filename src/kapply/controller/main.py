@@ -211,6 +211,7 @@ class Controller:
         )
         self.reconciler.events = _Recorder(api.cluster)
         self.metrics.cache("watches", lambda: self.drift.cache.stats()[1])  # objects the drift and App watches keep
+        self.contact = health.Contact(lambda: self.api.cluster.server_version())  # /readyz: the API server answers
         self._generations: dict[Key, Hashable] = {}
         self._reports: dict[Key, tuple[int, int]] = {}  # drifted fields and ghost diffs each App's status lists
         self._errors: dict[Key, int] = {}  # consecutive reconciles that raised
@@ -236,7 +237,7 @@ class Controller:
             if self.options.endpoints is None:
                 await self._run()
             else:
-                async with health.serving(self.options.endpoints, self.metrics.registry, self._unready):
+                async with health.serving(self.options.endpoints, self.metrics.registry, self._unready, self.contact):
                     await self._run()
         finally:
             REQUEST_OBSERVERS.remove(self._answered)
@@ -355,6 +356,7 @@ class Controller:
 
     def _answered(self, cluster: Cluster, method: str, code: int) -> None:
         self.metrics.request("controller" if cluster is self.api.cluster else "app", method, code)
+        self.contact.answered(code)
 
     def _unready(self) -> str | None:
         """Why the process is not ready: it works (leads, or holds or waits for shards) but its App watch has not
