@@ -141,17 +141,20 @@ def test_rebase_rule_sources_must_be_new_or_existing():
         parse_config(config(rebaseRules=[{"path": ["a"], "type": "copy", "sources": ["old"]}]), "t")
 
 
-def test_regex_parts_only_in_copy_rebase_rules():
-    copy_rule = {
-        "path": ["metadata", "annotations", {"regex": "^a"}],
-        "type": "copy",
-        "sources": ["existing"],
-    }
+def test_regex_parts_only_in_rebase_rules_and_diff_field_exclusion_rules():
+    regex_path = ["metadata", "annotations", {"regex": "^a"}]
+    copy_rule = {"path": regex_path, "type": "copy", "sources": ["existing"]}
     assert parse_config(config(rebaseRules=[copy_rule]), "t").rebase_rules
-    with pytest.raises(ConfigError, match="only supported by copy rebase rules"):
-        parse_config(config(rebaseRules=[{**copy_rule, "type": "remove"}]), "t")
-    with pytest.raises(ConfigError, match="only supported by copy rebase rules"):
-        parse_config(config(diffMaskRules=[{"path": [{"regex": "^a"}]}]), "t")
+    assert parse_config(config(rebaseRules=[{"paths": [regex_path], "type": "remove"}]), "t").rebase_rules
+    exclusion = [{"path": regex_path}]
+    parsed = parse_config(
+        config(diffAgainstLastAppliedFieldExclusionRules=exclusion, diffAgainstExistingFieldExclusionRules=exclusion),
+        "t",
+    )
+    assert parsed.diff_against_last_applied_field_exclusion_rules and parsed.diff_against_existing_field_exclusion_rules
+    for key in ("diffMaskRules", "ownershipLabelRules", "labelScopingRules"):
+        with pytest.raises(ConfigError, match=rf"only supported by rebase rules and diff field exclusion rules.*{key}"):
+            parse_config(config(**{key: [{"path": regex_path}]}), "t")
 
 
 def test_ytt_rebase_rule_allows_only_resource_matchers_alongside():

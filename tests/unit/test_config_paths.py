@@ -34,7 +34,7 @@ def test_path_parts_are_keys_all_indexes_indexes_and_regexes():
         ({"allIndexes": True, "index": 1}, "expected a string"),
         ({"foo": 1}, "unknown field 'foo'"),
         ({"index": -1}, "non-negative"),
-        ({"regex": "^a"}, "only supported by copy rebase rules"),
+        ({"regex": "^a"}, "only supported by rebase rules and diff field exclusion rules"),
         (3, "expected a map"),
     ],
 )
@@ -153,5 +153,50 @@ def test_remove_and_replace_maps_go_on_only_through_keys_that_are_there(operatio
     p = path("spec", "template", "x")
     for unchanged in ({"spec": None}, {"spec": {"other": 1}}, {"spec": {"template": None}}):
         assert operation(unchanged, p) is unchanged
+
+
+def test_replace_maps_through_a_non_map_is_a_config_error():
     with pytest.raises(ConfigError, match="Unexpected non-map found"):
-        operation({"spec": "text"}, p)
+        replace_maps_at({"spec": "text"}, path("spec", "template", "x"), lambda m: {})
+
+
+def test_remove_through_a_non_map_removes_nothing_as_kapp():
+    p = path("spec", "template", "x")
+    for unchanged in ({"spec": "text"}, {"spec": [{"template": {"x": 1}}]}, {"spec": {"template": 3}}):
+        assert remove_at(unchanged, p) is unchanged
+    with pytest.raises(ConfigError, match="Unexpected non-array found"):
+        remove_at({"spec": {"template": {}}}, path("spec", "template", {"allIndexes": True}, "x"))
+
+
+def regex_path(*parts):
+    return path(*parts, allow_regex=True)
+
+
+def test_remove_with_a_regex_part_removes_under_every_matching_key():
+    obj = {
+        "metadata": {
+            "labels": {"foo-l": "1", "keep": "1"},
+            "annotations": {"foo-a": "1", "xfoo-b": "1", "bar": "1"},
+            "name": "n",
+        }
+    }
+    result = remove_at(obj, regex_path("metadata", {"regex": "^(labels|annotations)$"}, {"regex": "foo-"}))
+    assert result == {"metadata": {"labels": {"keep": "1"}, "annotations": {"bar": "1"}, "name": "n"}}
+    assert remove_at(obj, regex_path({"regex": "^meta"})) == {}
+
+
+def test_remove_with_a_regex_part_in_lists_and_over_non_maps():
+    items = [{"foo-a": 1, "bar": 1, "nested": {"foo-n": 1, "keep": 1}}, {"foo-b": 1}, "scalar", None]
+    obj = {
+        "spec": {"items": items, "maps": {"m1": {"foo-x": 1, "keep": 1}, "m2": [{"keep": 1}], "m3": "s", "m4": None}}
+    }
+    result = remove_at(obj, regex_path("spec", "items", {"allIndexes": True}, {"regex": "^foo-"}))
+    assert result["spec"]["items"] == [{"bar": 1, "nested": {"foo-n": 1, "keep": 1}}, {}, "scalar", None]
+    result = remove_at(obj, regex_path("spec", {"regex": "^items$"}, {"index": 0}, "nested", {"regex": "foo"}))
+    assert result["spec"]["items"][0]["nested"] == {"keep": 1}
+    result = remove_at(obj, regex_path("spec", "maps", {"regex": "^m"}, "keep"))
+    assert result["spec"]["maps"] == {"m1": {"foo-x": 1}, "m2": [{"keep": 1}], "m3": "s", "m4": None}
+    assert remove_at(obj, regex_path("spec", "items", {"regex": "."})) is obj  # a regex part over a list: nothing
+    assert remove_at(obj, regex_path("spec", "maps", {"regex": "^zzz"})) is obj
+    with pytest.raises(ConfigError, match="Unexpected non-array found"):
+        remove_at(obj, regex_path("spec", "maps", {"regex": "^m1$"}, {"allIndexes": True}, "x"))

@@ -313,3 +313,27 @@ def test_rule_errors_name_the_path_and_resource():
     resource = service("not-a-map")
     with pytest.raises(ConfigError, match=r"Path 'spec,selector' on resource 'service/web \(v1\) namespace: ns'"):
         add_label_scoping(resource, {"k": "v"}, default_config().label_scoping_rules)
+
+
+def test_a_rule_whose_regex_part_may_reach_kind_lets_later_rules_match_the_new_kind():
+    new = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1", "foo-b": "2"}}
+    existing = {**new, "kind": "Widget"}
+    doc = {
+        "apiVersion": "kapp.k14s.io/v1alpha1",
+        "kind": "Config",
+        "rebaseRules": [
+            {
+                "path": [{"regex": "^ki"}],
+                "type": "copy",
+                "sources": ["existing"],
+                "resourceMatchers": [{"allMatcher": {}}],
+            },
+            {
+                "path": ["data", {"regex": "^foo-"}],
+                "type": "remove",
+                "resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Widget"}}],
+            },
+        ],
+    }
+    rules = parse_config(doc, "t").rebase_rules
+    assert rebase(new, existing, rules) == {**existing, "data": {"a": "1"}}

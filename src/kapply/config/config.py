@@ -10,7 +10,7 @@ from typing import Any
 
 from kapply.config.decode import Decoder
 from kapply.config.matchers import Matcher, parse_matchers
-from kapply.config.paths import KeyRegex, Path, parse_path
+from kapply.config.paths import Path, parse_path
 from kapply.config.ytt import YttOverlay, recognise_overlay
 from kapply.errors import ConfigError
 from kapply.objects import CONFIG_API_VERSION
@@ -183,8 +183,12 @@ def parse_config(doc: dict[str, Any], origin: str) -> Config:
         ownership_label_rules=rules("ownershipLabelRules", _path_rule),
         label_scoping_rules=rules("labelScopingRules", _label_scoping_rule),
         template_rules=rules("templateRules", _template_rule),
-        diff_against_last_applied_field_exclusion_rules=rules("diffAgainstLastAppliedFieldExclusionRules", _path_rule),
-        diff_against_existing_field_exclusion_rules=rules("diffAgainstExistingFieldExclusionRules", _path_rule),
+        diff_against_last_applied_field_exclusion_rules=rules(
+            "diffAgainstLastAppliedFieldExclusionRules", _field_exclusion_rule
+        ),
+        diff_against_existing_field_exclusion_rules=rules(
+            "diffAgainstExistingFieldExclusionRules", _field_exclusion_rule
+        ),
         diff_mask_rules=rules("diffMaskRules", _path_rule),
         wait_rules=rules("waitRules", _wait_rule),
         change_group_bindings=rules("changeGroupBindings", _change_group_binding),
@@ -256,8 +260,6 @@ def _rebase_rule(value: Any, decoder: Decoder, index: int) -> RebaseRule | YttRe
     except ValueError:
         raise invalid(f"Unknown rebase rule type: {type_name} (supported: copy, remove)") from None
     all_paths = paths or (path,)
-    if rule_type is RebaseType.REMOVE and any(isinstance(p, KeyRegex) for one in all_paths for p in one):
-        decoder.fail(where, "regex path parts are only supported by copy rebase rules")
     sources = []
     for i, name in enumerate(decoder.strings(fields.get("sources"), f"{where}.sources")):
         try:
@@ -267,12 +269,18 @@ def _rebase_rule(value: Any, decoder: Decoder, index: int) -> RebaseRule | YttRe
     return RebaseRule(type=rule_type, paths=all_paths, sources=tuple(sources), resource_matchers=matchers)
 
 
-def _path_rule(value: Any, decoder: Decoder, where: str) -> PathRule:
+def _path_rule(value: Any, decoder: Decoder, where: str, *, allow_regex: bool = False) -> PathRule:
     fields = decoder.fields(value, where, ("path", "resourceMatchers"))
     return PathRule(
-        path=parse_path(fields.get("path"), decoder, f"{where}.path"),
+        path=parse_path(fields.get("path"), decoder, f"{where}.path", allow_regex=allow_regex),
         resource_matchers=parse_matchers(fields.get("resourceMatchers"), decoder, f"{where}.resourceMatchers"),
     )
+
+
+def _field_exclusion_rule(value: Any, decoder: Decoder, where: str) -> PathRule:
+    """A diff field exclusion rule: kapp removes its path with the remove rebase rules' FieldRemoveMod, regex parts
+    included."""
+    return _path_rule(value, decoder, where, allow_regex=True)
 
 
 def _label_scoping_rule(value: Any, decoder: Decoder, where: str) -> LabelScopingRule:

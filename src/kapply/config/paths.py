@@ -1,8 +1,8 @@
 """Paths into resources (`[spec, template, metadata, labels]`) and the operations rules do at them.
 
 A path part is a map key, every element of a list (`{allIndexes: true}`), one element
-(`{index: N}`), or, in copy rebase rules only, every map key matching a regular expression
-(`{regex: "^foo"}`, searched like Go's `MatchString`).
+(`{index: N}`), or, in rebase rules and diff field exclusion rules only, every map key matching a regular
+expression (`{regex: "^foo"}`, searched like Go's `MatchString`).
 
 The operations never mutate their inputs. They copy only the maps and lists on the way to what
 they change, so a result shares every untouched subtree with its inputs: treat inputs and results
@@ -46,6 +46,8 @@ ConcretePath = tuple[str | int, ...]
 
 _MISSING = object()
 
+REGEX_NOT_SUPPORTED = "regex path parts are only supported by rebase rules and diff field exclusion rules"
+
 
 def parse_path(value: Any, decoder: Decoder, where: str, *, allow_regex: bool = False, required: bool = True) -> Path:
     """The path in `value`; `required` makes a missing or empty one an error."""
@@ -71,7 +73,7 @@ def parse_path(value: Any, decoder: Decoder, where: str, *, allow_regex: bool = 
             parts.append(Index(part_value))
         else:
             if not allow_regex:
-                decoder.fail(part_where, "regex path parts are only supported by copy rebase rules")
+                decoder.fail(part_where, REGEX_NOT_SUPPORTED)
             pattern = decoder.string(part_value, f"{part_where}.regex")
             try:
                 parts.append(KeyRegex(re.compile(pattern)))
@@ -133,7 +135,11 @@ def is_empty_at(obj: Any, path: Path) -> bool:
 
 
 def remove_at(obj: Any, path: Path) -> Any:
-    """`obj` without the value at the path (for list parts: in every element)."""
+    """`obj` without the value at the path (for list parts: in every element; for a regex part: under every key of
+    the map there that it matches).
+
+    As kapp's FieldRemoveMod, a key or regex part that meets anything but a map (a list, a scalar, null) removes
+    nothing there; a list part that meets anything but a list is an error."""
     return _remove(obj, path, 0)
 
 
@@ -142,7 +148,7 @@ def _remove(node: Any, path: Path, i: int) -> Any:
     last = i == len(path) - 1
     match part:
         case str():
-            if not _has_key(node, part):
+            if not isinstance(node, dict) or part not in node:
                 return node
             if last:
                 return {k: v for k, v in node.items() if k != part}
@@ -151,8 +157,12 @@ def _remove(node: Any, path: Path, i: int) -> Any:
             if last:
                 raise ConfigError("Expected last part of the path to be map key")
             return _each_element(node, part, lambda _, element: _remove(element, path, i + 1))
-        case KeyRegex():
-            _reject_regex()
+        case KeyRegex(regex):
+            if not isinstance(node, dict):
+                return node
+            for key in [key for key in node if regex.search(key)]:
+                node = _remove(node, (*path[:i], key, *path[i + 1 :]), i)
+            return node
 
 
 def _has_key(node: Any, key: str) -> bool:
@@ -334,4 +344,4 @@ def _expect_map(node: Any) -> None:
 
 
 def _reject_regex() -> NoReturn:
-    raise ConfigError("Regex path parts are only supported by copy rebase rules")
+    raise ConfigError(REGEX_NOT_SUPPORTED)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from kapply.config.config import LabelScopingRule, PathRule, RebaseRule, RebaseType, Source, YttRebaseRule
 from kapply.config.matchers import matches_any, rules_for_kind
 from kapply.config.paths import (
+    KeyRegex,
     Path,
     append_string_map,
     copy_from_sources,
@@ -83,7 +84,10 @@ def _changes_kind(rule: RebaseRule | YttRebaseRule | PathRule | LabelScopingRule
     if isinstance(rule, YttRebaseRule):
         return rule.overlay.native is None  # the overlays kapply knows natively keep the kind
     paths = rule.paths if isinstance(rule, RebaseRule) else (rule.path,)
-    return any(not path or path[0] == "kind" for path in paths)
+    return any(
+        not path or path[0] == "kind" or (isinstance(path[0], KeyRegex) and path[0].regex.search("kind"))
+        for path in paths
+    )
 
 
 def add_ownership_labels(resource: dict[str, Any], labels: dict[str, str], rules: Sequence[PathRule]) -> dict[str, Any]:
