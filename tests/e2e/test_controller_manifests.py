@@ -1,6 +1,7 @@
-"""`pip install kapply`, then `kapply controller manifests | kapply deploy -a kapply-controller -n kapply-system -f-`
-(docs/reconciler.md, "Installing"): the wheel carries the install manifests, and they install on the real API
-server, where the local cluster's simulated node (kwok, which runs no containers) rolls the Deployment out.
+"""`pip install kapply`, then `kapply controller manifests --image REF | kapply deploy -a kapply-controller -n
+kapply-system -f-` (docs/reconciler.md, "Installing"): the wheel carries the install manifests (`--crds-only`: the
+CRDs alone), and they install on the real API server, where the local cluster's simulated node (kwok, which runs no
+containers) rolls the Deployment out, with the image named.
 
 The CRDs are shared with other tests, which install them as the apps kapply-crds (the App CRD) and
 kapply-packaging-crds (the packaging CRDs) in kapply-system. This install takes them over
@@ -24,7 +25,6 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
-from kapply import __version__
 from kapply.cli.controller_manifests import stream
 from tests.e2e.harness import Cluster, parse_json_output
 
@@ -47,6 +47,7 @@ CRDS = (
     "packagemetadatas.data.packaging.kapply.dev",
 )
 OVERRIDE = "--dangerous-override-ownership-of-existing-resources"
+IMAGE = "registry.example/kapply:e2e"  # your registry's copy of `make image`'s (kwok runs no containers: never pulled)
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +107,13 @@ def test_the_wheels_manifests_install_the_controller_and_its_deployment_rolls_ou
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     printed = run(installed_wheel, "controller", "manifests", env=env)
     assert printed == stream()  # the wheel's copies are this checkout's config/ files
+    assert run(installed_wheel, "controller", "manifests", "--crds-only", env=env) == stream(crds_only=True)
 
     deploy = [str(installed_wheel), "deploy", "-a", APP, "-n", NAMESPACE, "-f-", "-y", "--wait-check-interval=0.5s"]
     if crds_given_back:
         deploy.append(OVERRIDE)
-    manifests = subprocess.Popen([str(installed_wheel), "controller", "manifests"], stdout=subprocess.PIPE, env=env)
+    printing = [str(installed_wheel), "controller", "manifests", "--image", IMAGE]
+    manifests = subprocess.Popen(printing, stdout=subprocess.PIPE, env=env)
     assert manifests.stdout is not None
     deployed = subprocess.run(
         deploy, stdin=manifests.stdout, capture_output=True, text=True, env=env, timeout=300, check=False
@@ -122,7 +125,7 @@ def test_the_wheels_manifests_install_the_controller_and_its_deployment_rolls_ou
     deployment = kube.get(Deployment, "kapply-controller", namespace=NAMESPACE)
     assert deployment.status.availableReplicas == 2
     (container,) = deployment.spec.template.spec.containers
-    assert container.image == f"ghcr.io/kapply/kapply:{__version__}"
+    assert container.image == IMAGE
     assert container.args[:2] == ["controller", "--in-cluster"]
     for name in CRDS:
         crd = kube.get(CustomResourceDefinition, name)
