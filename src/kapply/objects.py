@@ -90,6 +90,10 @@ def has_annotation(obj: Mapping[str, Any], key: str) -> bool:
     return key in annotations(obj)
 
 
+def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    return finalizer in (metadata(obj).get("finalizers") or [])
+
+
 def name(obj: Mapping[str, Any]) -> str:
     """The name, or `<generateName>*` for an object the server is still to name (as kapp shows it)."""
     meta = metadata(obj)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kapply import objects
 from kapply.controller import apps
 from kapply.controller.apps import APPS
 from kapply.controller.spec import FINALIZER
 from kapply.objects import Obj
+from kapply.packaging import names
 from kapply.resources.cluster import ResourceType
 
 
@@ -27,6 +29,11 @@ def test_has_finalizer() -> None:
     assert not apps.has_finalizer(app())
     assert not apps.has_finalizer(app(metadata={"finalizers": None}))
     assert apps.has_finalizer(app(metadata={"finalizers": ["x", FINALIZER]}))
+
+
+def test_a_packages_finalizer_is_found_by_the_same_function() -> None:
+    install = {"metadata": {"finalizers": ["x", names.INSTALL_FINALIZER]}}
+    assert objects.has_finalizer(install, names.INSTALL_FINALIZER) and not objects.has_finalizer(install, FINALIZER)
 
 
 def test_get_reads_the_app() -> None:

@@ -1,4 +1,4 @@
-"""The packaging objects' types and finalizer check (their status and finalizer writes are kapply.resources.cluster's,
+"""The packaging objects' types (their status and finalizer writes are kapply.resources.cluster's,
 tests/unit/test_cluster_writes.py); and what of a PackageInstall must change for it to be reconciled."""
 
 from __future__ import annotations
@@ -7,11 +7,6 @@ from kapply.packaging import names, store
 from kapply.packaging.install import install_fingerprint
 
 PATH = "/apis/packaging.kapply.dev/v1alpha1/namespaces/ns/packageinstalls/inst"
-
-
-def test_a_finalizer_is_found_among_the_others() -> None:
-    assert store.has_finalizer({"metadata": {"finalizers": ["x", names.INSTALL_FINALIZER]}}, names.INSTALL_FINALIZER)
-    assert not store.has_finalizer({"metadata": {"finalizers": None}}, names.INSTALL_FINALIZER)
 
 
 def test_the_types_are_kapplys_groups() -> None:

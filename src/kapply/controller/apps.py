@@ -4,6 +4,7 @@ an App's status and finalizer with kapply.resources.cluster's `Cluster.write_sta
 
 from __future__ import annotations
 
+from kapply import objects
 from kapply.controller.spec import FINALIZER, KIND, PLURAL
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
@@ -16,4 +17,4 @@ async def get(cluster: Cluster, namespace: str, name: str) -> Obj | None:
 
 
 def has_finalizer(app: Obj) -> bool:
-    return FINALIZER in (app["metadata"].get("finalizers") or [])
+    return objects.has_finalizer(app, FINALIZER)

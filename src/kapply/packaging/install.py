@@ -21,7 +21,7 @@ from kapply.api import AsyncClient
 from kapply.controller.apps import APPS
 from kapply.controller.spec import SpecError, parsed
 from kapply.controller.status import same_but_times
-from kapply.objects import Obj
+from kapply.objects import Obj, has_finalizer
 from kapply.packaging import install_status, names, store
 from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install_app import OwnedByOtherError, deleting_app, desired_app, owned_by
@@ -153,7 +153,7 @@ class InstallReconciler:
         """Delete the App (with the PackageInstall's current deletion settings), mirror its deletion, and let the
         PackageInstall go once the App is gone."""
         namespace, name = install["metadata"]["namespace"], install["metadata"]["name"]
-        if not store.has_finalizer(install, names.INSTALL_FINALIZER):
+        if not has_finalizer(install, names.INSTALL_FINALIZER):
             return None
         app = await self.api.cluster.get(APPS, namespace, name)
         if app is None or not owned_by(app, install):  # gone, or never ours: nothing of ours to wait for

@@ -21,7 +21,7 @@ from kapply.controller.settings import Settings
 from kapply.controller.spec import SpecError
 from kapply.controller.status import same_but_times
 from kapply.errors import KapplyError
-from kapply.objects import Obj
+from kapply.objects import Obj, has_finalizer
 from kapply.packaging import names, store
 from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.repository_deploy import RepositoryDeployed, RepositoryDeployFailed, delete, deploy
@@ -193,7 +193,7 @@ class RepositoryReconciler:
     async def _delete(self, repository: Obj) -> float | None:
         """Delete the repository's kapp app (its Packages go), then let the repository go."""
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
-        if not store.has_finalizer(repository, names.REPOSITORY_FINALIZER):
+        if not has_finalizer(repository, names.REPOSITORY_FINALIZER):
             return None
         status = {
             **(repository.get("status") or {}),

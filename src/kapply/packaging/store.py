@@ -1,6 +1,6 @@
-"""The packaging objects on the cluster, as the controllers read them: their types, and whether one has a finalizer.
-Their status and finalizers are written by kapply.resources.cluster's `Cluster.write_status`, `add_finalizer` and
-`remove_finalizer`: the writers Apps use too, with one conflict policy."""
+"""The packaging objects on the cluster, as the controllers read them: their types (whether one has a finalizer is
+kapply.objects' `has_finalizer`, as for Apps). Their status and finalizers are written by kapply.resources.cluster's
+`Cluster.write_status`, `add_finalizer` and `remove_finalizer`: the writers Apps use too, with one conflict policy."""
 
 from __future__ import annotations
 
@@ -23,7 +23,3 @@ PACKAGE_METADATAS = resource_type(names.PACKAGE_METADATA)
 
 async def get(cluster: Cluster, rtype: ResourceType, namespace: str, name: str) -> Obj | None:
     return await cluster.get(rtype, namespace, name)
-
-
-def has_finalizer(obj: Obj, finalizer: str) -> bool:
-    return finalizer in (obj["metadata"].get("finalizers") or [])
