@@ -161,7 +161,41 @@ def test_the_same_event_again_counts_one_more_on_the_existing_one(clock: list[st
     assert stored["count"] == 3
     assert stored["firstTimestamp"] == clock[0]
     assert stored["lastTimestamp"] == clock[2]
-    assert [verb for verb, _ in cluster.calls] == ["create", "create", "get", "patch", "create", "get", "patch"]
+    assert [verb for verb, _ in cluster.calls] == ["create", "patch", "patch"]  # its count remembered, as client-go's
+
+
+def test_an_event_another_recorder_wrote_is_counted_on_after_its_create_is_refused(clock: list[str]) -> None:
+    cluster = FakeEvents()
+    same = (app(), "ReconcileFailed", "Fetching: boom", True)
+    emit(cluster, same)
+    emit(cluster, same, same)  # a new process: it remembers nothing
+    assert only(cluster)["count"] == 3
+    assert [verb for verb, _ in cluster.calls] == ["create", "create", "get", "patch", "patch"]
+
+
+def test_a_remembered_event_that_expired_is_created_again(clock: list[str]) -> None:
+    cluster = FakeEvents()
+    recorder = Recorder(cluster)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        await recorder.emit(app(), "Deployed", "x")
+        cluster.stored.clear()  # the API server's event TTL
+        await recorder.emit(app(), "Deployed", "x")
+        await recorder.emit(app(), "Deployed", "x")
+
+    asyncio.run(run())
+    assert only(cluster)["count"] == 2
+    assert only(cluster)["firstTimestamp"] == clock[1]
+    assert [verb for verb, _ in cluster.calls] == ["create", "patch", "create", "patch"]
+
+
+def test_the_recorder_remembers_only_the_latest_events(clock: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events, "CACHE_SIZE", 2)
+    cluster = FakeEvents()
+    a, b, c = ((app(), "Deployed", m, False) for m in "abc")
+    emit(cluster, a, b, c, a)  # a was forgotten when c came: created, refused, counted on
+    assert sorted(e["count"] for e in cluster.stored.values()) == [1, 1, 2]
+    assert [verb for verb, _ in cluster.calls][-3:] == ["create", "get", "patch"]
 
 
 def test_different_messages_are_different_events(clock: list[str]) -> None:

@@ -285,17 +285,6 @@ def test_an_entry_read_back_keeps_its_rule_when_a_new_ghost_is_found() -> None:
 # Messages.
 
 
-def test_the_ghost_message_counts_fields_and_the_most_recurrences() -> None:
-    found = [outside(deployment(), REPLICAS, "2", "5", "hpa")]
-    ghosts = {("a", "b"): ghost(deployment(), REPLICAS, 4), ("c", "d"): ghost(deployment(), IMAGE, 2)}
-    assert app_status.ghost_message(found, ghosts) == (
-        "Set back 1 field(s) changed on the cluster although the desired state did not change (up to 4 sync(s) so "
-        "far): deployment/web (apps/v1) namespace: ns spec.replicas (written by hpa). The rebase rules in "
-        "status.ghostDiffs.suggestedConfig keep the cluster's value"
-    )
-    assert "(up to 1 sync(s) so far)" in app_status.ghost_message(found, {})
-
-
 def test_messages_list_five_fields_and_count_the_rest() -> None:
     kept = [outside(deployment(f"d{i}"), REPLICAS, "1", "2", "kubectl") for i in range(7)]
     message = app_status.drift_message(kept, DriftPolicy.WARN)

@@ -452,6 +452,9 @@ def test_ghost_diffs_are_shown_with_their_writer_and_syncs() -> None:
         "first_seen": "1m",
         "last_seen": "10s",
     }
+    resolved = {k: v for k, v in diff.items() if k != "live"}  # not seen at the last sync: no stale live value
+    row = as_json(ui.ghost_diffs_table([resolved], now))["Tables"][0]["Rows"][0]  # type: ignore[index]
+    assert row["live"] == "not seen since 2024-01-01T12:00:50Z"
 
 
 class Forbidden:

@@ -241,7 +241,9 @@ class Reconciler:
         memory = self._memory(namespace, name, previous)
         if memory.digest == deployed.digest:  # the same desired state as last time: every update was a ghost diff
             found = {field_key(f): (app_status.entry(f), f.obj, f.field) for f in deployed.ghosts}
-            memory.ghosts = ghosts.after_sync(memory.ghosts, found, app_status.now(), self.settings.ghost_quiet_syncs)
+            memory.ghosts = ghosts.after_sync(
+                memory.ghosts, found, app_status.now(), self.settings.ghost_quiet_syncs, deployed.digest
+            )
         memory.digest = deployed.digest
         memory.quiet = deployed.quiet
         owned = self._owners(namespace, name, previous)
@@ -272,10 +274,8 @@ class Reconciler:
         )
         if deployed.changed:
             await self.events.emit(app, "Deployed", f"Applied {deployed.changes} changes")
-        if deployed.ghosts:
-            await self.events.emit(
-                app, "GhostDiff", app_status.ghost_message(deployed.ghosts, memory.ghosts), warning=True
-            )
+        for message in ghosts.event_messages(deployed.ghosts, namespace):  # one Event per field, counted (ghosts.py)
+            await self.events.emit(app, "GhostDiff", message, warning=True)
         for hold in deployed.held:  # once per hold, its message stable (counted on one Event if ever repeated)
             await self.events.emit(app, "DriftHeld", owners.held_message(hold), warning=True)
         if deployed.drift and spec.drift_policy is DriftPolicy.WARN:  # every sync while it lasts, counted as one Event

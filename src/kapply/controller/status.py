@@ -186,15 +186,6 @@ def _listed(items: Sequence[FieldReport], limit: int = 5) -> str:
     return "; ".join(shown) + more
 
 
-def ghost_message(found: Sequence[FieldReport], ghosts: Mapping[Key, Ghost]) -> str:
-    most = max((g.recurrences for g in ghosts.values()), default=1)
-    return (
-        f"Set back {len(found)} field(s) changed on the cluster although the desired state did not change "
-        f"(up to {most} sync(s) so far): {_listed(found)}. The rebase rules in status.ghostDiffs.suggestedConfig "
-        "keep the cluster's value"
-    )
-
-
 def drift_message(kept: Sequence[FieldReport], policy: DriftPolicy) -> str:
     return (
         f"{len(kept)} field(s) changed on the cluster, left as they are (drift policy {policy.value}): {_listed(kept)}"

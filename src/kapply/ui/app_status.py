@@ -20,9 +20,15 @@ def _rows(fields: list[dict[str, Any]], *extra: str) -> tuple[tuple[str, ...], .
 def _ghost_rows(diffs: list[dict[str, Any]]) -> tuple[tuple[str, ...], ...]:
     """Each ghost diff with the syncs that set it back and how long ago it was first and last seen."""
     return tuple(
-        (*row, _ago(str(d.get("firstSeen") or "")), _ago(str(d.get("lastSeen") or "")))
+        (*row[:3], ghost_live(d), *row[4:], _ago(str(d.get("firstSeen") or "")), _ago(str(d.get("lastSeen") or "")))
         for row, d in zip(_rows(diffs, "recurrences"), diffs, strict=True)
     )
+
+
+def ghost_live(diff: Obj) -> str:
+    """A ghost diff's live value; a resolved one (no longer set back: the status keeps no live value) says since
+    when it was not seen."""
+    return str(diff["live"]) if "live" in diff else f"not seen since {diff.get('lastSeen') or '(unknown)'}"
 
 
 def _ago(timestamp: str) -> str:
@@ -47,7 +53,8 @@ def show_app_status(out: Output, app: Obj) -> None:
             _ghost_rows(diffs),
             notes=(
                 "Fields set back although the desired state did not change: something on the cluster keeps "
-                "changing them (listed until several syncs in a row pass without them; ages are how long ago)",
+                "changing them (ages are how long ago). One not seen at the last sync is resolved: listed until "
+                "several syncs in a row pass without it, or until the first after a change of the desired state",
             )
             if diffs
             else (),

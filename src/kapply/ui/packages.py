@@ -15,6 +15,7 @@ import orjson
 
 from kapply.diff.yaml_text import to_yaml
 from kapply.objects import Obj
+from kapply.ui.app_status import ghost_live
 from kapply.ui.output import Output
 from kapply.ui.table import Column, Table
 from kapply.versions import SemverError, parse_relaxed
@@ -312,7 +313,7 @@ def ghost_diffs_table(diffs: Sequence[Obj], now: datetime | None = None) -> Tabl
             str(d.get("resource", "")),
             str(d.get("path", "")),
             str(d.get("desired", "")),
-            str(d.get("live", "")),
+            ghost_live(d),
             str(d.get("writtenBy", "")),
             str(d.get("recurrences", "")),
             _ago(str(d.get("firstSeen") or ""), now),
@@ -323,7 +324,7 @@ def ghost_diffs_table(diffs: Sequence[Obj], now: datetime | None = None) -> Tabl
     titles = ("Resource", "Field", "Desired", "Live", "Written by", "Syncs", "First seen", "Last seen")
     notes = (
         "Fields set back although the package's desired state did not change: something on the cluster keeps "
-        "changing them (ages are how long ago)",
+        "changing them (ages are how long ago; one not seen at the last sync is resolved)",
     )
     return Table("Ghost diffs", tuple(Column(t) for t in titles), rows, notes=notes, content="ghost diffs")
 
