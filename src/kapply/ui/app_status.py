@@ -37,7 +37,8 @@ def _ago(timestamp: str) -> str:
 
 def show_app_status(out: Output, app: Obj) -> None:
     meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}
-    policy = spec.get("driftPolicy") or "enforce"
+    # An App that sets none has the controller's --default-drift-policy, which its drift report names when it has one.
+    policy = spec.get("driftPolicy") or (status.get("drift") or {}).get("policy") or "the controller's default"
     out.line(
         f"App '{meta.get('name')}' (namespace: {meta.get('namespace')}): "
         f"{status.get('friendlyDescription') or 'not reconciled yet'} (drift policy: {policy})"
