@@ -6,6 +6,7 @@ kept for the cache only (sync-period), or not started (off)."""
 from __future__ import annotations
 
 import asyncio
+import io
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,7 +20,10 @@ from kapply.cli.main import run
 from kapply.controller.main import DEBOUNCE, Controller, ControllerOptions
 from kapply.controller.settings import DriftWatching, Settings
 from kapply.controller.spec import DEFAULT_DRIFT_POLICY
+from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
+from kapply.ui.app_status import show_app_status
+from kapply.ui.output import Output
 
 KEY = ("team", "web")
 CONFIG_MAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get", "list", "watch"}))
@@ -140,3 +144,24 @@ def test_only_off_watches_none_of_the_types_apps_deploy(watching: DriftWatching,
 
     assert asyncio.run(deployed()) == watched
     assert c.drift.apps == {"web-label": {KEY}}, "the App's label is routed all the same"
+
+
+# --- kapply app status ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "named"),
+    [
+        ({"driftPolicy": "preserve"}, {}, "preserve"),
+        ({}, {"drift": {"policy": "warn", "fields": []}}, "warn"),
+        ({}, {}, "the controller's default"),
+    ],
+)
+def test_app_status_names_the_policy_in_force(spec: Obj, status: Obj, named: str) -> None:
+    """Without spec.driftPolicy the controller's default decides, which the CLI cannot know until a drift report names
+    it: never a guess of enforce."""
+    out = io.StringIO()
+    output = Output(tty=True, out=out)
+    show_app_status(output, {"metadata": {"name": "web", "namespace": "ns"}, "spec": spec, "status": status})
+    output.finish()
+    assert f"(drift policy: {named})" in out.getvalue().splitlines()[0]
