@@ -154,6 +154,31 @@ def test_a_go_tool_out_of_memory_is_named_so_though_a_dump_of_its_goroutines_fol
     assert failed.value.stderr.startswith("(earlier output cut)")
 
 
+def test_a_tool_that_ran_into_the_memory_limit_is_named_so_whatever_it_says(ytt):
+    # Under load Go's garbage collector can die of a failed allocation with a bare "SIGSEGV: segmentation violation":
+    # the job's own account of the tool (its peak resident memory, from its rusage) names the limit.
+    ytt(
+        "exec /usr/bin/python3 -c '\n"
+        "import os\nheld = []\ntry:\n    while True:\n        held.append(b\"x\" * (4 << 20))\n"
+        "except MemoryError:\n    held.clear()\n"
+        "os.write(2, b\"SIGSEGV: segmentation violation\\n\")\nos._exit(2)'"
+    )
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=30), app({"x.yml": "a: 1\n"}))
+    assert str(failed.value) == (
+        "Templating dir: ytt ran out of memory "
+        "(the sandbox's limit is 268435456 bytes per process, --sandbox-memory-mib)"
+    )
+    assert failed.value.stderr == "SIGSEGV: segmentation violation"
+
+
+def test_a_tool_that_fails_using_little_memory_is_not_said_to_have_run_out_of_it(ytt):
+    ytt('head -c 1000000 /dev/zero | tr "\\0" "x" > /dev/null; echo "SIGSEGV: segmentation violation" >&2; exit 2')
+    with pytest.raises(SandboxFailed) as failed:
+        run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=30), app({"x.yml": "a: 1\n"}))
+    assert str(failed.value) == "Templating dir: ytt failed (exit status 2)"
+
+
 @pytest.mark.parametrize(
     "said",
     [

@@ -20,10 +20,12 @@ import os
 import re
 import resource
 import signal
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 from kapply import programs
@@ -127,12 +129,24 @@ _NO_PROCESS = re.compile(
 )
 
 
-def _broke_limit(returncode: int, stderr: str) -> str:
-    """What a failed tool's exit says of the process's limits: "" when nothing (a limit not set says nothing)."""
+# A process whose peak resident memory reached this share of RLIMIT_DATA ran into the limit, whatever it then said:
+# the limit counts the heap it has mapped, which it has mostly touched (Go's runtime dies with ~75 % resident, on a
+# "fatal error: runtime: ..." or, in its garbage collector, a bare SIGSEGV).
+_NEAR_MEMORY = 0.5
+
+
+def _broke_limit(returncode: int, stderr: str, peak: int) -> str:
+    """What a failed tool's exit says of the process's limits, from the job's own accounting (`peak`: the tool's peak
+    resident memory in bytes, from its rusage) then the tool's words: "" when nothing (a limit not set says
+    nothing)."""
     if resource.getrlimit(resource.RLIMIT_NPROC)[0] != resource.RLIM_INFINITY and _NO_PROCESS.search(stderr):
         return processes_message()
-    if resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY and (
-        "out of memory" in stderr.lower() or "cannot allocate memory" in stderr.lower() or "MemoryError" in stderr
+    memory = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    if memory != resource.RLIM_INFINITY and (
+        peak >= memory * _NEAR_MEMORY
+        or "out of memory" in stderr.lower()
+        or "cannot allocate memory" in stderr.lower()
+        or "MemoryError" in stderr
     ):
         return memory_message()
     if resource.getrlimit(resource.RLIMIT_CPU)[0] != resource.RLIM_INFINITY and (
@@ -183,10 +197,10 @@ def environment(inherited: Mapping[str, str], home: str, extra: Mapping[str, str
     return env | dict(extra or {})
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
+def _kill(pid: int) -> None:
     """Kill the tool and whatever it started (git's remote helpers, ssh): they share its process group."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +210,15 @@ class _Captured:
     head: bytes = b""  # its first _HEAD bytes: where Go says it ran out of memory, before a dump of every goroutine
 
 
-async def _read(stream: asyncio.StreamReader, limit: int, process: asyncio.subprocess.Process | None) -> _Captured:
-    """What `stream` carries. Past `limit` bytes: with `process`, the process is killed (its output is refused
-    whole); without, only the last `limit` bytes are kept (a tail)."""
+@dataclass(frozen=True, slots=True)
+class _Exit:
+    code: int  # as Popen.returncode: -N for signal N
+    peak: int  # bytes: the process's peak resident memory (its descendants' included), from its rusage
+
+
+async def _read(stream: asyncio.StreamReader, limit: int, pid: int | None) -> _Captured:
+    """What `stream` carries. Past `limit` bytes: with `pid`, the process is killed (its output is refused whole);
+    without, only the last `limit` bytes are kept (a tail)."""
     kept = bytearray()
     head = b""
     over = False
@@ -208,32 +228,78 @@ async def _read(stream: asyncio.StreamReader, limit: int, process: asyncio.subpr
             head += chunk[: _HEAD - len(head)]
         if len(kept) > limit:
             over = True
-            if process is not None:
-                _kill(process)
+            if pid is not None:
+                _kill(pid)
                 return _Captured(b"", over)
             del kept[: len(kept) - limit]
     return _Captured(bytes(kept), over, head)
 
 
-async def _feed(process: asyncio.subprocess.Process, stdin: bytes | None) -> None:
-    if stdin is None or process.stdin is None:
-        return
+def _feed(pipe: IO[bytes], stdin: bytes) -> None:
+    """Write `stdin` to the tool and close it (in a thread: a pipe's write blocks until the tool reads)."""
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a tool may stop reading (and fail) early
-        process.stdin.write(stdin)
-        await process.stdin.drain()
-    process.stdin.close()
+        try:
+            pipe.write(stdin)
+        finally:
+            pipe.close()
 
 
-async def _communicate(process: asyncio.subprocess.Process, stdin: str | None) -> tuple[_Captured, _Captured]:
-    """stdout (the process killed past MAX_STDOUT) and the tail of stderr, once the process has ended."""
-    assert process.stdout is not None and process.stderr is not None
-    out, err, _ = await asyncio.gather(
-        _read(process.stdout, MAX_STDOUT, process),
-        _read(process.stderr, MAX_STDERR, None),
-        _feed(process, stdin.encode() if stdin is not None else None),
+async def _reader(pipe: IO[bytes], transports: list[asyncio.BaseTransport]) -> asyncio.StreamReader:
+    """A stream of `pipe`, its transport added to `transports` (the caller closes them)."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
     )
-    await process.wait()
-    return out, err
+    transports.append(transport)
+    return reader
+
+
+async def _exited(process: subprocess.Popen[bytes]) -> _Exit:
+    """Wait for the tool to end, then reap it with wait4, which gives its rusage (asyncio's child watchers reap
+    without it): the job's own account of what the tool used."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    fd = os.pidfd_open(process.pid)
+    try:
+        loop.add_reader(fd, readable)
+        try:
+            await ended
+        finally:
+            loop.remove_reader(fd)
+    finally:
+        os.close(fd)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait for it again
+    return _Exit(process.returncode, usage.ru_maxrss << 10)  # ru_maxrss is in KiB on Linux
+
+
+async def _communicate(process: subprocess.Popen[bytes], stdin: str | None) -> tuple[_Captured, _Captured, _Exit]:
+    """stdout (the process killed past MAX_STDOUT), the tail of stderr and the exit, once the process has ended; the
+    process killed (and reaped) if this is cancelled."""
+    assert process.stdout is not None and process.stderr is not None
+    feeding = None
+    if stdin is not None and process.stdin is not None:
+        feeding = asyncio.ensure_future(asyncio.to_thread(_feed, process.stdin, stdin.encode()))
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        out, err = (await _reader(process.stdout, transports)), (await _reader(process.stderr, transports))
+        captured = await asyncio.gather(_read(out, MAX_STDOUT, process.pid), _read(err, MAX_STDERR, None))
+        return (*captured, await _exited(process))
+    except BaseException:  # cancelled (at TIMEOUT, or the controller stops): the tool must not outlive its run
+        _kill(process.pid)
+        if process.returncode is None:
+            await _exited(process)
+        raise
+    finally:
+        for transport in transports:
+            transport.close()
+        if feeding is not None:
+            await feeding  # ends once the tool has read it all or is gone
 
 
 def _tail(stderr: _Captured) -> str:
@@ -246,13 +312,12 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
     its exit code) when it fails, prints more than MAX_STDOUT bytes or takes longer than TIMEOUT."""
     program = find(tool)
     with tempfile.TemporaryDirectory(prefix="kapply-home-") as home:
-        process = await asyncio.create_subprocess_exec(
-            program,
-            *args,
+        process = subprocess.Popen(  # not asyncio's: its child watchers reap without the rusage _exited reads
+            [program, *args],
             cwd=cwd,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=environment(os.environ, home, env),
             process_group=0,  # its own group (killed whole), in the caller's session (the sandbox kills that)
             preexec_fn=confine.start(
@@ -260,20 +325,14 @@ async def run(tool: str, *args: str, cwd: Path, stdin: str | None = None, env: M
             ),
         )
         try:
-            out, err = await asyncio.wait_for(_communicate(process, stdin), timeout=TIMEOUT)
+            out, err, ended = await asyncio.wait_for(_communicate(process, stdin), timeout=TIMEOUT)
         except TimeoutError:
-            _kill(process)
-            await process.wait()
             raise ToolError(f"{tool} did not finish in {TIMEOUT:.0f}s") from None
-        except BaseException:  # cancelled (the controller stops): the tool must not outlive its reconcile
-            _kill(process)
-            await process.wait()
-            raise
     if out.over:
         raise ToolError(f"{tool} printed more than {MAX_STDOUT} bytes: stopped", _tail(err))
-    if process.returncode:
-        broke = _broke_limit(process.returncode, (err.head + err.data).decode(errors="replace"))
+    if ended.code:
+        broke = _broke_limit(ended.code, (err.head + err.data).decode(errors="replace"), ended.peak)
         if broke:
-            raise ToolError(f"{tool} {broke}", _tail(err), process.returncode)
-        raise ToolError(f"{tool} failed (exit status {process.returncode})", _tail(err), process.returncode)
+            raise ToolError(f"{tool} {broke}", _tail(err), ended.code)
+        raise ToolError(f"{tool} failed (exit status {ended.code})", _tail(err), ended.code)
     return Ran(out.data.decode(errors="replace"), _tail(err))
