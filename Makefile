@@ -85,7 +85,10 @@ bench-controller: $(VENV)/.bench-installed cluster-build cluster-up
 e2e: venv cluster-build tools-build browser mmdebstrap
 	env $$($(TOOLS) env) KAPPLY_CHROMIUM=$(CHROMIUM) $(BIN)/pytest tests/e2e
 
+# The controller part of the demo templates with helm and kustomize (and has kbld): built here, as tools-build does
+# (once; crane, which only the tests use, is left out). hack/demo.py says which tools it found and which it lacks.
 demo: venv cluster-up
+	$(TOOLS) build helm kustomize kbld
 	$(BIN)/python hack/demo.py
 
 # Format, lint, types (strict), the layer contract (pyproject.toml) and no function of the apply, diff and controller
