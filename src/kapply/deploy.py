@@ -39,6 +39,7 @@ from kapply.diff.change import ApplyOp, Change, Op, calculate
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.filter import ChangeFilter
 from kapply.diff.ghost import FieldDrift
+from kapply.diff.kapp_order import in_kapp_order
 from kapply.diff.render import DiffFormat, Hunk
 from kapply.diff.renew import renewed
 from kapply.errors import AppNotFoundError, ConcurrencyError, KapplyError, ManifestError
@@ -494,7 +495,8 @@ def resource_changes(
     resolved: versioned.Versioned, existing: Existing, config: Config, options: DeployOptions
 ) -> list[Change]:
     """The change of each desired resource (a new version's shown against the version before it), then the delete
-    of each existing resource no longer desired, but old versions kept."""
+    of each existing resource no longer desired, but old versions kept; in kapp's order (versioned resources' changes
+    first, see kapply.diff.kapp_order)."""
     new_by_key = _by_key(resolved.desired)
     origins = {key_of(d.obj): d.origin for d in resolved.desired}
     changes = [
@@ -512,7 +514,7 @@ def resource_changes(
         versioned.against_previous(c, resolved.previous[c.key], config) if c.key in resolved.previous else c
         for c in changes
     ]
-    return changes + _deletes(new_by_key.keys(), resolved.keep, existing, config, options)
+    return in_kapp_order(changes + _deletes(new_by_key.keys(), resolved.keep, existing, config, options))
 
 
 def _deletes(
