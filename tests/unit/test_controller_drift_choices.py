@@ -11,11 +11,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
 import kapply.cli.controller
 import kapply.controller.logs
 import kapply.controller.main
 from kapply.api import DriftPolicy
+from kapply.cli.controller_manifests import stream
 from kapply.cli.main import run
 from kapply.controller.main import DEBOUNCE, Controller, ControllerOptions
 from kapply.controller.settings import DriftWatching, Settings
@@ -165,3 +167,41 @@ def test_app_status_names_the_policy_in_force(spec: Obj, status: Obj, named: str
     show_app_status(output, {"metadata": {"name": "web", "namespace": "ns"}, "spec": spec, "status": status})
     output.finish()
     assert f"(drift policy: {named})" in out.getvalue().splitlines()[0]
+
+
+# --- kapply controller manifests -----------------------------------------------------------------------------------
+
+
+def deployment_args(text: str) -> list[str]:
+    (deployment,) = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])
+
+
+def test_manifests_write_the_drift_flags_given_into_the_controllers_args(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["controller", "manifests", "--drift-watches=off", "--default-drift-policy=preserve"]) == 0
+    given = deployment_args(capsys.readouterr().out)
+    assert given[-2:] == ["--default-drift-policy=preserve", "--drift-watches=off"]
+    assert given[:-2] == deployment_args(stream()), "the file's args are kept"
+    assert run(["controller", "manifests", "--drift-watches=on"]) == 0
+    assert capsys.readouterr().out == stream(), "a default is not written: the file verbatim"
+
+
+def test_manifests_replace_a_drift_flag_the_deployment_already_has() -> None:
+    once = stream(controller_args=("--drift-watches=off",))
+    assert "--drift-watches" not in stream()
+    assert deployment_args(once).count("--drift-watches=off") == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--drift-watches=never"], "--drift-watches 'never': expected on, sync-period, off"),
+        (["--crds-only", "--default-drift-policy=warn"], "--crds-only prints the CRDs alone"),
+    ],
+)
+def test_manifests_refuse_what_the_controller_would(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["controller", "manifests", *flags]) == 1
+    assert message in capsys.readouterr().err

@@ -9,28 +9,18 @@ import math
 import os
 import signal
 from dataclasses import replace
-from enum import StrEnum
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
+from kapply.cli.controller_flags import DEFAULT_DRIFT_POLICY, DRIFT_WATCHES, choice
 from kapply.cli.pflag import UsageError
-from kapply.cli.tree import CONTROLLER_NAMESPACE, DEFAULT_DRIFT_POLICY, DRIFT_WATCHES
-from kapply.flags import DEBUG, Flag
+from kapply.cli.tree import CONTROLLER_NAMESPACE
+from kapply.flags import DEBUG
 
 if TYPE_CHECKING:
     from kapply.ui.output import Output
-
-_Choice = TypeVar("_Choice", bound=StrEnum)
-
-
-def _choice(choices: type[_Choice], flag: Flag, text: str) -> _Choice:
-    """A flag's value as one of `choices`, or a usage error naming them."""
-    try:
-        return choices(text)
-    except ValueError:
-        raise UsageError(f"--{flag.name} {text!r}: expected {', '.join(c.value for c in choices)}") from None
 
 
 def controller(args: Args, out: Output) -> None:
@@ -56,8 +46,8 @@ def controller(args: Args, out: Output) -> None:
     for name in ("concurrency", "fetch-timeout", "fetch-min-rate-window", "sandbox-memory-mib", "sandbox-cpu"):
         if args[name] <= 0:
             raise UsageError(f"--{name}={args[name]}: expected more than 0")
-    policy = _choice(DriftPolicy, DEFAULT_DRIFT_POLICY, args[DEFAULT_DRIFT_POLICY])
-    watching = _choice(DriftWatching, DRIFT_WATCHES, args[DRIFT_WATCHES])
+    policy = choice(DriftPolicy, DEFAULT_DRIFT_POLICY, args[DEFAULT_DRIFT_POLICY])
+    watching = choice(DriftWatching, DRIFT_WATCHES, args[DRIFT_WATCHES])
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
     logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)

@@ -6,6 +6,8 @@ wheel carries copies of them as package data, `kapply/manifests/` (pyproject.tom
 checkout (an editable install) reads `config/` itself. Without flags the files are printed as they are, comments
 included; `--image` and `--namespace` print the same objects with those changed (as plain YAML, comments dropped);
 `--crds-only` prints the CRDs alone (for a controller run out of cluster, or the packaging CRDs of docs/packages.md).
+The controller's drift flags (`--default-drift-policy`, `--drift-watches`), given here, are added to the Deployment's
+args.
 The image the Deployment names by default, `ghcr.io/kapply/kapply:<version>`, is what `make image` tags: no registry
 serves it, so a cluster pulls it only once it is pushed there and named with `--image`.
 """
@@ -13,10 +15,12 @@ serves it, so a cluster pulls it only once it is pushed there and named with `--
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args, Command, FlagSection
+from kapply.cli.controller_flags import DEFAULT_DRIFT_POLICY, DRIFT_FLAGS, DRIFT_WATCHES, choice
 from kapply.cli.pflag import UsageError
 from kapply.flags import TTY, Flag, Kind
 
@@ -52,6 +56,7 @@ FLAGS = (
     ),
     INSTALL_NAMESPACE,
     Flag("crds-only", Kind.BOOL, False, "Print the CustomResourceDefinitions only (App, and the packaging ones)"),
+    *DRIFT_FLAGS,
     TTY,
 )
 EXAMPLES = """
@@ -100,14 +105,17 @@ def manifest_texts(crds_only: bool = False) -> list[tuple[str, str]]:
     ]
 
 
-def stream(image: str = "", namespace: str = NAMESPACE, *, crds_only: bool = False) -> str:
-    """The manifests as one YAML stream: verbatim, or with the image and namespace changed; or the CRDs alone."""
+def stream(
+    image: str = "", namespace: str = NAMESPACE, *, crds_only: bool = False, controller_args: tuple[str, ...] = ()
+) -> str:
+    """The manifests as one YAML stream: verbatim, or with the image and namespace changed and `controller_args`
+    (`--name=value`) set in the controller's args; or the CRDs alone."""
     from kapply import __version__
 
     what = "CRDs" if crds_only else "CRDs, RBAC and Deployment"
     header = f"# kapply {__version__}: the controller's {what} (`kapply controller manifests`)\n"
     texts = manifest_texts(crds_only)
-    if not image and namespace == NAMESPACE:
+    if not image and namespace == NAMESPACE and not controller_args:
         return header + "---\n".join(text if text.endswith("\n") else text + "\n" for _, text in texts)
     import yaml
 
@@ -120,11 +128,11 @@ def stream(image: str = "", namespace: str = NAMESPACE, *, crds_only: bool = Fal
         if document is not None
     ]
     for document in documents:
-        _customize(document, image, namespace)
+        _customize(document, image, namespace, controller_args)
     return header + "---\n".join(yaml.safe_dump(d, sort_keys=False, default_flow_style=False) for d in documents)
 
 
-def _customize(document: dict[str, Any], image: str, namespace: str) -> None:
+def _customize(document: dict[str, Any], image: str, namespace: str, controller_args: tuple[str, ...]) -> None:
     metadata = document.get("metadata") or {}
     if metadata.get("namespace") == NAMESPACE:
         metadata["namespace"] = namespace
@@ -136,17 +144,33 @@ def _customize(document: dict[str, Any], image: str, namespace: str) -> None:
     for container in document["spec"]["template"]["spec"]["containers"]:
         if image:
             container["image"] = image
+        given = {arg.partition("=")[0] for arg in controller_args}
         container["args"] = [
             LEASE_NAMESPACE_ARG + namespace if arg == LEASE_NAMESPACE_ARG + NAMESPACE else arg
             for arg in container.get("args") or []
-        ]
+            if arg.partition("=")[0] not in given
+        ] + list(controller_args)
 
 
 def manifests(args: Args, out: Output) -> None:
     namespace = args[INSTALL_NAMESPACE]
     if not DNS_LABEL.fullmatch(namespace):
         raise UsageError(f"--namespace {namespace!r} is not a namespace name (a DNS label)")
-    if args["crds-only"] and (args["image"] or namespace != NAMESPACE):
-        raise UsageError("--crds-only prints the CRDs alone: they name no image and no namespace")
-    out.block(stream(args["image"].strip(), namespace, crds_only=args["crds-only"]))
+    controller_args = _drift_args(args)
+    if args["crds-only"] and (args["image"] or namespace != NAMESPACE or controller_args):
+        raise UsageError("--crds-only prints the CRDs alone: they name no image, no namespace and no controller flags")
+    out.block(stream(args["image"].strip(), namespace, crds_only=args["crds-only"], controller_args=controller_args))
     out.finish()
+
+
+def _drift_args(args: Args) -> tuple[str, ...]:
+    """The controller's drift flags given other than their defaults (`--name=value`), checked as `kapply controller`
+    checks them (what checks them is imported only when one is given: the command stays quick)."""
+    given = [(flag, args[flag]) for flag in DRIFT_FLAGS if args[flag] != flag.default]
+    if not given:
+        return ()
+    from kapply.api import DriftPolicy
+    from kapply.controller.settings import DriftWatching
+
+    choices: dict[str, type[StrEnum]] = {DEFAULT_DRIFT_POLICY.name: DriftPolicy, DRIFT_WATCHES.name: DriftWatching}
+    return tuple(f"--{flag.name}={choice(choices[flag.name], flag, text).value}" for flag, text in given)

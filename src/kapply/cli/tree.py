@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from kapply import flags as f
 from kapply.cli.command import Command
+from kapply.cli.controller_flags import DRIFT_FLAGS
 from kapply.cli.controller_manifests import manifests_command
 from kapply.cli.groups import sections
 from kapply.cli.package.commands import package_command
@@ -84,20 +85,6 @@ FILE2 = Flag(
 
 # `kapply controller -n`: its own, not kapp's `-n`
 CONTROLLER_NAMESPACE = Flag("namespace", Kind.STRING, "", "Reconcile Apps of this namespace only", short="n")
-# The controller's drift choices (kapply.controller.settings: default_drift_policy, drift_watches)
-DEFAULT_DRIFT_POLICY = Flag(
-    "default-drift-policy",
-    Kind.STRING,
-    "enforce",
-    "Drift policy of Apps that set no spec.driftPolicy: enforce, preserve or warn",
-)
-DRIFT_WATCHES = Flag(
-    "drift-watches",
-    Kind.STRING,
-    "on",
-    "Act on drift within seconds (on), at the sync period with the watches kept for the cache (sync-period), or "
-    "at the sync period without watches of Apps' objects (off)",
-)
 
 
 def global_flags() -> tuple[Flag, ...]:
@@ -482,8 +469,7 @@ def tree() -> Command:
                                 "Address of /metrics, /healthz and /readyz ([HOST]:PORT; 0: not served)",
                             ),
                             Flag("log-format", Kind.STRING, "text", "Log lines as text or json (one object per line)"),
-                            DEFAULT_DRIFT_POLICY,
-                            DRIFT_WATCHES,
+                            *DRIFT_FLAGS,
                             Flag(
                                 "ghost-diff-quiet-syncs",
                                 Kind.INT,
