@@ -78,3 +78,35 @@ def show_app_status(out: Output, app: Obj) -> None:
             content="drifted fields",
         )
     )
+    _show_owned(out, status.get("fieldOwners") or {})
+
+
+def _show_owned(out: Output, owned: Obj) -> None:
+    """`status.fieldOwners` (controller/owners.py): the fields a controller on the cluster owns, kept at the cluster's
+    value, as a table (shown only when there are some) with the rules that make the holds part of the manifests."""
+    known, held = owned.get("knownOwners") or [], owned.get("held") or []
+    if not known and not held:
+        return
+    rows = [tuple(str(k.get(key, "")) for key in ("resource", "path", "owner")) + ("known owner", "") for k in known]
+    rows += [
+        (*(str(h.get(key, "")) for key in ("resource", "path", "writtenBy")), "held", _ago(str(h.get("since") or "")))
+        for h in held
+    ]
+    columns = (Column("Resource"), Column("Field"), Column("Owner"), Column("Rule"), Column("Since"))
+    out.table(
+        Table(
+            "Owned fields",
+            columns,
+            tuple(rows),
+            notes=(
+                "Kept at the cluster's value: a known owner's field by default, a held one because its writer set it "
+                "again after it was set back (held until the App's desired state changes)",
+            ),
+            content="owned fields",
+        )
+    )
+    if owned.get("suggestedConfig"):
+        out.begin_line(
+            "Rebase rules that keep the held fields for good (add this kapp Config to the App's manifests):\n"
+        )
+        out.block(str(owned["suggestedConfig"]))
