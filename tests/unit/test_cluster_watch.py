@@ -7,85 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import unittest.mock
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import orjson
 import pytest
 
 from kapply.errors import ClusterError
 from kapply.objects import Obj
-from kapply.resources.cluster import Cluster, Refusal, ResourceType, list_then_watch
-from kapply.resources.kubeconfig import KubeconfigFlags, load
+from kapply.resources.cluster import Cluster, Events, Refusal, ResourceType, list_then_watch
+from tests.unit.cluster_fakes import Scripted, event
 
-OFFLINE = load(
-    KubeconfigFlags(
-        yaml=orjson.dumps(
-            {
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        ).decode()
-    )
-)
 PODS = ResourceType("", "v1", "Pod", "pods", True, frozenset({"list", "watch"}))
 
 
 def pod(name: str, version: str) -> Obj:
     return {"metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": version}}
-
-
-def event(kind: str, obj: Obj) -> bytes:
-    return orjson.dumps({"type": kind, "object": obj})
-
-
-Listed = tuple[list[Obj], str] | int  # a LIST's items and version, or the status it fails with
-Watched = tuple[list[bytes], int | None]  # a watch's lines, then None (the server ends it) or a failure's status
-
-
-class Scripted(Cluster):
-    """Answers each LIST and each watch from its script, in order; once a script is done, a watch stays open (and
-    `idle` is set) until the test cancels the loop. `sent`: what was asked, in order."""
-
-    def __init__(self, lists: list[Listed], watches: list[Watched]) -> None:
-        super().__init__(OFFLINE)
-        self.lists = lists
-        self.watches = watches
-        self.sent: list[str] = []
-        self.idle = asyncio.Event()
-
-    async def request(self, method: str, path: str, *, params: dict[str, str] | None = None, **_: Any) -> Any:
-        assert method == "GET" and path == "/api/v1/namespaces/ns/pods" and params is not None
-        self.sent.append(f"LIST {params.get('labelSelector', '')}")
-        answer = self.lists.pop(0)
-        if isinstance(answer, int):
-            raise ClusterError("API server says: no", status=answer)
-        items, version = answer
-        return {"metadata": {"resourceVersion": version}, "items": items}
-
-    @asynccontextmanager
-    async def stream_lines(
-        self, path: str, params: dict[str, str], *, read_timeout: float | None
-    ) -> AsyncIterator[AsyncIterator[bytes]]:
-        assert params["watch"] == "1" and params["allowWatchBookmarks"] == "true"
-        self.sent.append(f"WATCH from {params.get('resourceVersion')}")
-        script = self.watches.pop(0) if self.watches else None
-
-        async def lines() -> AsyncIterator[bytes]:
-            if script is None:
-                self.idle.set()
-                await asyncio.Event().wait()
-                return
-            sent, end = script
-            for line in sent:
-                yield line
-            if end is not None:
-                raise ClusterError("Request GET failed: ServerDisconnectedError", status=end)
-
-        yield lines()
 
 
 class Recorded:
@@ -208,3 +143,26 @@ def test_a_connection_is_asked_for_before_each_list_and_watch() -> None:
     asyncio.run(run())
     assert asked == ["connect", "connect"]  # the first list and watch, then the watch after the server ended it
     assert cluster.sent == ["LIST ", "WATCH from 10", "WATCH from 10"]
+
+
+def test_events_tells_each_listed_object_as_added_and_each_event_but_bookmarks_and_what_each_list_found() -> None:
+    gone = orjson.dumps({"type": "ERROR", "object": {"code": 410, "message": "too old resource version"}})
+    cluster = Scripted(
+        [([pod("a", "5")], "10"), ([pod("b", "30")], "40")],
+        [([event("DELETED", pod("a", "11")), event("BOOKMARK", {"metadata": {"resourceVersion": "15"}})], None)]
+        + [([gone], None)],
+    )
+    told: list[str] = []
+    follower = Events(lambda kind, obj: told.append(f"{kind} {obj['metadata']['name']}"))
+    follower.relisted = lambda listed: told.append(f"listed {[o['metadata']['name'] for o in listed]}")
+
+    async def run() -> None:
+        task = asyncio.create_task(list_then_watch(cluster, PODS, follower, refused=lambda r, e: None, retry=2.0))
+        await asyncio.wait_for(cluster.idle.wait(), 5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(run())
+    assert cluster.sent == ["LIST ", "WATCH from 10", "WATCH from 15", "LIST ", "WATCH from 40"]
+    assert told == ["ADDED a", "listed ['a']", "DELETED a", "ADDED b", "listed ['b']"]
+    assert follower.version == "40"

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from kapply.cli.logs import RESTART, RETRY, TailOptions, _containers, _log_lines, _running, watching_forbidden
+from kapply.cli.logs import (
+    RESTART,
+    RETRY,
+    WATCH_RETRY,
+    TailOptions,
+    _containers,
+    _log_lines,
+    _running,
+    watching_forbidden,
+)
 from kapply.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -29,7 +39,6 @@ if TYPE_CHECKING:
 DEPLOY_LOGS = "kapp.k14s.io/deploy-logs"
 DEPLOY_LOGS_CONTAINER_NAMES = "kapp.k14s.io/deploy-logs-container-names"
 FOLLOW = TailOptions(follow=True, lines=None, pod="", containers=())
-WATCH_RETRY = 1.0  # seconds before a Pod watch that failed starts again
 
 
 def shown(pod: Obj, existing: bool, *, logs_all: bool) -> bool:
@@ -117,18 +126,17 @@ async def _follow(
     *,
     logs_all: bool,
 ) -> None:
-    """Each Pod (there now or created later) is followed once, if shown. The watch keeps each Pod's latest state,
-    so a container's log is opened as soon as it runs (no polling: a deploy may end soon after its Pods run)."""
+    """Each Pod (there now or created later) is followed once, if shown. The watches (the one list-then-watch loop,
+    kapply.resources.cluster's) keep each Pod's latest state, so a container's log is opened as soon as it runs (no
+    polling: a deploy may end soon after its Pods run)."""
     from kapply import objects
+    from kapply.resources.cluster import Events, Refusal, list_then_watch
 
     latest: dict[str, Obj | None] = {}  # by uid; None once deleted
-    changed = asyncio.Condition()
+    changed = asyncio.Event()  # set (and replaced) at each change of `latest`
     tails: set[asyncio.Task[None]] = set()
 
-    async def tail(uid: str, container: str) -> None:
-        pod = latest[uid]
-        assert pod is not None
-        tag = f"{objects.name(pod)} > {container}"
+    async def tail(uid: str, tag: str, container: str) -> None:
         waited = False
         while (pod := latest.get(uid)) is not None:
             if _running(pod, container):
@@ -148,27 +156,42 @@ async def _follow(
             if not waited:
                 view.waiting(tag)
                 waited = True
-            async with changed:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), RETRY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), RETRY)
 
-    async def watch(namespace: str | None) -> None:
-        while True:
-            try:
-                async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
-                    uid = objects.uid(pod)
-                    if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                        continue
-                    new = uid not in latest
-                    latest[uid] = None if kind == "DELETED" else pod
-                    async with changed:
-                        changed.notify_all()
-                    if not new or kind == "DELETED" or not shown(pod, uid in existing, logs_all=logs_all):
-                        continue
-                    tails.update(asyncio.create_task(tail(uid, c)) for c in containers(pod))
-            except ClusterError as e:
-                if not e.gone:
-                    await asyncio.sleep(WATCH_RETRY)
+    def put(uid: str, pod: Obj | None) -> None:
+        nonlocal changed
+        latest[uid] = pod
+        changed.set()
+        changed = asyncio.Event()
+
+    def event(kind: str, pod: Obj) -> None:
+        uid = objects.uid(pod)
+        new = uid not in latest
+        put(uid, None if kind == "DELETED" else pod)
+        if new and kind != "DELETED" and shown(pod, uid in existing, logs_all=logs_all):
+            tails.update(asyncio.create_task(tail(uid, f"{objects.name(pod)} > {c}", c)) for c in containers(pod))
+
+    def relisted(namespace: str | None, listed: list[Obj]) -> None:
+        """Pods of the list's scope that it did not find went while no watch ran."""
+        kept = {objects.uid(pod) for pod in listed}
+        for uid, pod in list(latest.items()):
+            if pod is not None and uid not in kept and namespace in (None, objects.namespace(pod)):
+                put(uid, None)
+
+    def refused(refusal: Refusal, error: ClusterError) -> float:
+        return WATCH_RETRY
+
+    def watch(namespace: str | None) -> Coroutine[None, None, None]:
+        return list_then_watch(
+            cluster,
+            pods,
+            Events(event, functools.partial(relisted, namespace)),
+            namespace=namespace,
+            label_selector=selector,
+            refused=refused,
+            retry=WATCH_RETRY,
+        )
 
     try:
         await asyncio.gather(*(watch(namespace) for namespace in scopes))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 RETRY = 0.5  # seconds between checks whether a container runs (kapp's)
 RESTART = 1.0  # seconds before a followed container whose stream ended is tailed again (kapp's)
+WATCH_RETRY = 1.0  # seconds before a Pod watch that failed starts again
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +105,9 @@ async def _logs(args: Args, out: Output, options: TailOptions) -> None:
 async def _pods(
     cluster: Cluster, pods: ResourceType, selector: str, app_namespace: str, options: TailOptions, out: Output
 ) -> AsyncIterator[Obj]:
-    """The app's Pods that match `-m`, each once: those there now and, when following, those created later (a
-    watch from nothing lists the existing ones first). Where Pods may not be listed cluster-wide, those in the
-    app's namespace; where not there either, none, with kapp's note."""
+    """The app's Pods that match `-m`, each once: those there now and, when following, those created later. Where
+    Pods may not be listed cluster-wide, those in the app's namespace; where not there either, none, with kapp's
+    note."""
     from kapply import objects
     from kapply.resources.filters import pattern_matches
 
@@ -118,25 +119,61 @@ async def _pods(
         seen.add(objects.uid(pod))
         return True
 
-    namespace: str | None = None
-    while True:
+    for namespace in (None, app_namespace):
         try:
-            if not options.follow:
-                for pod in await cluster.list(pods, label_selector=selector, namespace=namespace):
-                    if new(pod):
-                        yield pod
-                return
-            async for kind, pod in cluster.watch(pods, namespace=namespace, label_selector=selector):
-                if kind == "ADDED" and new(pod):
+            found = (
+                _added(cluster, pods, selector, namespace)
+                if options.follow
+                else _listed(await cluster.list(pods, label_selector=selector, namespace=namespace))
+            )
+            async for pod in found:
+                if new(pod):
                     yield pod
+            return
         except ClusterError as e:
-            if e.forbidden and namespace is None:
-                namespace = app_namespace
-            elif e.forbidden:
-                out.notice(watching_forbidden([app_namespace]))
-                return
-            elif not e.gone:  # 410: the watch expired; a new one starts (the server ended it otherwise)
+            if not e.forbidden:
                 raise
+    out.notice(watching_forbidden([app_namespace]))
+
+
+async def _listed(listed: list[Obj]) -> AsyncIterator[Obj]:
+    for pod in listed:
+        yield pod
+
+
+async def _added(cluster: Cluster, pods: ResourceType, selector: str, namespace: str | None) -> AsyncIterator[Obj]:
+    """The Pods a list finds, then those a watch from its version sees added, until cancelled (the one list-then-watch
+    loop, kapply.resources.cluster's: a watch too old lists again, so a Pod may come twice); a refusal is raised."""
+    from kapply.resources.cluster import Events, Refusal, list_then_watch
+
+    found: asyncio.Queue[Obj | None] = asyncio.Queue()
+
+    def added(kind: str, pod: Obj) -> None:
+        if kind == "ADDED":
+            found.put_nowait(pod)
+
+    def refused(refusal: Refusal, error: ClusterError) -> float | None:
+        raise error
+
+    watching = asyncio.create_task(
+        list_then_watch(
+            cluster,
+            pods,
+            Events(added),
+            namespace=namespace,
+            label_selector=selector,
+            refused=refused,
+            retry=WATCH_RETRY,
+        )
+    )
+    watching.add_done_callback(lambda _: found.put_nowait(None))
+    try:
+        while (pod := await found.get()) is not None:
+            yield pod
+        await watching  # it ended: with a refusal
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
 
 
 def _containers(pod: Obj, patterns: tuple[str, ...]) -> list[str]:

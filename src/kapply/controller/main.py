@@ -41,7 +41,15 @@ from kapply.controller.spec import DEFAULT_DRIFT_POLICY
 from kapply.controller.watch import DriftWatches
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import REQUEST_OBSERVERS, Cluster, Connect, Refusal, ResourceType, list_then_watch
+from kapply.resources.cluster import (
+    REQUEST_OBSERVERS,
+    Cluster,
+    Connect,
+    Events,
+    Refusal,
+    ResourceType,
+    list_then_watch,
+)
 
 _log = logging.getLogger("kapply.controller")
 Key = tuple[str, str]
@@ -120,30 +128,6 @@ class _Loop:
 
 def _key(obj: Obj) -> Key:
     return obj["metadata"]["namespace"], obj["metadata"]["name"]
-
-
-@dataclass
-class _Followed:
-    """What a watch of the controller's kinds keeps (list_then_watch's follower): the version to watch from; each
-    object is told to `event` (`ADDED` for those a list finds), the keys each list found to `relisted`."""
-
-    event: Callable[[str, Obj], None]
-    relisted: Callable[[set[Key]], None]
-    version: str = ""
-
-    def replace(self, listed: list[Obj], version: str) -> None:
-        self.version = version
-        for obj in listed:
-            self.event("ADDED", obj)
-        self.relisted({_key(obj) for obj in listed})
-
-    def apply(self, event: str, obj: Obj) -> None:
-        self.version = str((obj.get("metadata") or {}).get("resourceVersion") or self.version)
-        if event != "BOOKMARK":
-            self.event(event, obj)
-
-    def lost(self) -> None:
-        return None  # nothing served from it: the next event or list brings it up to date
 
 
 def _count(report: object, items: str) -> int:
@@ -491,10 +475,10 @@ class Controller:
         allowed (its CRDs are not installed, or the controller's RBAC predates it) is looked at again every
         UNSERVED_RETRY seconds, said once; the Apps, refused, every WATCH_RETRY seconds."""
 
-        def listed(keys: set[Key]) -> None:
+        def listed(found: list[Obj]) -> None:
             self._unserved.discard(rtype)
             if relisted is not None:
-                relisted(keys)
+                relisted({_key(obj) for obj in found})
 
         def refused(refusal: Refusal, error: ClusterError) -> float:
             if not registered:
@@ -508,7 +492,7 @@ class Controller:
             return UNSERVED_RETRY
 
         await list_then_watch(
-            self.api.cluster, rtype, _Followed(event, listed), namespace=namespace, refused=refused, retry=WATCH_RETRY
+            self.api.cluster, rtype, Events(event, listed), namespace=namespace, refused=refused, retry=WATCH_RETRY
         )
 
     async def _worker(self, loop: _Loop | None = None) -> None:

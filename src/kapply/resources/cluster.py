@@ -799,6 +799,34 @@ class Follower(Protocol):
         """The watch broke off (or was cancelled): what was seen may be behind until the next event or list."""
 
 
+def _nothing(listed: list[Obj]) -> None:
+    return None
+
+
+@dataclass
+class Events:
+    """A follower that keeps no objects: it tells `event` each object a list finds (as `ADDED`) and each watch event
+    but bookmarks, in order, and `relisted` what each list found (what went while no watch ran is not among it)."""
+
+    event: Callable[[str, Obj], None]
+    relisted: Callable[[list[Obj]], None] = _nothing
+    version: str = ""
+
+    def replace(self, listed: list[Obj], version: str) -> None:
+        self.version = version
+        for obj in listed:
+            self.event("ADDED", obj)
+        self.relisted(listed)
+
+    def apply(self, event: str, obj: Obj) -> None:
+        self.version = str(objects.metadata(obj).get("resourceVersion") or self.version)
+        if event != "BOOKMARK":
+            self.event(event, obj)
+
+    def lost(self) -> None:
+        return None  # nothing is served from it: the next event or list brings the caller up to date
+
+
 Connect = Callable[[], Awaitable[Cluster]]  # a connection made afresh (an App's service account: its current token)
 
 
