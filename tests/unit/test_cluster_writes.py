@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-import orjson
 import pytest
 
 from kapply.controller.apps import APPS
@@ -21,84 +19,15 @@ from kapply.controller.status import same_but_times
 from kapply.errors import ClusterError, ConcurrencyError
 from kapply.objects import Obj
 from kapply.packaging import names, store
-from kapply.resources.cluster import CONFLICT_ATTEMPTS, Cluster, ResourceType
-from kapply.resources.kubeconfig import KubeconfigFlags, load
+from kapply.resources.cluster import CONFLICT_ATTEMPTS, ResourceType
+from tests.unit.cluster_fakes import Stored
 
 T = TypeVar("T")
 
 
-OFFLINE = load(
-    KubeconfigFlags(
-        yaml=orjson.dumps(
-            {
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        ).decode()
-    )
-)
-
-
-class FakeApps(Cluster):
-    """Apps as the API server keeps them: resourceVersion checked on every write (409), an update of the App leaves
-    its status alone, a PUT to /status changes nothing but the status. `before_write` runs before each write (another
-    writer getting in first); `fail` makes the next writes raise the given statuses."""
-
-    def __init__(self, *stored: Obj, rtype: ResourceType = APPS) -> None:
-        super().__init__(OFFLINE)  # sends nothing: the requests the writers make are answered here
-        self.rtype = rtype
-        self.stored = {(o["metadata"]["namespace"], o["metadata"]["name"]): copy.deepcopy(o) for o in stored}
-        self.versions = itertools.count(100)
-        self.writes: list[tuple[str, Obj]] = []  # (verb, body)
-        self.gets = 0
-        self.before_write: Callable[[], None] = lambda: None
-        self.fail: list[int] = []
-
-    def touch(self, name: str = "web", **changes: Any) -> None:
-        """Another writer changes the App (a new resourceVersion)."""
-        obj = self.stored[("ns", name)]
-        obj.update(copy.deepcopy(changes))
-        obj["metadata"]["resourceVersion"] = str(next(self.versions))
-
-    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
-        assert rtype == self.rtype
-        self.gets += 1
-        found = self.stored.get((namespace, name))
-        return copy.deepcopy(found) if found is not None else None
-
-    def _check(self, verb: str, body: Obj) -> Obj:
-        self.writes.append((verb, copy.deepcopy(body)))
-        self.before_write()
-        if self.fail:
-            raise ClusterError("API server says: failed", status=self.fail.pop(0))
-        meta = body["metadata"]
-        current = self.stored.get((meta["namespace"], meta["name"]))
-        if current is None:
-            raise ClusterError("API server says: not found (reason: NotFound)", status=404)
-        if meta.get("resourceVersion") != current["metadata"]["resourceVersion"]:
-            raise ClusterError("API server says: conflict (reason: Conflict)", status=409)
-        return current
-
-    async def update(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
-        assert rtype == self.rtype
-        current = self._check("update", obj)
-        stored = {**copy.deepcopy(obj), "status": current.get("status")}
-        stored["metadata"]["resourceVersion"] = str(next(self.versions))
-        self.stored[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = stored
-        return copy.deepcopy(stored)
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
-        assert (method, path) == ("PUT", self.rtype.path("ns", "web") + "/status")
-        assert body is not None
-        current = self._check("status", body)
-        current["status"] = copy.deepcopy(body["status"])
-        current["metadata"]["resourceVersion"] = str(next(self.versions))
-        return copy.deepcopy(current)
-
-    def verbs(self) -> list[str]:
-        return [verb for verb, _ in self.writes]
+def fake_apps(*stored: Obj, rtype: ResourceType = APPS) -> Stored:
+    """Apps as the API server keeps them (tests/unit/cluster_fakes.py's Stored)."""
+    return Stored(*stored, rtype=rtype)
 
 
 def app(**extra: Any) -> Obj:
@@ -121,15 +50,15 @@ def run(coroutine: Awaitable[T]) -> T:
 # The App's policy, as the reconciler binds it: its type, its finalizer, a status differing only in times unchanged.
 
 
-async def write_status(cluster: FakeApps, obj: Obj, status: Obj) -> None:
+async def write_status(cluster: Stored, obj: Obj, status: Obj) -> None:
     await cluster.write_status(APPS, obj, status, unchanged=same_but_times)
 
 
-async def add_finalizer(cluster: FakeApps, obj: Obj) -> None:
+async def add_finalizer(cluster: Stored, obj: Obj) -> None:
     await cluster.add_finalizer(APPS, obj, FINALIZER)
 
 
-async def remove_finalizer(cluster: FakeApps, namespace: str, name: str) -> None:
+async def remove_finalizer(cluster: Stored, namespace: str, name: str) -> None:
     await cluster.remove_finalizer(APPS, namespace, name, FINALIZER)
 
 
@@ -140,7 +69,7 @@ SUCCEEDED = {"friendlyDescription": "Reconcile succeeded", "deploy": {"exitCode"
 
 
 def test_a_status_is_written_through_the_status_subresource_and_the_app_kept_current() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     ours = app()
     run(write_status(cluster, ours, SUCCEEDED))
     assert cluster.verbs() == ["status"]
@@ -150,14 +79,14 @@ def test_a_status_is_written_through_the_status_subresource_and_the_app_kept_cur
 
 
 def test_a_status_that_differs_only_in_times_is_not_written() -> None:
-    cluster = FakeApps(app(status=SUCCEEDED))
+    cluster = fake_apps(app(status=SUCCEEDED))
     later = {**SUCCEEDED, "deploy": {"exitCode": 0, "updatedAt": "t2", "startedAt": "t2"}}
     run(write_status(cluster, app(status=SUCCEEDED), later))
     assert cluster.writes == []
 
 
 def test_a_status_that_differs_otherwise_is_written() -> None:
-    cluster = FakeApps(app(status=SUCCEEDED))
+    cluster = fake_apps(app(status=SUCCEEDED))
     failed = {**SUCCEEDED, "friendlyDescription": "Reconcile failed"}
     run(write_status(cluster, app(status=SUCCEEDED), failed))
     assert cluster.verbs() == ["status"]
@@ -165,7 +94,7 @@ def test_a_status_that_differs_otherwise_is_written() -> None:
 
 
 def test_a_conflict_reads_the_app_again_and_writes_over_the_latest_version() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     ours = app()
     cluster.touch(metadata={**app()["metadata"], "labels": {"new": "label"}})
     latest = cluster.stored[("ns", "web")]["metadata"]["resourceVersion"]
@@ -178,14 +107,14 @@ def test_a_conflict_reads_the_app_again_and_writes_over_the_latest_version() -> 
 
 
 def test_after_a_conflict_nothing_is_written_when_the_latest_status_already_says_it() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.touch(status={**SUCCEEDED, "deploy": {"exitCode": 0, "updatedAt": "t0"}})
     run(write_status(cluster, app(), SUCCEEDED))
     assert cluster.verbs() == ["status"]  # the one that conflicted
 
 
 def test_an_app_deleted_after_a_conflict_is_left_alone() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
 
     def conflict_then_gone() -> None:
         cluster.fail.append(409)
@@ -197,7 +126,7 @@ def test_an_app_deleted_after_a_conflict_is_left_alone() -> None:
 
 
 def test_an_object_gone_before_its_status_write_is_left_alone() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.fail = [404]
     ours = app()
     run(write_status(cluster, ours, SUCCEEDED))
@@ -206,7 +135,7 @@ def test_an_object_gone_before_its_status_write_is_left_alone() -> None:
 
 @pytest.mark.parametrize("status", [403, 422, 500])
 def test_other_errors_of_a_status_write_are_raised(status: int) -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.fail = [status]
     with pytest.raises(ClusterError) as e:
         run(write_status(cluster, app(), SUCCEEDED))
@@ -219,7 +148,7 @@ def test_a_status_others_keep_changing_fails_with_a_concurrency_error_after_a_bo
 ) -> None:
     """The one conflict policy, for Apps and packages alike: never a status dropped silently (the worker tries the
     reconcile again within seconds)."""
-    cluster = FakeApps(app(), rtype=rtype)
+    cluster = fake_apps(app(), rtype=rtype)
     cluster.before_write = lambda: cluster.touch()
     with pytest.raises(ConcurrencyError, match=f"Writing the status of {rtype.kind} ns/web: changed by others 5 times"):
         asyncio.run(cluster.write_status(rtype, app(), SUCCEEDED))
@@ -227,7 +156,7 @@ def test_a_status_others_keep_changing_fails_with_a_concurrency_error_after_a_bo
 
 
 def test_without_a_policy_a_status_equal_to_the_stored_one_is_not_written_and_any_other_is() -> None:
-    cluster = FakeApps(app(status=SUCCEEDED), rtype=store.INSTALLS)
+    cluster = fake_apps(app(status=SUCCEEDED), rtype=store.INSTALLS)
     asyncio.run(cluster.write_status(store.INSTALLS, app(status=SUCCEEDED), SUCCEEDED))
     assert cluster.writes == []
     later = {**SUCCEEDED, "deploy": {"exitCode": 0, "updatedAt": "t2"}}
@@ -236,7 +165,7 @@ def test_without_a_policy_a_status_equal_to_the_stored_one_is_not_written_and_an
 
 
 def test_a_packages_finalizer_is_added_and_removed_by_the_same_writer() -> None:
-    cluster = FakeApps(app(), rtype=store.INSTALLS)
+    cluster = fake_apps(app(), rtype=store.INSTALLS)
     ours = app()
     asyncio.run(cluster.add_finalizer(store.INSTALLS, ours, names.INSTALL_FINALIZER))
     assert ours["metadata"]["finalizers"] == [names.INSTALL_FINALIZER]
@@ -248,7 +177,7 @@ def test_a_packages_finalizer_is_added_and_removed_by_the_same_writer() -> None:
 
 
 def test_adding_the_finalizer_keeps_the_others_and_the_app_current() -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": ["other/one"]}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": ["other/one"]}))
     ours = cluster.stored[("ns", "web")]
     ours = copy.deepcopy(ours)
     run(add_finalizer(cluster, ours))
@@ -260,20 +189,20 @@ def test_adding_the_finalizer_keeps_the_others_and_the_app_current() -> None:
 
 def test_adding_the_finalizer_when_present_writes_nothing() -> None:
     with_ours = app(metadata={**app()["metadata"], "finalizers": [FINALIZER]})
-    cluster = FakeApps(with_ours)
+    cluster = fake_apps(with_ours)
     run(add_finalizer(cluster, copy.deepcopy(with_ours)))
     assert cluster.writes == []
 
 
 def test_adding_the_finalizer_keeps_the_status() -> None:
-    cluster = FakeApps(app(status=SUCCEEDED))
+    cluster = fake_apps(app(status=SUCCEEDED))
     run(add_finalizer(cluster, app(status={"stale": True})))
     assert cluster.stored[("ns", "web")]["status"] == SUCCEEDED
 
 
 def test_adding_the_finalizer_on_a_conflict_adds_it_to_the_app_read_afresh() -> None:
     """The reconcile starts from the App as the watch last showed it, which may be older than the stored one."""
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.touch(metadata={**app()["metadata"], "labels": {"by": "someone"}})
     ours = app()
     run(add_finalizer(cluster, ours))
@@ -284,7 +213,7 @@ def test_adding_the_finalizer_on_a_conflict_adds_it_to_the_app_read_afresh() -> 
 
 
 def test_adding_the_finalizer_to_an_app_others_keep_changing_gives_up() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.before_write = cluster.touch
     with pytest.raises(ConcurrencyError):
         run(add_finalizer(cluster, app()))
@@ -292,7 +221,7 @@ def test_adding_the_finalizer_to_an_app_others_keep_changing_gives_up() -> None:
 
 
 def test_adding_the_finalizer_to_a_failing_server_raises() -> None:
-    cluster = FakeApps(app())
+    cluster = fake_apps(app())
     cluster.fail = [500]
     with pytest.raises(ClusterError) as e:
         run(add_finalizer(cluster, app()))
@@ -300,7 +229,7 @@ def test_adding_the_finalizer_to_a_failing_server_raises() -> None:
 
 
 def test_removing_the_finalizer_removes_only_ours() -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": ["other/one", FINALIZER, "other/two"]}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": ["other/one", FINALIZER, "other/two"]}))
     run(remove_finalizer(cluster, "ns", "web"))
     assert cluster.stored[("ns", "web")]["metadata"]["finalizers"] == ["other/one", "other/two"]
     assert cluster.verbs() == ["update"]
@@ -308,19 +237,19 @@ def test_removing_the_finalizer_removes_only_ours() -> None:
 
 @pytest.mark.parametrize("finalizers", [None, [], ["other/one"]])
 def test_removing_an_absent_finalizer_writes_nothing(finalizers: list[str] | None) -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": finalizers}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": finalizers}))
     run(remove_finalizer(cluster, "ns", "web"))
     assert cluster.writes == []
 
 
 def test_removing_the_finalizer_of_a_gone_app_does_nothing() -> None:
-    cluster = FakeApps()
+    cluster = fake_apps()
     run(remove_finalizer(cluster, "ns", "web"))
     assert cluster.writes == []
 
 
 def test_removing_the_finalizer_reads_the_app_again_after_a_conflict() -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
     first = [True]
 
     def other_writer() -> None:
@@ -337,14 +266,14 @@ def test_removing_the_finalizer_reads_the_app_again_after_a_conflict() -> None:
 
 @pytest.mark.parametrize("status", [403, 500])
 def test_other_errors_of_removing_the_finalizer_are_raised(status: int) -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
     cluster.fail = [status]
     with pytest.raises(ClusterError):
         run(remove_finalizer(cluster, "ns", "web"))
 
 
 def test_removing_the_finalizer_under_persistent_conflicts_fails_rather_than_giving_up_silently() -> None:
-    cluster = FakeApps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
+    cluster = fake_apps(app(metadata={**app()["metadata"], "finalizers": [FINALIZER]}))
     cluster.before_write = lambda: cluster.touch()
     with pytest.raises(ConcurrencyError):
         run(remove_finalizer(cluster, "ns", "web"))

@@ -7,10 +7,8 @@ one object each."""
 from __future__ import annotations
 
 import asyncio
-import copy
 from typing import Any
 
-import orjson
 import pytest
 
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
@@ -20,42 +18,12 @@ from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install import InstallReconciler
 from kapply.packaging.repository import RepositoryReconciler
 from kapply.packaging.settings import PackagingSettings
-from kapply.resources.cluster import Cluster, ResourceType
-from kapply.resources.kubeconfig import KubeconfigFlags, load
-
-OFFLINE = load(
-    KubeconfigFlags(
-        yaml=orjson.dumps(
-            {
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        ).decode()
-    )
-)
-
-
-class OneObject(Cluster):
-    """The API server, holding one object: reads give a copy, status writes replace its status."""
-
-    def __init__(self, obj: Obj) -> None:
-        super().__init__(OFFLINE)  # sends nothing: what the writers ask is answered here
-        self.obj = obj
-
-    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
-        return copy.deepcopy(self.obj)
-
-    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
-        assert method == "PUT" and path.endswith("/status")
-        self.obj["status"] = copy.deepcopy(body["status"])
-        return copy.deepcopy(self.obj)
+from tests.unit.cluster_fakes import Stored
 
 
 class Api:
     def __init__(self, obj: Obj) -> None:
-        self.cluster = OneObject(obj)
+        self.cluster = Stored(obj)  # the API server, holding the one object
 
 
 def obj(**meta: Any) -> Obj:
@@ -92,7 +60,7 @@ def test_a_repository_pass_that_raises_ends_failed_with_a_message(
     meta = {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": [names.REPOSITORY_FINALIZER]} if deleting else {}
     api = Api(obj(**meta))
     again = reconcile(RepositoryReconciler(api, None))  # type: ignore[arg-type]
-    status = api.cluster.obj["status"]
+    status = api.cluster.stored[("ns", "o")]["status"]
     condition = "DeleteFailed" if deleting else "ReconcileFailed"
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [(condition, "True")]
     assert status["conditions"][0]["message"].startswith(message)
@@ -116,7 +84,7 @@ def test_an_install_pass_that_raises_ends_failed_with_a_message(
     monkeypatch.setattr("kapply.packaging.install.parse_package_install", raises)
     api = Api(obj())
     again = reconcile(InstallReconciler(api, PackagingSettings()))  # type: ignore[arg-type]
-    status = api.cluster.obj["status"]
+    status = api.cluster.stored[("ns", "o")]["status"]
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ReconcileFailed", "True")]
     assert status["conditions"][0]["message"].startswith(message)
     assert again is not None and again > 0
@@ -134,7 +102,7 @@ def test_a_conflict_is_left_to_the_worker(monkeypatch: pytest.MonkeyPatch, error
     api = Api(obj())
     with pytest.raises(type(error)):
         reconcile(InstallReconciler(api, PackagingSettings()))  # type: ignore[arg-type]
-    assert "status" not in api.cluster.obj
+    assert "status" not in api.cluster.stored[("ns", "o")]
     assert is_conflict(error)
 
 
