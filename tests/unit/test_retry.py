@@ -1,68 +1,108 @@
-"""When a failed request is tried again: as client-go for answers with Retry-After, and for safe methods on 5xx and
-lost connections; never forever."""
+"""When a failed request is tried again: only as client-go's rest.Request does (an answer with Retry-After, a GET whose
+connection was reset), never forever; and which failure a transport error is, in Go's words where kapp has them."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 
 import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
-from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, Failure, failure_of, retry_delay
+from kapply.http import Failure, failure_of, in_words
+from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, RESET_DELAY, retry_delay
 
 KEY = ConnectionKey("127.0.0.1", 6443, True, True, None, None, None)
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
-@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "PATCH", "DELETE"])
-def test_an_answer_with_retry_after_is_retried_for_any_method_after_that_time(method):
-    assert retry_delay(method, 1, status=429, retry_after="2") == 2.0
-    assert retry_delay(method, 1, status=503, retry_after="1") == 1.0
-    assert retry_delay(method, 1, status=429, retry_after="3600") == MAX_DELAY
+def _unknown_ca() -> ssl.SSLCertVerificationError:
+    error = ssl.SSLCertVerificationError(1, "certificate verify failed: unable to get local issuer certificate")
+    error.verify_code, error.verify_message = 20, "unable to get local issuer certificate"
+    return error
 
 
-def test_server_errors_without_retry_after_are_retried_only_for_methods_that_can_repeat():
-    assert retry_delay("PUT", 1, status=500) is not None
-    assert retry_delay("GET", 2, status=503) is not None
-    assert retry_delay("POST", 1, status=500) is None  # a create may have happened
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422])
-def test_client_errors_are_never_retried(status):
-    assert retry_delay("GET", 1, status=status, retry_after="1") is None
-
-
-def test_a_connection_that_never_opened_is_retried_for_any_method_but_a_lost_one_only_for_safe_methods():
-    assert retry_delay("POST", 1, failure=Failure.NOT_SENT) is not None
-    lost = Failure.LOST
-    assert retry_delay("GET", 1, failure=lost) is not None and retry_delay("PUT", 1, failure=lost) is not None
-    assert retry_delay("POST", 1, failure=lost) is None
-
-
-def test_an_untrusted_server_is_not_tried_again():
-    assert retry_delay("GET", 1, failure=Failure.TLS) is None
+REFUSED = aiohttp.ClientConnectorError(KEY, ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 6443)"))
+UNKNOWN_HOST = aiohttp.ClientConnectorDNSError(
+    ConnectionKey("nowhere.invalid", 6443, True, True, None, None, None),
+    socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+)
+UNTRUSTED = aiohttp.ClientConnectorCertificateError(KEY, _unknown_ca())
 
 
 @pytest.mark.parametrize(
     ("error", "failure"),
     [
-        (aiohttp.ClientConnectorError(KEY, ConnectionRefusedError(111, "Connection refused")), Failure.NOT_SENT),
-        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), Failure.NOT_SENT),
-        (aiohttp.ServerDisconnectedError(), Failure.LOST),
-        (aiohttp.ClientOSError(104, "Connection reset by peer"), Failure.LOST),
-        (aiohttp.SocketTimeoutError("Timeout on reading data from socket"), Failure.LOST),
-        (TimeoutError(), Failure.LOST),
-        (aiohttp.ClientPayloadError("Response payload is not completed"), Failure.LOST),
-        (aiohttp.ClientConnectorCertificateError(KEY, ssl.SSLCertVerificationError("unknown CA")), Failure.TLS),
+        (REFUSED, Failure.REFUSED),
+        (UNKNOWN_HOST, Failure.UNKNOWN_HOST),
+        (UNTRUSTED, Failure.TLS),
+        (aiohttp.ClientConnectorSSLError(KEY, ssl.SSLError(1, "wrong version number")), Failure.TLS),
+        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), Failure.TIMEOUT),
+        (aiohttp.SocketTimeoutError("Timeout on reading data from socket"), Failure.TIMEOUT),
+        (TimeoutError(), Failure.TIMEOUT),
+        (aiohttp.ServerDisconnectedError(), Failure.RESET),
+        (aiohttp.ClientOSError(104, "Connection reset by peer"), Failure.RESET),
+        (aiohttp.ClientConnectorError(KEY, ConnectionResetError()), Failure.RESET),  # closed in the handshake
+        (aiohttp.ClientPayloadError("Response payload is not completed"), Failure.RESET),
+        (aiohttp.ClientConnectorError(KEY, OSError(101, "Network is unreachable")), Failure.OTHER),
     ],
 )
-def test_transport_errors_say_whether_the_request_may_have_reached_the_server(error, failure):
+def test_transport_errors_are_classified(error: BaseException, failure: Failure) -> None:
     assert failure_of(error) is failure
 
 
-def test_backoff_grows_to_a_cap_and_retries_end():
-    delays = [retry_delay("GET", attempt, status=500) for attempt in range(1, MAX_ATTEMPTS + 1)]
-    assert delays[:4] == [0.25, 0.5, 1.0, 2.0]
-    assert max(d for d in delays if d is not None) == MAX_DELAY
-    assert delays[-1] is None
-    assert sum(d for d in delays if d is not None) < 60
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "failure", [Failure.REFUSED, Failure.UNKNOWN_HOST, Failure.TLS, Failure.TIMEOUT, Failure.OTHER]
+)
+def test_nothing_that_waiting_cannot_mend_is_retried(method: str, failure: Failure) -> None:
+    assert retry_delay(method, 1, failure=failure) is None
+
+
+def test_a_reset_connection_is_retried_after_a_second_for_a_get_only() -> None:
+    """client-go's isErrRetryableFunc: writes are not repeated (a create may have happened)."""
+    assert retry_delay("GET", 1, failure=Failure.RESET) == RESET_DELAY == 1.0
+    assert [retry_delay(m, 1, failure=Failure.RESET) for m in METHODS[1:]] == [None] * 4
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_429_or_5xx_with_retry_after_is_retried_for_any_method_after_that_time(method: str) -> None:
+    assert retry_delay(method, 1, status=429, retry_after="2") == 2.0
+    assert retry_delay(method, 1, status=503, retry_after="1") == 1.0
+    assert retry_delay(method, 1, status=500, retry_after=" 0 ") == 0.0
+    assert retry_delay(method, 1, status=429, retry_after="3600") == MAX_DELAY
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("retry_after", [None, "soon", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_a_429_or_5xx_without_whole_seconds_of_retry_after_is_not_retried(method: str, retry_after: str | None) -> None:
+    for status in (429, 500, 502, 503, 504):
+        assert retry_delay(method, 1, status=status, retry_after=retry_after) is None
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422])
+def test_client_errors_are_never_retried(status: int) -> None:
+    assert retry_delay("GET", 1, status=status, retry_after="1") is None
+
+
+def test_retries_end() -> None:
+    assert retry_delay("GET", MAX_ATTEMPTS - 1, failure=Failure.RESET) is not None
+    assert retry_delay("GET", MAX_ATTEMPTS, failure=Failure.RESET) is None
+    assert retry_delay("GET", MAX_ATTEMPTS, status=429, retry_after="1") is None
+    assert MAX_ATTEMPTS <= 11  # client-go: 10 retries after the first attempt
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (REFUSED, "dial tcp 127.0.0.1:6443: connect: connection refused"),
+        (UNKNOWN_HOST, "dial tcp: lookup nowhere.invalid: no such host"),
+        (UNTRUSTED, "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), "dial tcp 10.0.0.1:443: i/o timeout"),
+        (aiohttp.SocketTimeoutError(), "SocketTimeoutError (no answer from the server)"),
+        (aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
+    ],
+)
+def test_failures_in_the_words_kapp_uses(error: BaseException, words: str) -> None:
+    assert in_words(error, "10.0.0.1", 443) == words

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from kapply.ui.output import Output
 
 
+# Seconds a failed plan (a file that does not parse, a bad flag) waits for the nodes, to name them as kapp does;
+# a cluster that does not answer (a server that accepts connections and hangs) must not hold the input's error up.
+TARGET_GRACE = 2.0
+
+
 def deploy(args: Args, out: Output) -> None:
     run(_deploy(args, out))
 
@@ -64,8 +69,12 @@ async def deploy_app(
         target = asyncio.ensure_future(api.target())
         try:
             plan = await planning
-        finally:
-            out.line(await target)
+        except BaseException:  # bad input is not held up by a cluster that does not answer: nodes named if in time
+            await asyncio.wait({target}, timeout=TARGET_GRACE)
+            out.line(await target if target.done() else api.cluster.unnamed_target())
+            target.cancel()
+            raise
+        out.line(await target)
     else:
         plan = await planning
     options = plan.options

@@ -33,7 +33,7 @@ import yarl
 
 from kapply import objects
 from kapply.errors import ClusterError, ConcurrencyError, ManifestError
-from kapply.http import aiohttp
+from kapply.http import Failure, aiohttp, failure_of, in_words
 from kapply.objects import Obj
 from kapply.resources.auth import credentials, ssl_context
 from kapply.resources.kubeconfig import KubeContext
@@ -123,18 +123,11 @@ OPENAPI_V3 = "/openapi/v3"  # the index of the OpenAPI v3 documents, one per gro
 # object read afresh; after that many, ConcurrencyError: the caller's reconcile is tried again within seconds.
 CONFLICT_ATTEMPTS = 5
 
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
-MAX_ATTEMPTS = 10  # client-go's default number of retries
+MAX_ATTEMPTS = 10  # in all; client-go makes at most 11 (its default of 10 retries)
 MAX_DELAY = 8.0  # seconds between attempts, at most
+RESET_DELAY = 1.0  # client-go's wait before a GET whose connection was reset is sent again
 CONNECTIONS = 16  # open at once for requests (watches and log streams have their own); see docs/design.md
-
-
-class Failure(enum.Enum):
-    """How a request failed without an answer."""
-
-    NOT_SENT = "not sent"  # no connection could be opened: the server never saw the request
-    LOST = "lost"  # the connection broke or timed out after the request may have been sent
-    TLS = "TLS"  # the server's certificate was not trusted, or ours refused: no use trying again
+_SECONDS = re.compile(r"[+-]?[0-9]+")  # a Retry-After client-go reads (strconv.Atoi): whole seconds
 
 
 def retry_delay(
@@ -142,30 +135,21 @@ def retry_delay(
 ) -> float | None:
     """How long to wait before attempt `attempt + 1` of a request that failed, or None when it must not be retried.
 
-    As client-go: an answer of 429 or 5xx that carries Retry-After (API Priority and Fairness, "storage is
-    (re)initializing", a server shutting down) means the request was not processed, so any request is retried
-    after the time it names. Beyond client-go, a request that PUT, PATCH or DELETE may repeat safely (each carries
-    a resourceVersion or UID precondition, or is a merge) is also retried on other 5xx answers (an etcd leader
-    change) and on a lost connection; a POST only when it never reached the server. Bounded: MAX_ATTEMPTS in all,
-    at most MAX_DELAY seconds apart, so a dead server fails the run in well under a minute plus timeouts.
+    What client-go's rest.Request retries (request.go, with_retry.go's IsNextRetry and checkWait), and nothing else:
+    an answer of 429 or 5xx that carries Retry-After in whole seconds (API Priority and Fairness, "storage is
+    (re)initializing", a server shutting down: the request was not processed), for any method, after that time; and a
+    GET whose connection was reset or closed before its answer was complete (net.IsConnectionReset, IsProbableEOF),
+    after RESET_DELAY. A refused connection, an unknown host, a TLS failure or a timeout ends the request at once:
+    waiting does not make a port listen, a name resolve or a certificate trusted, and a user (or the controller's
+    backoff) decides what to do next. At most MAX_ATTEMPTS, each wait at most MAX_DELAY.
     """
     if attempt >= MAX_ATTEMPTS:
         return None
-    backoff: float = min(MAX_DELAY, 0.25 * 2.0 ** (attempt - 1))
-    if failure is Failure.TLS:
+    if failure is not None:
+        return RESET_DELAY if failure is Failure.RESET and method == "GET" else None
+    if (status != 429 and status < 500) or retry_after is None or not _SECONDS.fullmatch(retry_after.strip()):
         return None
-    if failure is Failure.NOT_SENT:
-        return backoff
-    if failure is Failure.LOST:
-        return backoff if method in IDEMPOTENT else None
-    if status != 429 and status < 500:
-        return None
-    if retry_after is not None:
-        try:
-            return min(MAX_DELAY, max(0.0, float(retry_after)))
-        except ValueError:
-            return backoff
-    return backoff if method in IDEMPOTENT and status in (429, 500, 502, 503, 504) else None
+    return min(MAX_DELAY, max(0.0, float(retry_after)))
 
 
 def jittered(delay: float) -> float:
@@ -175,23 +159,7 @@ def jittered(delay: float) -> float:
     return min(MAX_DELAY, delay * (1 + random.random()))
 
 
-def failure_of(error: Exception) -> Failure:
-    """Whether a transport error happened before the request could reach the server."""
-    if isinstance(error, aiohttp.ClientSSLError):
-        return Failure.TLS
-    if isinstance(error, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
-        return Failure.NOT_SENT
-    return Failure.LOST
-
-
 TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
-
-
-def _failure(error: BaseException) -> str:
-    """A transport error in words: some (timeouts) have an empty message."""
-    text = str(error).strip()
-    name = type(error).__name__
-    return f"{name}: {text}" if text else f"{name} (no answer from the server)"
 
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -379,7 +347,7 @@ class Cluster:
                 delay = retry_delay(method, attempt, failure=failure_of(e))
                 if delay is None:
                     tried = f" (after {attempt} attempts)" if attempt > 1 else ""
-                    raise ClusterError(f"{request} failed{tried}: {_failure(e)}") from e
+                    raise ClusterError(f"{request} failed{tried}: {in_words(e, url.raw_host or '', url.port)}") from e
             else:
                 if status < 400:
                     return orjson.loads(answer) if answer else None
@@ -467,12 +435,16 @@ class Cluster:
         try:
             page = await self.request("GET", "/api/v1/nodes", params={"limit": "500"})
         except ClusterError:
-            return f"Target cluster '{self.server}'"
+            return self.unnamed_target()
         nodes = sorted(page.get("items") or [], key=lambda n: n["metadata"].get("creationTimestamp", ""))
         if not nodes:
-            return f"Target cluster '{self.server}'"
+            return self.unnamed_target()
         more = f", {len(nodes) - 1}+" if len(nodes) > 1 else ""
-        return f"Target cluster '{self.server}' (nodes: {nodes[0]['metadata']['name']}{more})"
+        return f"{self.unnamed_target()} (nodes: {nodes[0]['metadata']['name']}{more})"
+
+    def unnamed_target(self) -> str:
+        """kapp's target line when the nodes are not known (not listed, or not waited for)."""
+        return f"Target cluster '{self.server}'"
 
     async def _object(self, method: str, path: str, **kwargs: Any) -> Obj:
         """A request whose answer is an object."""
@@ -755,11 +727,11 @@ class Cluster:
                             for line in complete:
                                 yield line
                     except TRANSPORT_ERRORS as e:
-                        raise ClusterError(f"{where} failed: {_failure(e)}") from e
+                        raise ClusterError(f"{where} failed: {in_words(e, url.raw_host or '', url.port)}") from e
 
                 yield lines()
         except TRANSPORT_ERRORS as e:
-            raise ClusterError(f"{where} failed: {_failure(e)}") from e
+            raise ClusterError(f"{where} failed: {in_words(e, url.raw_host or '', url.port)}") from e
 
     @staticmethod
     def _write_params(dry_run: bool) -> dict[str, str]:
