@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx2
 import pytest
 import yaml
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
@@ -74,20 +75,25 @@ def replicas(kube: Client, namespace: str) -> int:
 
 @contextmanager
 def keeps_scaling(kube: Client, namespace: str, count: int) -> Iterator[None]:
-    """Another actor (an HPA, say) that scales the Deployment back to `count` whenever it differs (`kubectl scale`)."""
+    """Another actor (an HPA, say) that scales the Deployment back to `count` whenever it differs (`kubectl scale`).
+    Like an HPA it tries again after a failed request (a conflict with the controller's write): a thread that died
+    of one would leave the replicas alone."""
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.is_set():
-            if replicas(kube, namespace) != count:
-                kube.patch(
-                    Deployment.Scale,
-                    "web",
-                    {"spec": {"replicas": count}},
-                    namespace=namespace,
-                    patch_type=PatchType.MERGE,
-                    field_manager="kubectl",
-                )
+            try:
+                if replicas(kube, namespace) != count:
+                    kube.patch(
+                        Deployment.Scale,
+                        "web",
+                        {"spec": {"replicas": count}},
+                        namespace=namespace,
+                        patch_type=PatchType.MERGE,
+                        field_manager="kubectl",
+                    )
+            except (ApiError, httpx2.HTTPError) as e:
+                print(f"keeps_scaling: {e!r}; again")  # shown with the test's output when it fails
             stop.wait(0.2)
 
     thread = threading.Thread(target=loop, daemon=True)
@@ -168,12 +174,15 @@ def test_a_ghost_diff_is_shown_on_the_install_and_its_suggested_overlay_ends_it(
                 what="the overlay Secret in the App's first ytt step",
             )
             eventually(
-                lambda: condition(kube, App, namespace, "web") == "ReconcileSucceeded",
+                lambda: condition(kube, App, namespace, "web") == "ReconcileSucceeded",  # its new generation's
                 timeout=60,
                 what="the App deployed with the overlay",
             )
             url = endpoint(running.log)
-            wait_syncs(url, namespace, "web")  # a sync with the overlay, start to end
+            wait_syncs(url, namespace, "web")  # the next sync with the overlay, start to end: checked
+            # Fixed: gone at that sync, not --ghost-diff-quiet-syncs (10) syncs later, and so from the install's status.
+            assert "ghostDiffs" not in (get(kube, App, namespace, "web") or {})["status"], "gone from the App's status"
+            eventually(lambda: not ghost_diffs(kube, namespace), timeout=10, what="the install's ghost diff gone")
             settled = app_changes(kube, namespace)
             wait_syncs(url, namespace, "web", 4)  # four more, the other actor still at work
             assert app_changes(kube, namespace) == settled, "no new app-change once the overlay is in place"
