@@ -25,6 +25,7 @@ from kapply.diff.ghost import FieldDrift
 from kapply.errors import ManifestError
 from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
+from tests.unit.controller_changes import change, cm, plan
 from tests.unit.fake_cluster import FakeCluster
 
 CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True, frozenset({"get", "list"}))
@@ -40,26 +41,6 @@ def client(cluster: Any) -> AsyncClient:
     made = AsyncClient.__new__(AsyncClient)
     made.cluster, made._namespace, made._target = cluster, "ns", None
     return made
-
-
-def cm(value: str, name: str = "cm") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "ns"},
-        "data": {"a": value},
-    }
-
-
-def change(op: Op, name: str = "cm", *, left: bool = True, right: bool = True, existing: bool = True) -> Change:
-    new, live = cm("1", name), cm("2", name)
-    return Change(
-        op, objects.key_of(new), new, live if existing else None, new, live if left else None, new if right else None
-    )
-
-
-def plan(*changes: Change, **more: Any) -> Any:
-    return SimpleNamespace(changes=[SimpleNamespace(change=c) for c in changes], **more)
 
 
 # Manifests as text.

@@ -20,32 +20,10 @@ from kapply.diff.change import Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import FieldPath
 from kapply.errors import KapplyError
-from kapply.objects import Obj
+from tests.unit.controller_changes import change, cm, plan
 
 MANIFESTS = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: '1'\n"
 RAW: dict[str, Any] = {"app-changes-max-to-keep": 5, "apply-timeout": 300.0}
-
-
-def cm(value: str, name: str = "cm") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "ns"},
-        "data": {"a": value},
-    }
-
-
-def change(op: Op, name: str = "cm", *, left: bool = True, right: bool = True, existing: bool = True) -> Change:
-    new, live = cm("1", name), cm("2", name)
-    return Change(
-        op,
-        objects.key_of(new),
-        new,
-        live if existing else None,
-        new,
-        live if left else None,
-        new if right else None,
-    )
 
 
 # The desired state's digest.
@@ -154,12 +132,7 @@ def test_a_failing_progress_report_does_not_stop_the_reports() -> None:
 
 
 def planned(*changes: Change, stored: bool = True, drifted: tuple[Change, ...] = (), discovery: Any = None) -> Any:
-    return SimpleNamespace(
-        app=SimpleNamespace(stored=stored),
-        changes=[SimpleNamespace(change=c) for c in changes],
-        drifted=drifted,
-        discovery=discovery,
-    )
+    return plan(*changes, app=SimpleNamespace(stored=stored), drifted=drifted, discovery=discovery)
 
 
 def test_a_plan_of_a_recorded_app_that_changes_nothing_is_quiet() -> None:
