@@ -240,9 +240,9 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
     create_app(kube, namespace, "web", {"web.yml": deployment(2)})
     with keeps_scaling(kube, namespace, 1):
         found = eventually(
-            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 2],
+            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 1],
             timeout=60,
-            what="the ghost diff on spec.replicas, recurring",
+            what="the ghost diff on spec.replicas",
         )
         diff = found[0]  # type: ignore[index]
         assert diff["resource"] == f"deployment/web (apps/v1) namespace: {namespace}"
@@ -265,10 +265,15 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
         assert row.split()[6] == "1" or "not seen since" in row, row
         assert "kubectl (Update, scale)" in row
         assert "rebaseRules:" in shown.stdout and "- replicas" in shown.stdout, shown.stdout
+        # The other actor set it again after it was set back: a controller owns it, held after that one revert
+        # (issue 30; tests/e2e/test_controller_drift_owners.py), no longer an app-change per sync.
+        (held,) = eventually(lambda: fields_held(kube, namespace), timeout=10, what="the field held")  # type: ignore[misc]
+        assert (held["path"], held["writtenBy"]) == ("spec.replicas", "kubectl (Update, scale)"), held
         before = app_changes(kube, namespace)
-        eventually(lambda: len(app_changes(kube, namespace) - before) >= 2, timeout=30, what="an app-change per sync")
+        wait_syncs(endpoint(running.log), namespace, "web", 2)  # type: ignore[attr-defined]
+        assert app_changes(kube, namespace) == before and replicas(kube, namespace) == 1, "held"
 
-        config = (status(kube, namespace, "web").get("ghostDiffs") or {})["suggestedConfig"]
+        config = (status(kube, namespace, "web").get("fieldOwners") or {})["suggestedConfig"]
         rule = yaml.safe_load(config)["rebaseRules"][0]
         assert rule["path"] == ["spec", "replicas"] and rule["sources"] == ["existing", "new"], config
         generation = set_files(kube, namespace, "web", {"web.yml": deployment(2), "rebase.yml": config})
@@ -283,6 +288,10 @@ def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_e
         assert app_changes(kube, namespace) == settled, "no new app-change once the rule is in place"
         assert "ghostDiffs" not in status(kube, namespace, "web")
     assert replicas(kube, namespace) == 1  # the cluster's value is kept
+
+
+def fields_held(kube: Client, namespace: str) -> list[dict[str, Any]]:
+    return list((status(kube, namespace, "web").get("fieldOwners") or {}).get("held") or [])
 
 
 def test_seed_004_preserve_keeps_an_outside_change_until_the_desired_value_changes(
@@ -510,13 +519,16 @@ def test_seed_000_omitted_replicas_the_syncs_after_the_suggested_rule_report_no_
     create_app(kube, namespace, "web", {"web.yml": omitted})
     with keeps_scaling(kube, namespace, 3):
         found = eventually(
-            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 2],
+            lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 1],
             timeout=60,
-            what="the ghost diff on spec.replicas, recurring",
+            what="the ghost diff on spec.replicas",
         )
         assert reported_paths(kube, namespace) == {"spec.replicas"}
         assert (found[0]["desired"], found[0]["live"]) == ("(none)", "3")  # type: ignore[index]
-        config = (status(kube, namespace, "web").get("ghostDiffs") or {})["suggestedConfig"]
+        # Set again after that revert: held (issue 30), the one rule that ends it in status.fieldOwners.
+        (held,) = eventually(lambda: fields_held(kube, namespace), timeout=10, what="the field held")  # type: ignore[misc]
+        assert held["path"] == "spec.replicas", held
+        config = (status(kube, namespace, "web").get("fieldOwners") or {})["suggestedConfig"]
         generation = set_files(kube, namespace, "web", {"web.yml": omitted, "rebase.yml": config})
         eventually(lambda: deployed(kube, namespace, "web", generation), timeout=30, what="the rule deployed")
         last = ghost(kube, namespace, "web", "spec.replicas")
