@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
-from kapply.cli.common import client, require_app_name, run
+from kapply.cli.common import app_client, run
 from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
@@ -20,10 +20,7 @@ async def _status(args: Args, out: Output) -> None:
     from kapply.controller.apps import APPS
     from kapply.ui.app_status import show_app_status
 
-    app = require_app_name(args)
-    async with client(args, app.namespace) as api:
-        out.line(await api.target())
-        namespace = api.namespace(app.app_namespace or None)
+    async with app_client(args, out, None) as (api, app, namespace):
         found = await api.cluster.get(APPS, namespace, app.name)
         if found is None:
             raise KapplyError(f"App resource '{app.name}' (namespace: {namespace}) does not exist")

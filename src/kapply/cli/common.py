@@ -85,12 +85,22 @@ def require_app_name(args: Args) -> groups.AppFlags:
 
 
 @asynccontextmanager
-async def existing_app(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, App]]:
-    """Connect (saying where, as kapp does), resolve the app namespace (`--app-namespace`, else `-n` and its
-    defaults) and find the app."""
+async def app_client(
+    args: Args, out: Output, warnings: Output | None
+) -> AsyncIterator[tuple[AsyncClient, groups.AppFlags, str]]:
+    """Connect for the app the flags name, saying where as kapp does (the API server's warnings shown through
+    `warnings`, as `client`): the client, the app's flags, and its namespace (`--app-namespace`, else `-n` and its
+    defaults)."""
     app = require_app_name(args)
-    async with client(args, app.namespace, out) as api:
+    async with client(args, app.namespace, warnings) as api:
         out.line(await api.target())
+        yield api, app, api.namespace(app.app_namespace or None)
+
+
+@asynccontextmanager
+async def existing_app(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, App]]:
+    """Connect (`app_client`) and find the app."""
+    async with app_client(args, out, out) as (api, app, _):
         yield api, await api.get_app(app.name, namespace=app.app_namespace or None)
 
 

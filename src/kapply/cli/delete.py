@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kapply.cli import diff_ui
 from kapply.cli.command import Args
-from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
+from kapply.cli.common import ExitStatus, app_client, exit_status, run
 from kapply.flags import APPLY_EXIT_STATUS, diff_view
 
 if TYPE_CHECKING:
@@ -20,10 +20,8 @@ def delete(args: Args, out: Output) -> None:
 
 
 async def _delete(args: Args, out: Output) -> None:
-    app = require_app_name(args)
-    async with client(args, app.namespace, out) as api:
-        out.line(await api.target())
-        status = await delete_app(api, args, out, app.name, api.namespace(app.app_namespace or None))
+    async with app_client(args, out, out) as (api, app, namespace):
+        status = await delete_app(api, args, out, app.name, namespace)
         if status is not None:
             raise status
         out.finish()

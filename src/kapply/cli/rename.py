@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
-from kapply.cli.common import client, confirm, require_app_name, run
+from kapply.cli.common import app_client, confirm, run
 from kapply.errors import AppNotFoundError, KapplyError
 
 if TYPE_CHECKING:
@@ -20,10 +20,7 @@ async def _rename(args: Args, out: Output) -> None:
     from kapply.app import record
     from kapply.app.rename import rename
 
-    app = require_app_name(args)
-    async with client(args, app.namespace) as api:
-        out.line(await api.target())
-        namespace = api.namespace(app.app_namespace or None)
+    async with app_client(args, out, None) as (api, app, namespace):
         found = await record.find(api.cluster, namespace, app.name)
         if found is None:
             raise AppNotFoundError(record.missing(namespace, app.name) + await record.elsewhere(api.cluster, app.name))
