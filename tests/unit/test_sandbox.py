@@ -159,9 +159,9 @@ def test_a_tool_that_ran_into_the_memory_limit_is_named_so_whatever_it_says(ytt)
     # the job's own account of the tool (its peak resident memory, from its rusage) names the limit.
     ytt(
         "exec /usr/bin/python3 -c '\n"
-        "import os\nheld = []\ntry:\n    while True:\n        held.append(b\"x\" * (4 << 20))\n"
+        'import os\nheld = []\ntry:\n    while True:\n        held.append(b"x" * (4 << 20))\n'
         "except MemoryError:\n    held.clear()\n"
-        "os.write(2, b\"SIGSEGV: segmentation violation\\n\")\nos._exit(2)'"
+        'os.write(2, b"SIGSEGV: segmentation violation\\n")\nos._exit(2)\''
     )
     with pytest.raises(SandboxFailed) as failed:
         run_app(SandboxLimits(memory=256 << 20, cpu=20, wall=30), app({"x.yml": "a: 1\n"}))
