@@ -21,7 +21,6 @@ from kapply.cli.controller_manifests import stream
 from kapply.cli.main import run
 from kapply.controller.main import DEBOUNCE, Controller, ControllerOptions
 from kapply.controller.settings import DriftWatching, Settings
-from kapply.controller.spec import DEFAULT_DRIFT_POLICY
 from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
 from kapply.ui.app_status import show_app_status
@@ -100,18 +99,16 @@ def test_a_bad_value_is_a_usage_error(flag: str, message: str, capsys: pytest.Ca
 @pytest.mark.parametrize("policy", list(DriftPolicy))
 def test_the_controller_parses_apps_with_its_default_policy(policy: DriftPolicy) -> None:
     c, _ = controller(default_drift_policy=policy)
-    seen: list[DriftPolicy] = []
-
-    async def working() -> None:
-        seen.append(DEFAULT_DRIFT_POLICY.get())
-
-    c._run = working  # type: ignore[method-assign]
-
-    async def main() -> None:
-        await c.run()
-
-    asyncio.run(main())
-    assert seen == [policy]
+    spec = {
+        "serviceAccountName": "deployer",
+        "fetch": [{"inline": {"paths": {"a.yml": "kind: ConfigMap"}}}],
+        "template": [{"ytt": {}}],
+        "deploy": [{"kapp": {}}],
+    }
+    app = {"metadata": {"name": "web", "namespace": "team"}, "spec": spec}
+    assert c.reconciler._parse_spec(app).drift_policy is policy
+    written = {**app, "spec": {**spec, "driftPolicy": "preserve"}}
+    assert c.reconciler._parse_spec(written).drift_policy is DriftPolicy.PRESERVE, "the App's own policy wins"
 
 
 # --- the drift watches ------------------------------------------------------------------------------------------------

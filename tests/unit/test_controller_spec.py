@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +10,6 @@ from typing import Any
 import pytest
 
 from kapply.controller.spec import (
-    DEFAULT_DRIFT_POLICY,
     AppSpec,
     Deploy,
     FetchSource,
@@ -204,16 +202,11 @@ def test_every_drift_policy_is_accepted(policy: DriftPolicy) -> None:
 
 
 def test_an_app_without_a_drift_policy_has_the_controllers_default() -> None:
-    """`--default-drift-policy`: the controller sets it for the reconciles it runs (a context of their own here)."""
-
-    def parse_under_warn(app: Obj) -> AppSpec:
-        DEFAULT_DRIFT_POLICY.set(DriftPolicy.WARN)
-        return parse_spec(app)
-
-    assert contextvars.copy_context().run(parse_under_warn, minimal()).drift_policy is DriftPolicy.WARN
+    """`--default-drift-policy`: the reconciler passes the controller's default."""
+    assert parse_spec(minimal(), DriftPolicy.WARN).drift_policy is DriftPolicy.WARN
     written = with_spec(lambda s: s.update(driftPolicy="enforce"))
-    assert contextvars.copy_context().run(parse_under_warn, written).drift_policy is DriftPolicy.ENFORCE
-    assert parse_spec(minimal()).drift_policy is DriftPolicy.ENFORCE, "enforce outside the controller"
+    assert parse_spec(written, DriftPolicy.WARN).drift_policy is DriftPolicy.ENFORCE
+    assert parse_spec(minimal()).drift_policy is DriftPolicy.ENFORCE, "enforce unless told otherwise"
 
 
 @pytest.mark.parametrize("name", ["a", "deployer", "my-sa.v2", "0abc", "a" * 253, "a-b.c-d"])

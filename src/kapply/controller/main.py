@@ -37,7 +37,6 @@ from kapply.controller.queue import WorkQueue, namespace_share
 from kapply.controller.reconciler import Reconciler
 from kapply.controller.settings import DriftWatching, Settings
 from kapply.controller.shards import ShardLeases, shard_of
-from kapply.controller.spec import DEFAULT_DRIFT_POLICY
 from kapply.controller.watch import DriftWatches
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
@@ -215,7 +214,6 @@ class Controller:
     async def run(self) -> None:
         """Run until cancelled: serve the endpoints (when asked), count the API requests, and work as the options
         say: alone, as the leader, or for the shards held."""
-        DEFAULT_DRIFT_POLICY.set(self.options.settings.default_drift_policy)  # what every reconcile run here parses
         REQUEST_OBSERVERS.append(self._answered)
         try:
             if self.options.endpoints is None:

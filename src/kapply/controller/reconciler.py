@@ -119,6 +119,9 @@ class Reconciler:
         its times is not written, so that an unchanged App's periodic sync writes nothing."""
         await self.api.cluster.write_status(APPS, app, status, unchanged=app_status.same_but_times)
 
+    def _parse_spec(self, app: Obj) -> AppSpec:
+        return parse_spec(app, self.settings.default_drift_policy)
+
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), or None when the App is gone. The App is read as the App
         watch last showed it (it asked for this reconcile, or the last pass did); a write to a version that is no
@@ -129,7 +132,7 @@ class Reconciler:
             self.owners.pop((namespace, name), None)
             self.counts.forget(namespace, name)
             return None
-        spec, problem = parsed(parse_spec, app)
+        spec, problem = parsed(self._parse_spec, app)
         if app["metadata"].get("deletionTimestamp"):
             return await self._delete(app, spec)
         status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -32,11 +31,6 @@ _T = TypeVar("_T")
 
 class SpecError(KapplyError):
     """The App's spec is not valid."""
-
-
-# The drift policy of an App whose spec sets none: the controller's `--default-drift-policy`, which the controller
-# process sets for everything it runs (kapply.controller.main, Controller.run); enforce anywhere else.
-DEFAULT_DRIFT_POLICY: ContextVar[DriftPolicy] = ContextVar("default_drift_policy", default=DriftPolicy.ENFORCE)
 
 
 def parsed(parse: Callable[[Obj], _T], obj: Obj) -> tuple[_T | None, str]:
@@ -464,8 +458,9 @@ def _deploy(value: Any) -> Deploy:
     )
 
 
-def parse_spec(app: Obj) -> AppSpec:
-    """The App's spec, or SpecError naming what is wrong."""
+def parse_spec(app: Obj, default_drift_policy: DriftPolicy = DriftPolicy.ENFORCE) -> AppSpec:
+    """The App's spec, or SpecError naming what is wrong; `default_drift_policy` is the policy of an App that sets
+    none (the controller's `--default-drift-policy`)."""
     spec = read_map(app.get("spec"), "spec")
     if not spec:
         raise SpecError("Expected spec to be present")
@@ -479,7 +474,7 @@ def parse_spec(app: Obj) -> AppSpec:
         period = parse_duration(period_text) if period_text else None
     except ValueError as e:
         raise SpecError(f"Expected spec.syncPeriod to be a duration: {e}") from None
-    policy = read_drift_policy(spec.get("driftPolicy"), "spec.driftPolicy") or DEFAULT_DRIFT_POLICY.get()
+    policy = read_drift_policy(spec.get("driftPolicy"), "spec.driftPolicy") or default_drift_policy
     return AppSpec(
         service_account=account,
         fetch=_fetch(spec.get("fetch")),
