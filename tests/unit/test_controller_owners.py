@@ -7,6 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import yaml
 
 from kapply.api import FieldReport
@@ -172,6 +173,31 @@ def test_holds_are_reported_in_status_and_read_back_after_a_restart() -> None:
     assert yaml.safe_load(status["fieldOwners"]["suggestedConfig"])["rebaseRules"] == [rule]
     assert owners.read_back(status).held == {hold.key: hold}
     assert owners.read_back({"fieldOwners": {"held": [{"resource": "x"}, "junk"]}}).held == {}
+    assert owners.read_back({"fieldOwners": "junk"}).held == {}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"type": "remove"},
+        {"sources": [{"path": ["x"]}]},
+        {"ytt": {"overlayContractV1": {"overlay.yml": "#@ load('@ytt:data', 'data')"}}},
+        {"path": ["spec", {"regex": ".*"}]},
+        {"path": []},
+        {"path": ["spec", {"index": True}]},
+        {"resourceMatchers": [{"allMatcher": {}}]},
+        {"resourceMatchers": [{"kindNamespaceNameMatcher": {"kind": "Secret", "namespace": "ns", "name": 1}}]},
+        {"resourceMatchers": []},
+    ],
+)
+def test_a_rule_written_into_the_status_by_someone_else_is_not_taken(change: dict[str, Any]) -> None:
+    """Anyone who may write the App's status may write `fieldOwners`: only a copy rule of the shape hold_rule makes is
+    read back, never a ytt rule, a regex, or a rule matching more than one named object."""
+    rule = {**owners.hold_rule(report("bot (Update)")), **change}
+    item = {"resource": "r", "path": "p", "writtenBy": "bot (Update)", "since": "t", "desiredDigest": "d", "rule": rule}
+    assert owners.read_back({"fieldOwners": {"held": [item]}}).held == {}
+    fine = {**item, "rule": owners.hold_rule(report("bot (Update)"))}
+    assert list(owners.read_back({"fieldOwners": {"held": [fine]}}).held) == [("r", "p")]
     assert owners.to_status([], []) == {}
 
 

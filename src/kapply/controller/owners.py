@@ -236,10 +236,12 @@ def after_sync(
 
 
 def read_back(status: Obj) -> Owners:
-    """The held fields a status lists (after a restart)."""
+    """The held fields a status lists (after a restart). Anyone who may write the App's status may write these, so
+    only a rule of the shape `hold_rule` makes is taken (`held_rule`); any other entry is dropped."""
     held = {}
-    for item in (status.get("fieldOwners") or {}).get("held") or []:
-        if isinstance(item, dict) and isinstance(item.get("rule"), dict):
+    owners = status.get("fieldOwners")
+    for item in (owners.get("held") if isinstance(owners, dict) else None) or []:
+        if isinstance(item, dict) and held_rule(item.get("rule")):
             hold = Hold(
                 str(item.get("resource")),
                 str(item.get("path")),
@@ -250,6 +252,49 @@ def read_back(status: Obj) -> Owners:
             )
             held[hold.key] = hold
     return Owners(held=held)
+
+
+def held_rule(rule: Any) -> bool:
+    """Whether a rule read back from a status is one `hold_rule` could have made: a copy from the existing object of
+    plain paths (keys, `index`, `allIndexes`), for objects matched by kind, namespace and name. Nothing else (ytt
+    rules, regex parts, other matchers) is taken from a status."""
+    if not isinstance(rule, dict) or set(rule) - {"path", "paths", "type", "sources", "resourceMatchers"}:
+        return False
+    paths = [rule["path"]] if "path" in rule else rule.get("paths")
+    matchers = rule.get("resourceMatchers")
+    return (
+        rule.get("type") == "copy"
+        and rule.get("sources") == ["existing", "new"]
+        and isinstance(paths, list)
+        and bool(paths)
+        and all(_plain_path(p) for p in paths)
+        and isinstance(matchers, list)
+        and bool(matchers)
+        and all(_by_name(m) for m in matchers)
+    )
+
+
+def _plain_path(path: Any) -> bool:
+    return (
+        isinstance(path, list)
+        and bool(path)
+        and all(isinstance(p, str) or p == {"allIndexes": True} or _index(p) for p in path)
+    )
+
+
+def _index(part: Any) -> bool:
+    return isinstance(part, dict) and set(part) == {"index"} and type(part["index"]) is int
+
+
+def _by_name(matcher: Any) -> bool:
+    if not isinstance(matcher, dict) or set(matcher) != {"kindNamespaceNameMatcher"}:
+        return False
+    names = matcher["kindNamespaceNameMatcher"]
+    return (
+        isinstance(names, dict)
+        and set(names) == {"kind", "namespace", "name"}
+        and all(isinstance(v, str) for v in names.values())
+    )
 
 
 def to_status(in_force: Sequence[Known], held: Iterable[Hold]) -> Obj:
