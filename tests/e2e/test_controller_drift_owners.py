@@ -37,6 +37,7 @@ from tests.e2e.controller_harness import (
 from tests.e2e.controller_harness import create_all as create_objects
 from tests.e2e.harness import Cluster, eventually
 from tests.e2e.packaging_harness import (
+    PackageInstall,
     Running,
     config_map_package,
     create,
@@ -44,6 +45,7 @@ from tests.e2e.packaging_harness import (
     install_crds,
     packaging_controller,
 )
+from tests.e2e.packaging_harness import status as install_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 REF = "owners.kapply.test"
@@ -147,7 +149,7 @@ class Watched:
 
 
 def test_a_real_hpa_over_an_app_and_a_package_install_keeps_its_replicas_and_a_persons_edit_is_set_back(
-    running: Running, kube: Client, namespace: str
+    running: Running, cluster: Cluster, kube: Client, namespace: str
 ) -> None:
     create_app(kube, namespace, "web", {"web.yml": workload("web")})
     create(kube, namespace, config_map_package(REF, "1.0.0", extra=workload("pkg-web")))
@@ -174,6 +176,17 @@ def test_a_real_hpa_over_an_app_and_a_package_install_keeps_its_replicas_and_a_p
                     "rule": "hpa-deployment-rebase",
                 }
             ]
+        # The package consumer sees it on the PackageInstall too (its status and `package installed get`).
+        reported = eventually(
+            lambda: (install_status(kube, PackageInstall, namespace, "pkg").get("fieldOwners") or {}).get(
+                "knownOwners"
+            ),
+            timeout=30,
+            what="the PackageInstall's owned fields",
+        )
+        assert reported == owned(kube, namespace, "pkg")["knownOwners"]
+        shown = kapply(cluster.kubeconfig, "package", "installed", "get", "-i", "pkg", "-n", namespace).stdout
+        assert "Owned fields" in shown and f"HorizontalPodAutoscaler {namespace}/pkg-web-hpa" in shown, shown
 
         # A person edits another field of the same Deployment: set back within 2 s, as before.
         kube.patch(

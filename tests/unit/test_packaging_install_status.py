@@ -130,6 +130,21 @@ def test_the_apps_ghost_diffs_and_drift_are_shown_with_the_suggested_overlay() -
     assert install_status.with_app_reports({}, None) == {}
 
 
+def test_the_apps_owned_fields_are_shown_and_go_with_the_apps() -> None:
+    owned = {
+        "knownOwners": [
+            {"resource": "deployment/web", "path": "spec.replicas", "owner": "HorizontalPodAutoscaler ns/web"}
+        ],
+        "held": [{"resource": "deployment/web", "path": "spec.paused", "writtenBy": "bot (Update)", "rule": {}}],
+        "suggestedConfig": CONFIG,
+    }
+    reported = install_status.with_app_reports(
+        {"fieldOwners": {"stale": True}}, app("ReconcileSucceeded", fieldOwners=owned)
+    )
+    assert reported == {"fieldOwners": owned}
+    assert install_status.with_app_reports(reported, app("ReconcileSucceeded")) == {}, "gone with the App's"
+
+
 def test_without_a_ytt_step_there_is_nowhere_for_the_overlay_to_go() -> None:
     helm = app("ReconcileSucceeded", ghostDiffs={"diffs": [DIFF], "suggestedConfig": CONFIG})
     helm["spec"]["template"] = [{"helmTemplate": {}}]

@@ -136,8 +136,8 @@ def _has_ytt_step(app: Obj) -> bool:
 
 def with_app_reports(status: Obj, app: Obj | None) -> Obj:
     """The status with the App's `ghostDiffs` (and, when the package has a ytt step for it to go to, the suggested
-    overlay) and `drift`; left out when the App has none."""
-    out = {k: v for k, v in status.items() if k not in ("ghostDiffs", "drift")}
+    overlay), `drift` and `fieldOwners` (known owners and held fields); each left out when the App has none."""
+    out = {k: v for k, v in status.items() if k not in ("ghostDiffs", "drift", "fieldOwners")}
     app_status: Obj = (app or {}).get("status") or {}
     ghosts = app_status.get("ghostDiffs")
     if isinstance(ghosts, dict) and ghosts.get("diffs") and app is not None:
@@ -147,7 +147,7 @@ def with_app_reports(status: Obj, app: Obj | None) -> Obj:
             meta = app["metadata"]
             reported["suggestedOverlay"] = suggested_overlay(config, meta["namespace"], meta["name"])
         out["ghostDiffs"] = reported
-    drift = app_status.get("drift")
-    if isinstance(drift, dict) and drift:
-        out["drift"] = drift
+    for key in ("drift", "fieldOwners"):
+        if isinstance(reported_by_app := app_status.get(key), dict) and reported_by_app:
+            out[key] = reported_by_app
     return out

@@ -78,12 +78,13 @@ def show_app_status(out: Output, app: Obj) -> None:
             content="drifted fields",
         )
     )
-    _show_owned(out, status.get("fieldOwners") or {})
+    show_owned(out, status.get("fieldOwners") or {})
 
 
-def _show_owned(out: Output, owned: Obj) -> None:
+def show_owned(out: Output, owned: Obj, where: str = "the App's manifests") -> None:
     """`status.fieldOwners` (controller/owners.py): the fields a controller on the cluster owns, kept at the cluster's
-    value, as a table (shown only when there are some) with the rules that make the holds part of the manifests."""
+    value, as a table (shown only when there are some) with the rules that make the holds part of the manifests
+    (`where` says where those rules go)."""
     known, held = owned.get("knownOwners") or [], owned.get("held") or []
     if not known and not held:
         return
@@ -106,7 +107,5 @@ def _show_owned(out: Output, owned: Obj) -> None:
         )
     )
     if owned.get("suggestedConfig"):
-        out.begin_line(
-            "Rebase rules that keep the held fields for good (add this kapp Config to the App's manifests):\n"
-        )
+        out.begin_line(f"Rebase rules that keep the held fields for good (add this kapp Config to {where}):\n")
         out.block(str(owned["suggestedConfig"]))

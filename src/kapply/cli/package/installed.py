@@ -100,6 +100,7 @@ async def _values(api: AsyncClient, install: Obj, namespace: str, name: str) -> 
 
 
 async def _get(args: Args, out: Output) -> None:
+    from kapply.ui.app_status import show_owned
     from kapply.ui.packages import ghost_diffs_table, install_table
 
     name, values_file, overlay_file = _name(args), args["values-file-output"], args["ghost-diffs-overlay-output"]
@@ -120,6 +121,7 @@ async def _get(args: Args, out: Output) -> None:
         if ghosts.get("diffs"):
             out.table(ghost_diffs_table(ghosts["diffs"]))
             _show_overlay(out, ghosts, name, namespace, overlay_file)
+        show_owned(out, (install.get("status") or {}).get("fieldOwners") or {}, "the package's templated output")
         out.finish()
 
 
