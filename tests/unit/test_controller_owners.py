@@ -128,6 +128,29 @@ def test_a_field_set_again_by_the_same_writer_within_the_period_is_seen_again() 
     assert owners.seen_again([same], {}, 130.0, 60.0) == []  # never set back: a person's edit, reverted
 
 
+@pytest.mark.parametrize(
+    ("written_by", "resource", "path", "held"),
+    [
+        ("keda-operator (Update, scale)", "deployment/web (apps/v1) namespace: ns", "spec.replicas", True),
+        (
+            "kube-controller-manager (Update, scale) at 2026-12-05T10:00:00Z",
+            "statefulset/db (apps/v1) namespace: ns",
+            "spec.replicas",
+            True,
+        ),
+        ("kubectl (Update, scale)", "deployment/web (apps/v1) namespace: ns", "spec.replicas", False),  # a person
+        ("keda-operator (Update)", "deployment/web (apps/v1) namespace: ns", "spec.replicas", False),  # not scale
+        ("keda-operator (Update, scale)", "deployment/web (apps/v1) namespace: ns", "spec.paused", False),
+        ("keda-operator (Update, scale)", "configmap/cm (v1) namespace: ns", "spec.replicas", False),
+    ],
+)
+def test_replicas_an_autoscaler_wrote_through_the_scale_subresource_are_held_at_first_sight(
+    written_by: str, resource: str, path: str, held: bool
+) -> None:
+    found = report(written_by, path, resource)
+    assert owners.seen_again([found], {}, 10.0, 60.0) == ([found] if held else [])
+
+
 def test_a_held_field_gets_a_copy_rule_for_its_one_object_and_path() -> None:
     assert owners.hold_rule(report("drift-bot (Update)")) == {
         "path": ["data", "a"],

@@ -192,14 +192,27 @@ def seen_again(
     ghosts: Sequence[FieldReport], reverted: Mapping[Key, tuple[str, float]], now: float, period: float
 ) -> list[FieldReport]:
     """The fields a sync would set back that the same writer set again after an earlier sync set them back, within
-    `period` seconds: a controller owns them."""
+    `period` seconds, and replicas an autoscaler wrote (`scaler`): a controller owns them."""
     out = []
     for report in ghosts:
         who = writer(report)
         before = reverted.get((report.resource, report.path))
-        if who and before is not None and before[0] == who and now - before[1] <= period:
+        if scaler(report) or (who and before is not None and before[0] == who and now - before[1] <= period):
             out.append(report)
     return out
+
+
+def scaler(report: FieldReport) -> bool:
+    """Whether a field is a workload's `spec.replicas` written through the scale subresource by something other than
+    kubectl (`kubectl scale` is a person): an autoscaler (an HPA the App cannot see, KEDA, a custom one) owns it, and
+    it is held from the first sync that sees it, never set back."""
+    who = writer(report)
+    return (
+        report.path == "spec.replicas"
+        and report.resource.split("/", 1)[0] in {k.lower() for k in SCALABLE}
+        and who.endswith(", scale)")
+        and not who.startswith("kubectl")
+    )
 
 
 def rules(known_owners: Iterable[Known], held: Iterable[Hold]) -> tuple[Obj, ...]:
