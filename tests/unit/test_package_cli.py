@@ -365,7 +365,7 @@ def test_repositories_are_listed_with_kctrls_source_and_status_columns() -> None
     assert set(rows[0]) == {"name", "source", "status"}, "Namespace hidden without -A"
     get = as_json(ui.repository_table(repositories[2]))["Tables"][0]["Rows"][0]  # type: ignore[index]
     assert set(get) == {"namespace", "name", "source", "status", "conditions", "useful_error_message"}
-    assert get["conditions"] == '- status: "True"\n  type: ReconcileSucceeded'
+    assert get["conditions"] == '- type: ReconcileSucceeded\n  status: "True"\n  reason: ""\n  message: ""'
 
 
 def install(name: str, **status: object) -> dict[str, object]:
@@ -420,7 +420,7 @@ def test_available_packages_are_sorted_by_version_and_released_at_is_gos_time() 
     assert rows == [
         {"name": "p.corp.com", "version": "1.2.0-rc.1", "released_at": "2021-10-05 00:00:00 +0000 UTC"},
         {"name": "p.corp.com", "version": "1.2.0", "released_at": "2021-10-05 05:30:00 +0530 +0530"},
-        {"name": "p.corp.com", "version": "1.10.0", "released_at": ""},
+        {"name": "p.corp.com", "version": "1.10.0", "released_at": "-"},
     ]
     metadata = {"metadata": {"name": "p.corp.com"}, "spec": {"displayName": "P", "shortDescription": "short"}}
     narrow = as_json(ui.package_metadatas_table([metadata], "t", show_namespace=False, wide=False))

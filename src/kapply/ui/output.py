@@ -79,6 +79,7 @@ class Output:
         if self.columns:
             table = table.only(self.columns)
         if self.as_json:
+            table = table.shown()
             self._tables.append(
                 {
                     "Content": table.content,

@@ -1,8 +1,9 @@
 """The tables and lines of `kapply package` (kctrl's): repositories, available packages and their versions, values
 schemas, installed packages, and the status lines printed while waiting. Column titles are kctrl's, so `--json` rows
-have kctrl's keys (`package_name`, `useful_error_message`); a column kctrl hides (Namespace without `-A`) is left out.
-Values kctrl shows as Go values are written as it writes them: a list or a map as YAML, an unset release time as
-`-`, a long description wrapped at 80 characters."""
+have kctrl's keys (`package_name`, `useful_error_message`); a column kctrl hides (Namespace without `-A`) is hidden,
+shown when `--column` names it, and `--column` is checked as kctrl checks it (`Table.only`). Values kctrl shows as Go
+values are written as it writes them: a list or a map as YAML (a condition's fields in kctrl's order, empty ones
+kept), an unset release time as `-`, a long description wrapped at 80 characters."""
 
 from __future__ import annotations
 
@@ -72,8 +73,22 @@ def _listing(
 ) -> Table:
     """A kctrl list, its columns hidden as kctrl hides them: Namespace unless listing all namespaces, and `hidden`."""
     hide = {*hidden, *(() if show_namespace else ("Namespace",))}
-    keep = [i for i, t in enumerate(titles) if t not in hide]
-    return Table(title, tuple(Column(titles[i]) for i in keep), tuple(tuple(row[i] for i in keep) for row in rows))
+    columns = tuple(Column(t, hidden=t in hide) for t in titles)
+    return Table(title, columns, tuple(tuple(row) for row in rows), kctrl=True)
+
+
+_CONDITION_FIELDS = ("type", "status", "reason", "message")  # kapp-controller's AppCondition, in its field order
+
+
+def conditions_text(conditions: Any) -> str:
+    """A status's conditions as kctrl shows them (go-cli-ui's YAML of its Go structs): each condition's fields in
+    the struct's order, an empty one kept as `""`, other fields left out; "" when there are none."""
+    items = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
+    lines = []
+    for item in items:
+        fields = "".join(to_yaml({key: str(item.get(key) or "")}) for key in _CONDITION_FIELDS)
+        lines += [("- " if i == 0 else "  ") + line for i, line in enumerate(fields.rstrip("\n").split("\n"))]
+    return "\n".join(lines)
 
 
 # --- repositories ----------------------------------------------------------------------------------------------------
@@ -123,20 +138,21 @@ def repository_table(repository: Obj) -> Table:
         str(_meta(repository).get("name", "")),
         repository_source(repository),
         str(status.get("friendlyDescription", "")),
-        _yaml(status.get("conditions")),
+        conditions_text(status.get("conditions")),
         str(status.get("usefulErrorMessage", "")),
     )
     titles = ("Namespace", "Name", "Source", "Status", "Conditions", "Useful error message")
-    return Table("", tuple(Column(t) for t in titles), (row,), transpose=True)
+    return Table("", tuple(Column(t) for t in titles), (row,), transpose=True, kctrl=True)
 
 
 # --- available packages ----------------------------------------------------------------------------------------------
 
 
 def released_at(text: str) -> str:
-    """A Package's `releasedAt` as kctrl shows it (Go's time format: `2021-10-05 00:00:00 +0000 UTC`), `-` unset."""
+    """A Package's `releasedAt` as kctrl shows it (Go's time format: `2021-10-05 00:00:00 +0000 UTC`), `-` unset
+    (the cell's text, in `--json` too)."""
     if not text:
-        return ""
+        return "-"
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -215,7 +231,8 @@ def package_table(name: str, metadata: Obj | None, package: Obj | None) -> Table
             ("Release notes", _wrapped(str(spec.get("releaseNotes", "")))),
             ("Licenses", ", ".join(str(x) for x in spec.get("licenses") or [])),
         ]
-    return Table("", tuple(Column(title) for title, _ in cells), (tuple(v for _, v in cells),), transpose=True)
+    columns = tuple(Column(title) for title, _ in cells)
+    return Table("", columns, (tuple(v for _, v in cells),), transpose=True, kctrl=True)
 
 
 def versions_table(packages: Sequence[Obj]) -> Table:
@@ -223,7 +240,7 @@ def versions_table(packages: Sequence[Obj]) -> Table:
     rows = tuple(
         (str(_spec(p).get("version", "")), released_at(str(_spec(p).get("releasedAt") or ""))) for p in ordered
     )
-    return Table("", (Column("Version"), Column("Released at")), rows)
+    return Table("", (Column("Version"), Column("Released at")), rows, kctrl=True)
 
 
 def shown_default(value: Any) -> str:
@@ -238,7 +255,8 @@ def shown_default(value: Any) -> str:
 def values_schema_table(title: str, properties: Sequence[tuple[str, Any, str, str]]) -> Table:
     """Key, Default, Type, Description of each (key, default, type, description)."""
     rows = tuple((key, shown_default(default), kind, description) for key, default, kind, description in properties)
-    return Table(title, (Column("Key"), Column("Default"), Column("Type"), Column("Description")), rows)
+    columns = (Column("Key"), Column("Default"), Column("Type"), Column("Description"))
+    return Table(title, columns, rows, kctrl=True)
 
 
 # --- installed packages ----------------------------------------------------------------------------------------------
@@ -281,21 +299,21 @@ def installs_table(installs: Sequence[Obj], title: str, *, show_namespace: bool,
 
 
 def install_table(install: Obj, overlay_secrets: Sequence[str]) -> Table:
-    """`installed get`: the install as kctrl shows it, the overlay Secrets and the error only when there are some."""
+    """`installed get`: the install as kctrl shows it, the overlay Secrets (a YAML list) and the error hidden when
+    there are none."""
     status = _status(install)
+    error = str(status.get("usefulErrorMessage") or "")
     cells = [
-        ("Namespace", str(_meta(install).get("namespace", ""))),
-        ("Name", str(_meta(install).get("name", ""))),
-        ("Package name", str((_spec(install).get("packageRef") or {}).get("refName", ""))),
-        ("Package version", str(status.get("version", ""))),
-        ("Status", install_status(install)),
+        (Column("Namespace"), str(_meta(install).get("namespace", ""))),
+        (Column("Name"), str(_meta(install).get("name", ""))),
+        (Column("Package name"), str((_spec(install).get("packageRef") or {}).get("refName", ""))),
+        (Column("Package version"), str(status.get("version", ""))),
+        (Column("Status"), install_status(install)),
+        (Column("Overlay secrets", hidden=not overlay_secrets), _yaml(list(overlay_secrets))),
+        (Column("Conditions"), conditions_text(status.get("conditions"))),
+        (Column("Useful Error Message", hidden=not error), error),
     ]
-    if overlay_secrets:
-        cells.append(("Overlay secrets", "\n".join(overlay_secrets)))
-    cells.append(("Conditions", _yaml(status.get("conditions"))))
-    if status.get("usefulErrorMessage"):
-        cells.append(("Useful error message", str(status["usefulErrorMessage"])))
-    return Table("", tuple(Column(t) for t, _ in cells), (tuple(v for _, v in cells),), transpose=True)
+    return Table("", tuple(c for c, _ in cells), (tuple(v for _, v in cells),), transpose=True, kctrl=True)
 
 
 def _ago(timestamp: str, now: datetime) -> str:
@@ -326,7 +344,8 @@ def ghost_diffs_table(diffs: Sequence[Obj], now: datetime | None = None) -> Tabl
         "Fields set back although the package's desired state did not change: something on the cluster keeps "
         "changing them (ages are how long ago; one not seen at the last sync is resolved)",
     )
-    return Table("Ghost diffs", tuple(Column(t) for t in titles), rows, notes=notes, content="ghost diffs")
+    columns = tuple(Column(t) for t in titles)
+    return Table("Ghost diffs", columns, rows, notes=notes, content="ghost diffs", kctrl=True)
 
 
 def app_table(app: Obj) -> Table:
@@ -343,7 +362,7 @@ def app_table(app: Obj) -> Table:
     shown = install_status(app) if status.get("conditions") else ""
     row = (str(_meta(app).get("name", "")), str(_meta(app).get("namespace", "")), shown, metrics)
     columns = (Column("Name"), Column("Namespace"), Column("Status"), Column("Metrics"))
-    return Table("", columns, (row,), transpose=True)
+    return Table("", columns, (row,), transpose=True, kctrl=True)
 
 
 # --- status lines ----------------------------------------------------------------------------------------------------

@@ -5,12 +5,14 @@ and every cell (the last too) is followed by a two-space border; an empty cell s
 the one above shows `^`. Then a blank line and the notes, and a blank line and `N <content>` when there is content.
 Without a TTY: no title, header, notes or footer; cells padded as above but each followed by a tab, and no `^`.
 JSON keys are the header names (`last_change_successful`), which may differ from the titles (`Lcs`).
+A hidden column (go-cli-ui's hidden header: kctrl's Namespace without `-A`) is left out, in JSON too, unless
+`--column` names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kapply.errors import KapplyError
 from kapply.ui.escape import escaped
@@ -20,6 +22,7 @@ from kapply.ui.escape import escaped
 class Column:
     title: str  # what the TTY header shows (`Lcs`)
     key: str = ""  # the JSON key and the name `--column` takes; by default the title in lowercase words joined by _
+    hidden: bool = False  # shown only when `--column` names it
 
     @property
     def name(self) -> str:
@@ -39,26 +42,35 @@ class Table:
     notes: tuple[str, ...] = ()
     content: str = ""  # `N <content>` footer, e.g. "apps"
     transpose: bool = False  # one block per row, a line per column (kapp's `inspect --status`)
+    kctrl: bool = False  # `--column` checked as kctrl checks it (`only`)
 
     @property
     def keys(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
     def only(self, names: Sequence[str]) -> Table:
-        """The table with only the columns `--column` names (by key, or by title made into a key), in table order."""
+        """The table with only the columns `--column` names (by key, or by title made into a key), in table order,
+        hidden ones included. An unknown name: kapp's `Failed to find header: <name>`; kctrl's check (cmdcore's
+        PrintTable) names every unknown one, in the order given: `invalid column names: a,b`."""
         wanted = {column_key(n) for n in names}
+        if self.kctrl:
+            unknown = [n for n in names if not any(column_key(n) == c.name or n == c.title for c in self.columns)]
+            if unknown:
+                raise KapplyError(f"invalid column names: {','.join(unknown)}")
+            wanted = {c.name for c in self.columns if any(column_key(n) == c.name or n == c.title for n in names)}
         missing = sorted(wanted - set(self.keys))
         if missing:
             raise KapplyError(f"Failed to find header: {missing[0]} (columns: {', '.join(self.keys)})")
-        keep = [i for i, key in enumerate(self.keys) if key in wanted]
-        return Table(
-            self.title,
-            tuple(self.columns[i] for i in keep),
-            tuple(tuple(row[i] for i in keep) for row in self.rows),
-            self.notes,
-            self.content,
-            self.transpose,
-        )
+        columns = tuple(replace(c, hidden=c.name not in wanted) for c in self.columns)
+        return replace(self, columns=columns)
+
+    def shown(self) -> Table:
+        """The table without its hidden columns."""
+        keep = [i for i, c in enumerate(self.columns) if not c.hidden]
+        if len(keep) == len(self.columns):
+            return self
+        rows = tuple(tuple(row[i] for i in keep) for row in self.rows)
+        return replace(self, columns=tuple(self.columns[i] for i in keep), rows=rows)
 
 
 def _lines(cells: Sequence[Sequence[str]], border: str) -> list[str]:
@@ -93,6 +105,7 @@ def _transposed(table: Table, tty: bool) -> str:
 def render(table: Table, *, tty: bool = True) -> str:
     """The table as kapp prints it (see the module docs), control characters shown as escapes (`kapply.ui.escape`:
     before the columns are measured, so that they stay aligned)."""
+    table = table.shown()
     table = Table(
         escaped(table.title),
         tuple(Column(escaped(c.title), c.key) for c in table.columns),

@@ -100,7 +100,7 @@ def _version_required(flag: str) -> KapplyError:
 
 
 async def _get(args: Args, out: Output) -> None:
-    from kapply.cli.package.schema import default_values, schema_properties
+    from kapply.cli.package.schema import check_properties, schema_properties
     from kapply.packaging import names, store
     from kapply.ui.packages import package_table, values_schema_table, versions_table
 
@@ -118,21 +118,17 @@ async def _get(args: Args, out: Output) -> None:
             if package is None:
                 raise KapplyError(f"Package '{name}/{version}' not found in namespace '{namespace}'")
             schema = ((package.get("spec") or {}).get("valuesSchema") or {}).get("openAPIv3")
-            if args["values-schema"] or defaults_file:
-                if not schema:
-                    out.line(
-                        f"Package '{name}/{version}' does not have any user configurable values in the "
-                        f"'{namespace}' namespace"
-                    )
-                elif defaults_file:
-                    write_file(defaults_file, default_values(schema), "default values")
-                    out.line(f"Created default values file at {defaults_file}")
             if args["values-schema"]:
-                if schema:
+                if schema is None:
+                    out.line(_no_values(name, version, namespace))
+                else:
+                    check_properties(schema)
                     rows = [(p.key, p.default, p.type, p.description) for p in schema_properties(schema)]
                     out.table(values_schema_table(f"Values schema for '{name}/{version}'", rows))
                 out.finish()
                 return
+            if defaults_file:
+                _save_default_values(out, defaults_file, schema, _no_values(name, version, namespace))
         metadata = next((m for m in await visible(api, store.PACKAGE_METADATAS, namespace) if _key(m) == name), None)
         versions = (
             []
@@ -147,3 +143,23 @@ async def _get(args: Args, out: Output) -> None:
         if not version:
             out.table(versions_table(versions))
         out.finish()
+
+
+def _no_values(name: str, version: str, namespace: str) -> str:
+    return f"Package '{name}/{version}' does not have any user configurable values in the '{namespace}' namespace"
+
+
+def _save_default_values(out: Output, path: str, schema: object, no_values: str) -> None:
+    """`--default-values-file-output`: the file of default values, or kctrl's words when the schema has no
+    properties to default (none at all, or none at its root); the package is shown either way."""
+    from kapply.cli.package.schema import check_properties, default_values
+
+    try:
+        if not isinstance(schema, dict):
+            raise KapplyError(no_values)
+        check_properties(schema)
+    except KapplyError:
+        out.line(no_values)
+        return
+    write_file(path, default_values(schema), "default values")
+    out.line(f"Created default values file at {path}")

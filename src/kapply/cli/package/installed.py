@@ -177,8 +177,9 @@ async def _delete(args: Args, out: Output) -> None:
 
 
 async def _delete_created(api: AsyncClient, names: InstallNames, install: Obj | None, out: Output) -> None:
-    """Delete what `install` created for the install: the resources its annotations record, and its overlays
-    Secret; without the install, those of kctrl's names that carry its owner annotation."""
+    """Delete what `install` created for the install: the resources its annotations record (`Deleting '<Kind>':
+    <name>`), and its overlays Secret (quietly); without the install, those of kctrl's names that carry its owner
+    annotation (a plain line naming the resource type, kctrl's `Deleting 'secrets': <name>`)."""
     from kapply.cli.package import created
     from kapply.cli.package.kinds import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SECRETS, SERVICE_ACCOUNTS
 
@@ -200,7 +201,10 @@ async def _delete_created(api: AsyncClient, names: InstallNames, install: Obj | 
             found = await api.cluster.get(rtype, namespace, resource)
             if found is None or not created.owned_by(found, names):
                 continue
-        log(out, f"Deleting '{kind}': {resource}")
+        if install is None:
+            out.line(f"Deleting '{rtype.plural}': {resource}")
+        elif (kind, resource) not in checked:
+            log(out, f"Deleting '{kind}': {resource}")
         await api.cluster.delete(rtype, namespace, resource)
 
 

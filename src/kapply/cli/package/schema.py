@@ -1,7 +1,8 @@
 """A Package's values schema (`spec.valuesSchema.openAPIv3`) as kctrl shows it: one row per leaf property (a property
 without `properties`, or with empty ones), keyed by its dotted path, with its type, default and description; and the
 default values file of `available get --default-values-file-output`: the defaults as YAML, every line commented
-out, objects kept where some property inside them has a default or is required."""
+out, objects kept where some property inside them has a default or is required. A schema without `properties` at its
+root has no property to show: kctrl refuses it (`check_properties`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kapply.diff.yaml_text import to_yaml
+from kapply.errors import KapplyError
 from kapply.objects import Obj
+
+# Go's name of a JSON value's type in encoding/json's "cannot unmarshal" error
+_JSON_TYPES = {str: "string", bool: "bool", int: "number", float: "number", list: "array"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +30,29 @@ def _properties(schema: Obj) -> dict[str, Obj]:
     return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
 
 
+def check_properties(schema: Any) -> None:
+    """kctrl's refusal of a schema whose root has no `properties` object (its parser reads the schema as an OpenAPI
+    document and the root's `properties` as an extension), with its hint; `properties: null` is no properties."""
+    found = schema.get("properties") if isinstance(schema, dict) else None
+    if found is None and not (isinstance(schema, dict) and "properties" in schema):
+        raise KapplyError(
+            "unable to parse the value schema, the value of key named 'properties' has unsupported type <nil>. "
+            "Expected types are: [map[string]interface{}, json.RawMessage] (hint: the valuesSchema might not have any "
+            "properties)"
+        )
+    if found is not None and not isinstance(found, dict):
+        kind = _JSON_TYPES.get(type(found), "value")
+        raise KapplyError(f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
+
+
 def schema_properties(schema: Obj) -> list[SchemaProperty]:
-    """The leaf properties of the schema, sorted by key."""
+    """The leaf properties of the schema, sorted by key; a root whose `properties` are empty is one property, keyed
+    "" (as kctrl lists it). `check_properties` first."""
     found: list[SchemaProperty] = []
 
     def walk(node: Obj, path: tuple[str, ...]) -> None:
         children = _properties(node)
-        if path and not children:
+        if (not children) if path else ("properties" in node and not node["properties"]):
             found.append(
                 SchemaProperty(
                     ".".join(path), str(node.get("type") or ""), node.get("default"), str(node.get("description") or "")
