@@ -48,6 +48,14 @@ def test_column_can_name_a_column_kctrl_hides() -> None:
     assert text.splitlines()[2:4] == ["Namespace  ", "apps  "]
 
 
+def test_a_hidden_first_column_takes_the_repeat_mark() -> None:
+    versions = [{**PACKAGE, "spec": {"refName": "p.corp.com", "version": v}} for v in ("1.0.0", "2.0.0")]
+    table = ui.packages_table(versions, "t", show_namespace=False)
+    assert shown(table, as_json=False).splitlines()[3:5] == ["p.corp.com  1.0.0    -  ", "p.corp.com  2.0.0    -  "]
+    every = ui.packages_table(versions, "t", show_namespace=True)
+    assert shown(every, as_json=False).splitlines()[4].split() == ["^", "p.corp.com", "2.0.0", "-"], "namespace repeats"
+
+
 def test_unknown_columns_are_all_named_in_the_order_given_as_kctrl_names_them() -> None:
     listing = ui.package_metadatas_table([METADATA], "t", show_namespace=False, wide=False)
     with pytest.raises(KapplyError, match=r"^invalid column names: invalid,ns$"):

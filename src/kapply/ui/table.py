@@ -104,7 +104,9 @@ def _transposed(table: Table, tty: bool) -> str:
 
 def render(table: Table, *, tty: bool = True) -> str:
     """The table as kapp prints it (see the module docs), control characters shown as escapes (`kapply.ui.escape`:
-    before the columns are measured, so that they stay aligned)."""
+    before the columns are measured, so that they stay aligned). A hidden first column takes the `^` (go-cli-ui
+    compares the first cells, hidden or not): none is shown."""
+    repeats = not (table.columns and table.columns[0].hidden)
     table = table.shown()
     table = Table(
         escaped(table.title),
@@ -123,7 +125,8 @@ def render(table: Table, *, tty: bool = True) -> str:
     previous_first = None
     for row in table.rows:
         first = row[0] if row else ""
-        cells.append(["^" if i == 0 and first and first == previous_first else (c or "-") for i, c in enumerate(row)])
+        repeated = repeats and first and first == previous_first
+        cells.append(["^" if i == 0 and repeated else (c or "-") for i, c in enumerate(row)])
         previous_first = first
     lines = [table.title, ""] if table.title else []
     lines += _lines(cells, "  ")
