@@ -1,7 +1,8 @@
-"""kapp-controller's per-App reconcile counters (`kappctrl_app_reconcile_*_total`): their exposition (names, labels,
-all five from an App's first count, gone with the App), and where the App reconciler counts: an attempt where a pass
-starts (not a paused App's), success and failure once the status is written, delete attempt and failure, forgotten
-when the App is gone. The e2e tests wait on these counters instead of sleeping (tests/e2e/controller_harness.py)."""
+"""kapp-controller's per-App reconcile counters (`kappctrl_app_reconcile_*_total`): their exposition (names, labels:
+`controller` is the kind, `App`; all five from an App's first count, gone with the App), and where the App reconciler
+counts: an attempt where a pass starts (a paused App's counters are there at 0, as kapp-controller's InitMetrics makes
+them), success and failure once the status is written, delete attempt and failure, forgotten when the App is gone.
+The e2e tests wait on these counters instead of sleeping (tests/e2e/controller_harness.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kapply.controller.cache import Cache
 from kapply.controller.deploy import Deployed
 from kapply.controller.main import Controller, ControllerOptions
-from kapply.controller.metrics import AppCount, AppCounts, Metrics
+from kapply.controller.metrics import APP, AppCount, KindSeries, Metrics
 from kapply.controller.reconciler import Done, Failed, Reconciler
 from kapply.controller.spec import FINALIZER, parse_spec
 from kapply.errors import ClusterError, KapplyError
@@ -33,7 +34,7 @@ def exposed(metrics: Metrics) -> dict[tuple[str, str, str], dict[str, float]]:
     found: dict[tuple[str, str, str], dict[str, float]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name.startswith("kappctrl_"):
+            if s.name.startswith("kappctrl_app_reconcile_"):
                 key = (s.labels["controller"], s.labels["namespace"], s.labels["name"])
                 found.setdefault(key, {})[s.name] = s.value
     return found
@@ -42,18 +43,19 @@ def exposed(metrics: Metrics) -> dict[tuple[str, str, str], dict[str, float]]:
 def test_an_apps_five_counters_appear_at_its_first_count_and_go_with_it() -> None:
     metrics = Metrics()
     assert exposed(metrics) == {}
-    metrics.apps.count("team", "web", AppCount.ATTEMPT)
-    metrics.apps.count("team", "web", AppCount.ATTEMPT)
-    metrics.apps.count("team", "web", AppCount.SUCCESS)
-    metrics.apps.count("other", "db", AppCount.DELETE_ATTEMPT)
+    apps = metrics.kappctrl.of(APP)
+    apps.count("team", "web", AppCount.ATTEMPT)
+    apps.count("team", "web", AppCount.ATTEMPT)
+    apps.count("team", "web", AppCount.SUCCESS)
+    apps.count("other", "db", AppCount.DELETE_ATTEMPT)
     found = exposed(metrics)
-    assert found[("app", "team", "web")] == dict(zip(NAMES, [2.0, 1.0, 0.0, 0.0, 0.0], strict=True))
-    assert found[("app", "other", "db")] == dict(zip(NAMES, [0.0, 0.0, 0.0, 1.0, 0.0], strict=True))
+    assert found[("App", "team", "web")] == dict(zip(NAMES, [2.0, 1.0, 0.0, 0.0, 0.0], strict=True))
+    assert found[("App", "other", "db")] == dict(zip(NAMES, [0.0, 0.0, 0.0, 1.0, 0.0], strict=True))
     text = generate_latest(metrics.registry).decode()
     assert "kappctrl_app_reconcile_attempt_created" not in text  # no second series per App
-    metrics.apps.forget("team", "web")
-    metrics.apps.forget("team", "never-counted")
-    assert set(exposed(metrics)) == {("app", "other", "db")}
+    apps.forget("team", "web")
+    apps.forget("team", "never-counted")
+    assert set(exposed(metrics)) == {("App", "other", "db")}
 
 
 class Cluster:
@@ -109,7 +111,7 @@ def reconciler(*apps: Obj) -> tuple[Reconciler, Cluster, Events]:
     for each in apps:
         cache.apps.put(each)
     api = Api()
-    r = Reconciler(api, cache=cache, counts=AppCounts())  # type: ignore[arg-type]
+    r = Reconciler(api, cache=cache, counts=KindSeries())  # type: ignore[arg-type]
     events = r.events = Events()  # type: ignore[assignment]
     return r, api.cluster, events
 
@@ -117,8 +119,8 @@ def reconciler(*apps: Obj) -> tuple[Reconciler, Cluster, Events]:
 def counted(r: Reconciler) -> dict[tuple[str, str], list[float]]:
     """Each App's five counters, in NAMES' order."""
     found: dict[tuple[str, str], list[float]] = {}
-    for family in r.counts.collect():
-        for s in family.samples:
+    for family in r.counts.metrics.collect():
+        for s in family.samples if family.type == "counter" else ():
             found.setdefault((s.labels["namespace"], s.labels["name"]), []).append(s.value)
     return found
 
@@ -143,10 +145,11 @@ def test_a_pass_that_deployed_counts_a_success_once_its_status_is_written() -> N
 def test_a_paused_app_counts_nothing_and_a_gone_one_is_forgotten() -> None:
     r, cluster, _ = reconciler(app({**VALID, "paused": True}))
     asyncio.run(r.reconcile("team", "web"))
-    assert counted(r) == {} and cluster.writes[-1]["friendlyDescription"] == "Canceled/paused"
+    assert counted(r) == {("team", "web"): [0, 0, 0, 0, 0]}
+    assert cluster.writes[-1]["friendlyDescription"] == "Canceled/paused"
     r.counts.count("team", "gone", AppCount.ATTEMPT)
     assert asyncio.run(r.reconcile("team", "gone")) is None  # neither in the cache nor on the API server
-    assert counted(r) == {}
+    assert counted(r) == {("team", "web"): [0, 0, 0, 0, 0]}
 
 
 def test_a_delete_counts_its_attempt_and_the_counters_go_with_the_app() -> None:
@@ -171,7 +174,7 @@ def test_a_failed_delete_counts_a_delete_failure_once_its_status_is_written() ->
 
 def test_the_controllers_app_reconciler_counts_into_its_metrics() -> None:
     c = Controller(SimpleNamespace(cluster=SimpleNamespace()), ControllerOptions())  # type: ignore[arg-type]
-    assert c.reconciler.counts is c.metrics.apps
+    assert c.reconciler.counts == c.metrics.kappctrl.of("App") and c.reconciler.counts.metrics is c.metrics.kappctrl
 
 
 def test_a_failed_stage_s_entries_are_in_the_status_it_fails_with() -> None:

@@ -32,7 +32,7 @@ from kapply.controller import health, logs, sandbox
 from kapply.controller.apps import APPS
 from kapply.controller.events import Recorder
 from kapply.controller.leader import RENEW, Election, identity
-from kapply.controller.metrics import Metrics, Result, State
+from kapply.controller.metrics import APP, Kappctrl, Metrics, Result, State
 from kapply.controller.queue import WorkQueue, namespace_share
 from kapply.controller.reconciler import Reconciler
 from kapply.controller.settings import DriftWatching, Settings
@@ -171,6 +171,7 @@ class Controller:
         options: ControllerOptions,
         kinds: Sequence[Kind] = (),
         triggers: Sequence[Trigger] = (),
+        kappctrl: Kappctrl | None = None,
     ) -> None:
         if options.shards < 1 or (options.shards > 1 and not options.leader_election):
             raise ValueError(f"--shards={options.shards}: expected 1, or more with leader election")
@@ -181,7 +182,7 @@ class Controller:
         # sync-period, the watches only keep the cache; off, no type an App deploys is watched.
         watching = options.settings.drift_watches
         self.drift = DriftWatches(api.cluster, self._drifted if watching is DriftWatching.ON else _ignore_key)
-        self.metrics = Metrics()
+        self.metrics = Metrics(kappctrl)  # `kappctrl`: the kinds' reconcilers time into it too
         self.metrics.read = self._state
         # The reconciles read the Apps, their objects and their records from what the watches keep (cache.py).
         self.reconciler = Reconciler(
@@ -190,7 +191,7 @@ class Controller:
             self._track_unwatched if watching is DriftWatching.OFF else self.drift.track,
             self.metrics.deployed,
             cache=self.drift.cache,
-            counts=self.metrics.apps,
+            counts=self.metrics.kappctrl.of(APP),
         )
         self.reconciler.events = _Recorder(api.cluster)
         self.metrics.cache("watches", lambda: self.drift.cache.stats()[1])  # objects the drift and App watches keep
@@ -556,7 +557,12 @@ def _backoff(errors: dict[Key, int], key: Key) -> float:
 
 
 async def run(
-    api: AsyncClient, options: ControllerOptions, kinds: Sequence[Kind] = (), triggers: Sequence[Trigger] = ()
+    api: AsyncClient,
+    options: ControllerOptions,
+    kinds: Sequence[Kind] = (),
+    triggers: Sequence[Trigger] = (),
+    kappctrl: Kappctrl | None = None,
 ) -> None:
-    """Run the controller until cancelled, with the registered kinds and triggers beside Apps."""
-    await Controller(api, options, kinds, triggers).run()
+    """Run the controller until cancelled, with the registered kinds and triggers beside Apps (`kappctrl`: the
+    kapp-controller metrics their reconcilers count into)."""
+    await Controller(api, options, kinds, triggers, kappctrl).run()

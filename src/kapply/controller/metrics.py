@@ -1,5 +1,6 @@
-"""The controller's Prometheus metrics (`/metrics`), named `kapply_*` (and kapp-controller's per-App reconcile counters,
-`kappctrl_app_reconcile_*_total`), with prometheus_client's types and exposition format. docs/reconciler.md
+"""The controller's Prometheus metrics (`/metrics`), named `kapply_*`, and kapp-controller's own (its pkg/metrics: the
+reconcile counters `kappctrl_app_reconcile_*_total` and the reconcile time gauges `kappctrl_reconcile_*time_seconds`
+of each App and PackageRepository), with prometheus_client's types and exposition format. docs/reconciler.md
 ("Metrics") says what each one means.
 
 Counters and histograms are updated as things happen (a reconcile ends, the API server answers, a deploy ends). What
@@ -12,6 +13,7 @@ scrapes. Each Controller has a registry of its own (the tests make many), holdin
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -39,7 +41,8 @@ class Result(enum.StrEnum):
 
 
 class AppCount(enum.StrEnum):
-    """kapp-controller's per-App reconcile counters (its pkg/metrics), `kappctrl_app_reconcile_<value>_total`."""
+    """kapp-controller's reconcile counters (its reconcile_count_metrics.go), `kappctrl_app_reconcile_<value>_total`,
+    of Apps and (attempts only, as kapp-controller counts them) PackageRepositories."""
 
     ATTEMPT = "attempt"  # a reconcile (fetch, template, deploy) started: not a paused or canceled App's pass
     SUCCESS = "success"  # it ended ReconcileSucceeded, its status written (an idle sync too: it writes nothing)
@@ -57,32 +60,139 @@ _APP_COUNT_HELP = {
 }
 
 
-class AppCounts(Collector):
-    """kapp-controller's per-App reconcile counters, with its names and labels (`controller` is `app`, then the App's
-    `name` and `namespace`): kept in memory where the reconciler counts (a sync makes no request for them). An App's
-    five series appear at its first count and go when it is gone (kapp-controller's InitMetrics and DeleteMetrics);
-    no `_created` series. The e2e tests wait on them: "N syncs of this App ended" instead of a sleep."""
+class Timed(enum.StrEnum):
+    """kapp-controller's reconcile time gauges (its reconcile_time_metrics.go), `kappctrl_<value>_time_seconds`: how
+    long the last pass (or stage) of an object took."""
+
+    RECONCILE = "reconcile"  # fetch, template and deploy, from the fetch's start to the deploy's end (or a failure)
+    FETCH = "reconcile_fetch"
+    TEMPLATE = "reconcile_template"
+    DEPLOY = "reconcile_deploy"
+
+
+_TIMED_HELP = {
+    Timed.RECONCILE: "Overall time taken to reconcile a CR",
+    Timed.FETCH: "Time taken to perform a fetch for a CR",
+    Timed.TEMPLATE: "Time taken to perform a templating for a CR",
+    Timed.DEPLOY: "Time taken to perform a deploy for a CR",
+}
+APP = "App"  # the `controller` label of an App's series (kapp-controller's App.Kind())
+PACKAGE_REPOSITORY = "PackageRepository"  # and of a PackageRepository's (its pkgrepository App.Kind())
+Object = tuple[str, str, str]  # the `controller` label (the object's kind), the object's namespace and name
+
+
+class Kappctrl(Collector):
+    """kapp-controller's metrics, with its names, types, help texts and labels: five reconcile counters per object
+    (`controller`: its kind, `App` or `PackageRepository`; then its `name` and `namespace`) and four time gauges (the
+    same labels and `firstReconcile`, `true` for the pass that was the object's first attempt since the process
+    started). Kept in memory where the reconcilers count and time (a sync makes no request for them); an object's
+    series go when it is gone (kapp-controller's DeleteMetrics drops an App's counters only, and no PackageRepository
+    series: kapply drops them all, so that the series of deleted objects do not pile up). No `_created` series. The
+    e2e tests wait on the counters: "N syncs of this App ended" instead of a sleep."""
 
     def __init__(self) -> None:
-        self._counts: dict[Key, dict[AppCount, int]] = {}
+        self._counts: dict[Object, dict[AppCount, int]] = {}
+        self._times: dict[tuple[Object, bool], dict[Timed, float]] = {}
 
-    def count(self, namespace: str, name: str, count: AppCount) -> None:
-        self._counts.setdefault((namespace, name), dict.fromkeys(AppCount, 0))[count] += 1
+    def of(self, controller: str) -> KindSeries:
+        return KindSeries(self, controller)
 
-    def forget(self, namespace: str, name: str) -> None:
-        self._counts.pop((namespace, name), None)
+    def init(self, obj: Object) -> None:
+        """The object's five counters at 0 if it has none (kapp-controller's InitMetrics, at each reconcile)."""
+        self._counts.setdefault(obj, dict.fromkeys(AppCount, 0))
+
+    def count(self, obj: Object, count: AppCount) -> None:
+        self.init(obj)
+        self._counts[obj][count] += 1
+
+    def attempts(self, obj: Object) -> int:
+        return self._counts.get(obj, {}).get(AppCount.ATTEMPT, 0)
+
+    def time(self, obj: Object, first: bool, timed: Timed, seconds: float) -> None:
+        self._times.setdefault((obj, first), {})[timed] = seconds
+
+    def forget(self, obj: Object) -> None:
+        self._counts.pop(obj, None)
+        for first in (True, False):
+            self._times.pop((obj, first), None)
 
     def collect(self) -> Iterable[Metric]:
-        apps = sorted(self._counts.items())
+        counts = sorted(self._counts.items())
         for count in AppCount:
-            family = CounterMetricFamily(
+            counter = CounterMetricFamily(
                 f"kappctrl_app_reconcile_{count.value}",
                 _APP_COUNT_HELP[count],
                 labels=["controller", "name", "namespace"],
             )
-            for (namespace, name), counts in apps:
-                family.add_metric(["app", name, namespace], counts[count])
-            yield family
+            for (controller, namespace, name), values in counts:
+                counter.add_metric([controller, name, namespace], values[count])
+            yield counter
+        times = sorted(self._times.items())
+        for timed in Timed:
+            gauge = GaugeMetricFamily(
+                f"kappctrl_{timed.value}_time_seconds",
+                _TIMED_HELP[timed],
+                labels=["controller", "name", "namespace", "firstReconcile"],
+            )
+            for ((controller, namespace, name), first), seconds in times:
+                if timed in seconds:
+                    gauge.add_metric([controller, name, namespace, "true" if first else "false"], seconds[timed])
+            yield gauge
+
+
+@dataclass(frozen=True, slots=True)
+class KindSeries:
+    """The kapp-controller series of one kind's objects (`controller` label), as its reconciler counts and times them;
+    the default is a standalone collector's App series (a reconciler made without a controller's metrics)."""
+
+    metrics: Kappctrl = field(default_factory=Kappctrl)
+    controller: str = APP
+
+    def init(self, namespace: str, name: str) -> None:
+        self.metrics.init((self.controller, namespace, name))
+
+    def count(self, namespace: str, name: str, count: AppCount) -> None:
+        self.metrics.count((self.controller, namespace, name), count)
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.metrics.forget((self.controller, namespace, name))
+
+    def clock(self, namespace: str, name: str) -> Clock:
+        """A clock for the pass that has just counted its attempt; `firstReconcile` is whether that was the object's
+        first (kapp-controller: its attempt counter is 1)."""
+        obj = (self.controller, namespace, name)
+        return Clock(self.metrics, obj, self.metrics.attempts(obj) == 1)
+
+
+@dataclass(slots=True)
+class Clock:
+    """One pass's times, set in kapp-controller's gauges as each is known, as kapp-controller sets them: a stage's
+    time when it ends (failed or not; a stage not reached leaves its gauge at the last pass's value), the overall
+    time when the deploy ended or a stage failed."""
+
+    metrics: Kappctrl
+    obj: Object
+    first: bool
+    started: float = field(default_factory=time.monotonic)
+    lap: float = field(default_factory=time.monotonic)  # when the stage running now started
+    now: Callable[[], float] = time.monotonic
+
+    def begin(self) -> None:
+        """A stage starts now."""
+        self.lap = self.now()
+
+    def end(self, timed: Timed) -> None:
+        """The stage that started last (at `begin`, or when the one before it ended) ends now."""
+        now = self.now()
+        self.metrics.time(self.obj, self.first, timed, now - self.lap)
+        self.lap = now
+
+    async def fetched(self, lock: str) -> None:
+        """The sandbox's `on_fetched`: the fetch stage ended (the template stage starts)."""
+        self.end(Timed.FETCH)
+
+    def stop(self) -> None:
+        self.metrics.time(self.obj, self.first, Timed.RECONCILE, self.now() - self.started)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +275,10 @@ class _StateCollector(Collector):
 
 
 class Metrics:
-    """The metrics of one controller."""
+    """The metrics of one controller; `kappctrl`: kapp-controller's series, when the controller's packaging reconcilers
+    (made before it) time into them too."""
 
-    def __init__(self) -> None:
+    def __init__(self, kappctrl: Kappctrl | None = None) -> None:
         self.registry = CollectorRegistry()
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             collector(registry=self.registry)
@@ -204,8 +315,8 @@ class Metrics:
             ["change"],
             registry=self.registry,
         )
-        self.apps = AppCounts()  # counted by the App reconciler
-        self.registry.register(self.apps)
+        self.kappctrl = kappctrl or Kappctrl()  # counted and timed by the App and PackageRepository reconcilers
+        self.registry.register(self.kappctrl)
         self._caches: dict[str, Callable[[], int]] = {}
         self.read: Callable[[], State] = State  # the controller's state at a scrape (set by the controller)
         self.registry.register(_StateCollector(lambda: self.read(), self._caches))

@@ -27,7 +27,7 @@ from kapply.controller.delete import delete
 from kapply.controller.deploy import Deployed, DeployFailed, DeployRequest, Hooks, deploy, field_key
 from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
-from kapply.controller.metrics import AppCount, AppCounts
+from kapply.controller.metrics import AppCount, Clock, KindSeries, Timed
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import FINALIZER, AppSpec, parse_spec, parsed
@@ -91,14 +91,14 @@ class Reconciler:
         observe_deploy: ObserveDeploy | None = None,
         *,
         cache: Cache | None = None,
-        counts: AppCounts | None = None,
+        counts: KindSeries | None = None,
     ) -> None:
         self.api = api
         self.settings = settings or Settings()
         self.track = track or (lambda app, label, types, namespaces, connect: None)
         self.observe_deploy = observe_deploy or (lambda seconds, ok: None)
         self.cache = cache or Cache()  # without the watches' cache (main.py's), every read goes to the API server
-        self.counts = counts or AppCounts()  # kapp-controller's per-App reconcile counters (main.py's in /metrics)
+        self.counts = counts or KindSeries()  # kapp-controller's App counters and times (main.py's in /metrics)
         self.tokens = Tokens(api)
         self.events = Recorder(api.cluster)
         self.memory: dict[Key, ghosts.Memory] = {}
@@ -137,6 +137,7 @@ class Reconciler:
             return await self._delete(app, spec)
         status = {**(app.get("status") or {}), "observedGeneration": app["metadata"].get("generation", 0)}
         if spec is not None and (spec.paused or spec.canceled):
+            self.counts.init(namespace, name)  # kapp-controller's InitMetrics: a paused App's counters are there, at 0
             await self._write_status(app, app_status.paused(status, status["observedGeneration"]))
             return self.sync_period(spec)
         self.counts.count(namespace, name, AppCount.ATTEMPT)
@@ -157,29 +158,35 @@ class Reconciler:
         previous: Obj = app.get("status") or {}
         if _starts_anew(previous, status):  # a new spec or a retry says so at once (kubectl wait sees it)
             await self._write_status(app, app_status.reconciling(status))
+        clock = self.counts.clock(app["metadata"]["namespace"], app["metadata"]["name"])  # kapp-controller's times
         try:
             client = await self._as_app(app["metadata"]["namespace"], spec.service_account)
         except KapplyError as e:
+            clock.stop()
             return await self._fail(app, status, spec, Failed(str(e), str(e)))
-        templated = await self._fetch_and_template(app, client)
+        templated = await self._fetch_and_template(app, client, clock)
         if isinstance(templated, Failed):
+            clock.stop()
             return await self._fail(app, status, spec, templated)
         status = {**status, **templated.stages}
-        deployed = await self._deploy(app, spec, client, templated.manifests, status)
+        deployed = await self._deploy(app, spec, client, templated.manifests, status, clock)
+        clock.stop()
         if isinstance(deployed, Failed):
             return await self._fail(app, status, spec, deployed)
         return await self._succeeded(app, spec, status, previous, deployed)
 
-    async def _fetch_and_template(self, app: Obj, client: AsyncClient) -> Templated | Failed:
-        """The fetch and template stages, in the sandbox, reading with the App's own client."""
+    async def _fetch_and_template(self, app: Obj, client: AsyncClient, clock: Clock) -> Templated | Failed:
+        """The fetch and template stages, in the sandbox, reading with the App's own client; `clock` times each."""
         started = app_status.now()
+        clock.begin()
         read = reader(client, app["metadata"]["namespace"])
         policy = FetchPolicy.from_settings(self.settings)
         try:
             lock, manifests = sandbox_app.result(
-                await self._sandbox().run("app", sandbox_app.request(app, policy), read)
+                await self._sandbox().run("app", sandbox_app.request(app, policy), read, clock.fetched)
             )
         except SandboxFailed as e:
+            clock.end(Timed.FETCH if e.stage is Stage.FETCH else Timed.TEMPLATE)
             if e.stage is Stage.FETCH:
                 error = f"Fetching resources: {e}"
                 fetch = app_status.Stage(1, stderr=e.stderr, error=error, started_at=started).to_status()
@@ -187,12 +194,15 @@ class Reconciler:
             fetched = app_status.Stage(0, stdout=e.lock, started_at=started).to_status()
             template = app_status.Stage(1, stderr=e.stderr, error=str(e)).to_status(with_stdout=False)
             return Failed(str(e), e.stderr, {"fetch": fetched, "template": template})
+        clock.end(Timed.TEMPLATE)
         fetched = app_status.Stage(0, stdout=lock, started_at=started).to_status()
         return Templated(manifests, {"fetch": fetched, "template": app_status.Stage(0).to_status(with_stdout=False)})
 
-    async def _deploy(self, app: Obj, spec: AppSpec, client: AsyncClient, manifests: str, status: Obj) -> Done | Failed:
+    async def _deploy(
+        self, app: Obj, spec: AppSpec, client: AsyncClient, manifests: str, status: Obj, clock: Clock
+    ) -> Done | Failed:
         """The deploy stage, with the App's own client; `status` (the fetch and template stages' included) is what
-        its progress is reported over while it runs."""
+        its progress is reported over while it runs; `clock` times it."""
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
         memory = self._memory(namespace, name, app.get("status") or {})
         started = app_status.now()
@@ -202,14 +212,17 @@ class Reconciler:
             self.api, client, name, namespace, spec, manifests, memory.digest, memory.quiet, owned, period
         )
         deploying = time.monotonic()
+        clock.begin()
         try:
             deployed = await deploy(request, self._hooks(app, spec, status, started))
         except DeployFailed as e:
+            clock.end(Timed.DEPLOY)
             memory.quiet = None
             self.observe_deploy(time.monotonic() - deploying, False)
             error = f"Deploying: {e}"
             stage = app_status.Stage(1, stdout=e.output, stderr=f"kapply: Error: {e}", error=error, started_at=started)
             return Failed(error, str(e), {"deploy": stage.to_status(finished=True)})
+        clock.end(Timed.DEPLOY)
         self.observe_deploy(time.monotonic() - deploying, True)
         return Done(deployed, started)
 

@@ -12,6 +12,7 @@ from kapply.api import AsyncClient
 from kapply.controller.apps import APPS
 from kapply.controller.main import ControllerOptions, Kind, Trigger
 from kapply.controller.main import run as run_controller
+from kapply.controller.metrics import PACKAGE_REPOSITORY, Kappctrl
 from kapply.packaging import names, store
 from kapply.packaging.install import InstallReconciler, install_fingerprint
 from kapply.packaging.repository import RepositoryReconciler
@@ -20,10 +21,11 @@ from kapply.packaging.triggers import InstallIndex, app_trigger, package_trigger
 
 
 def registrations(
-    api: AsyncClient, options: ControllerOptions, settings: PackagingSettings
+    api: AsyncClient, options: ControllerOptions, settings: PackagingSettings, kappctrl: Kappctrl
 ) -> tuple[tuple[Kind, ...], tuple[Trigger, ...]]:
-    """The packaging kinds and triggers for a Controller."""
-    repositories = RepositoryReconciler(api, options.settings)
+    """The packaging kinds and triggers for a Controller whose metrics hold `kappctrl` (kapp-controller's series: a
+    PackageRepository's are counted and timed by its reconciler; a PackageInstall's are its App's)."""
+    repositories = RepositoryReconciler(api, options.settings, kappctrl.of(PACKAGE_REPOSITORY))
     installs = InstallReconciler(api, settings)
     index = InstallIndex()
 
@@ -59,5 +61,6 @@ async def run(api: AsyncClient, options: ControllerOptions, settings: PackagingS
     if settings is None:
         await run_controller(api, options)
         return
-    kinds, triggers = registrations(api, options, settings)
-    await run_controller(api, options, kinds, triggers)
+    kappctrl = Kappctrl()
+    kinds, triggers = registrations(api, options, settings, kappctrl)
+    await run_controller(api, options, kinds, triggers, kappctrl)

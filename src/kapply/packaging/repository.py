@@ -16,6 +16,7 @@ import logging
 from kapply.api import AsyncClient
 from kapply.controller import status as app_status
 from kapply.controller.fetch import FetchPolicy
+from kapply.controller.metrics import PACKAGE_REPOSITORY, AppCount, Clock, KindSeries, Timed
 from kapply.controller.sandbox import SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
 from kapply.controller.spec import SpecError
@@ -69,9 +70,11 @@ def _starts_anew(previous: Obj, generation: int) -> bool:
 
 
 class RepositoryReconciler:
-    def __init__(self, api: AsyncClient, settings: Settings) -> None:
+    def __init__(self, api: AsyncClient, settings: Settings, series: KindSeries | None = None) -> None:
         self.api = api
         self.settings = settings
+        # kapp-controller's series of PackageRepositories: attempts (it counts nothing else of them) and times
+        self.series = series or KindSeries(controller=PACKAGE_REPOSITORY)
 
     async def _write(self, repository: Obj, status: Obj) -> None:
         """A status that differs only in its times is not written (an unchanged repository's sync writes nothing)."""
@@ -82,7 +85,9 @@ class RepositoryReconciler:
         Whatever fails, the status says so (failures.py)."""
         repository = await store.get(self.api.cluster, store.REPOSITORIES, namespace, name)
         if repository is None:
+            self.series.forget(namespace, name)
             return None
+        self.series.init(namespace, name)  # kapp-controller's InitMetrics, at every reconcile
         try:
             return await self._reconcile(repository)
         except Exception as e:
@@ -118,14 +123,18 @@ class RepositoryReconciler:
         """Fetch, template, deploy; the status says how each stage went."""
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
         previous: Obj = repository.get("status") or {}
+        self.series.count(namespace, name, AppCount.ATTEMPT)
+        clock = self.series.clock(namespace, name)
         if _starts_anew(previous, status["observedGeneration"]):
             await self._write(repository, app_status.reconciling(status))
         try:
-            wanted = await self._fetch_and_template(namespace, name, spec, status)
-            deployed, status["deploy"] = await self._deploy(repository, wanted)
+            wanted = await self._fetch_and_template(namespace, name, spec, status, clock)
+            deployed, status["deploy"] = await self._deploy(repository, wanted, clock)
         except StageFailed as e:
+            clock.stop()
             status[e.stage] = e.status
             return await self._fail(repository, status, str(e), e.useful, spec.sync_period)
+        clock.stop()
         unchanged = previous.get("observedGeneration") == status["observedGeneration"]
         if deployed.changed or not unchanged or previous.get("friendlyDescription") != "Reconcile succeeded":
             await self._write(repository, app_status.succeeded(status))
@@ -134,11 +143,12 @@ class RepositoryReconciler:
         return spec.sync_period
 
     async def _fetch_and_template(
-        self, namespace: str, name: str, spec: PackageRepositorySpec, status: Obj
+        self, namespace: str, name: str, spec: PackageRepositorySpec, status: Obj, clock: Clock
     ) -> list[Obj]:
         """The objects the repository deploys, fetched and read in the sandbox; status.fetch and status.template say
-        how each stage went (StageFailed when one failed)."""
+        how each stage went (StageFailed when one failed); `clock` times each."""
         started = app_status.now()
+        clock.begin()
         try:
             lock, wanted = await fetch_and_read(
                 shared(self.settings),
@@ -147,8 +157,10 @@ class RepositoryReconciler:
                 spec.fetch,
                 FetchPolicy.from_settings(self.settings),
                 source_reader(self.api, namespace),
+                on_fetched=clock.fetched,
             )
         except SandboxFailed as e:
+            clock.end(Timed.FETCH if e.stage is Stage.FETCH else Timed.TEMPLATE)
             if e.stage is Stage.FETCH:
                 error, useful = tool_failure("Fetching resources: ", str(e), e.stderr)
                 raise StageFailed(
@@ -159,13 +171,15 @@ class RepositoryReconciler:
             # they are
             error, useful = tool_failure("Templating dir: ", str(e), e.stderr) if e.stderr else (str(e), str(e))
             raise StageFailed("template", app_status.Stage(e.exit_code, stderr=e.stderr, error=error), useful) from e
+        clock.end(Timed.TEMPLATE)
         status["fetch"] = app_status.Stage(0, stdout=lock, started_at=started).to_status()
         status["template"] = app_status.Stage(0).to_status(with_stdout=False)
         return wanted
 
-    async def _deploy(self, repository: Obj, wanted: list[Obj]) -> tuple[RepositoryDeployed, Obj]:
+    async def _deploy(self, repository: Obj, wanted: list[Obj], clock: Clock) -> tuple[RepositoryDeployed, Obj]:
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
         started = app_status.now()
+        clock.begin()
 
         async def owns() -> None:  # before the deploy applies anything, as kapp-controller ("Blocking for deploy")
             try:
@@ -176,10 +190,12 @@ class RepositoryReconciler:
         try:
             deployed = await deploy(self.api, name, namespace, wanted, owns)
         except RepositoryDeployFailed as e:
+            clock.end(Timed.DEPLOY)
             stage = app_status.Stage(
                 1, stdout=e.output, stderr=f"kapply: Error: {e}", error=f"Deploying: {e}", started_at=started
             )
             raise StageFailed("deploy", stage, str(e)) from e
+        clock.end(Timed.DEPLOY)
         return deployed, app_status.Stage(0, stdout=deployed.output, started_at=started).to_status(finished=True)
 
     async def _fail(self, repository: Obj, status: Obj, message: str, useful: str, period: float) -> float:
@@ -209,5 +225,6 @@ class RepositoryReconciler:
             await self._write(repository, failed)
             return again
         await self.api.cluster.remove_finalizer(store.REPOSITORIES, namespace, name, names.REPOSITORY_FINALIZER)
+        self.series.forget(namespace, name)
         _log.info("%s %s/%s: deleted", KIND, namespace, name)
         return None

@@ -60,11 +60,17 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
 
 
 async def fetch_and_read(
-    sandbox: Sandbox, namespace: str, name: str, source: RepositoryFetch, policy: FetchPolicy, read: ReadSource
+    sandbox: Sandbox,
+    namespace: str,
+    name: str,
+    source: RepositoryFetch,
+    policy: FetchPolicy,
+    read: ReadSource,
+    on_fetched: Callable[[str], Awaitable[None]] | None = None,  # told when the fetch stage ended
 ) -> tuple[str, list[Obj]]:
     """The lock and the objects the repository deploys; SandboxFailed when a stage failed (ContentError for an
     object the sandbox sent that is not one a repository may bring)."""
-    done = await sandbox.run("repository", request(namespace, name, source, policy), read)
+    done = await sandbox.run("repository", request(namespace, name, source, policy), read, on_fetched)
     lock, objects = done.get("lock"), done.get("objects")
     if not isinstance(lock, str) or not isinstance(objects, list):
         raise SandboxFailed(Stage.TEMPLATE, "Sandbox: the sandbox sent a result without a lock and objects")
