@@ -26,6 +26,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccountToken
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests.e2e.faults import http_client
 from tests.e2e.harness import Cluster, eventually, external_tool, parse_json_output
@@ -83,23 +84,30 @@ def endpoint(log: Path, timeout: float = 30) -> str:
     return str(eventually(found, timeout=timeout, what=f"the endpoints named in {log.name}"))
 
 
+def samples(url: str) -> list[Sample]:
+    """The samples the controller at `url` serves at /metrics."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
 def app_syncs(urls: str | Sequence[str], namespace: str) -> dict[str, tuple[int, int]]:
     """The namespace's Apps' reconciles started and ended (succeeded or failed), by App name, summed over the
-    controllers at `urls`: their kapp-controller counters `kappctrl_app_reconcile_{attempt,success,failure}_total`."""
+    controllers at `urls`: their kapp-controller counters `kappctrl_app_reconcile_{attempt,success,failure}_total`
+    (`controller="App"`: a PackageRepository's are counted too, attempts only)."""
     found: dict[str, tuple[int, int]] = {}
     for url in [urls] if isinstance(urls, str) else urls:
-        with urllib.request.urlopen(url + "/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if not sample.name.startswith("kappctrl_app_reconcile_") or sample.labels["namespace"] != namespace:
-                    continue
-                started, ended = found.get(sample.labels["name"], (0, 0))
-                if sample.name == "kappctrl_app_reconcile_attempt_total":
-                    started += int(sample.value)
-                elif sample.name in ("kappctrl_app_reconcile_success_total", "kappctrl_app_reconcile_failure_total"):
-                    ended += int(sample.value)
-                found[sample.labels["name"]] = (started, ended)
+        for sample in samples(url):
+            if not sample.name.startswith("kappctrl_app_reconcile_") or sample.labels["controller"] != "App":
+                continue
+            if sample.labels["namespace"] != namespace:
+                continue
+            started, ended = found.get(sample.labels["name"], (0, 0))
+            if sample.name == "kappctrl_app_reconcile_attempt_total":
+                started += int(sample.value)
+            elif sample.name in ("kappctrl_app_reconcile_success_total", "kappctrl_app_reconcile_failure_total"):
+                ended += int(sample.value)
+            found[sample.labels["name"]] = (started, ended)
     return found
 
 

@@ -1,7 +1,8 @@
 """A running controller observed as Prometheus and the kubelet would: /metrics with the reconcile counters and
-durations of its Apps, the API requests of its own identity and of the Apps' service accounts, an App's drift gauge
-after an outside change under `driftPolicy: warn`, a failing App counted as a failure; /healthz and /readyz; and
-its JSON log, one object per line naming the App each line is about."""
+durations of its Apps (kapply's, and kapp-controller's counters and time gauges with its names and labels), the API
+requests of its own identity and of the Apps' service accounts, an App's drift gauge after an outside change under
+`driftPolicy: warn`, a failing App counted as a failure; /healthz and /readyz; and its JSON log, one object per line
+naming the App each line is about."""
 
 from __future__ import annotations
 
@@ -97,6 +98,17 @@ def test_metrics_probes_and_json_logs_of_a_running_controller(
     assert found[("kapply_shards_held", ())] == 1 and found[("kapply_objects", (("kind", "App"),))] == 2
     assert found[("kapply_queue_scheduled", (("kind", "App"),))] == 2
     assert not any(name == "kapply_app_drift_fields" for name, _ in found)
+
+    # kapp-controller's series, as its dashboards read them: the counters, and the four time gauges of a first pass
+    def labels(name: str, **more: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted({"controller": "App", "name": name, "namespace": namespace, **more}.items()))
+
+    assert found[("kappctrl_app_reconcile_attempt_total", labels("warned"))] >= 1
+    assert found[("kappctrl_app_reconcile_success_total", labels("warned"))] >= 1
+    assert found[("kappctrl_app_reconcile_failure_total", labels("broken"))] >= 1
+    for stage in ("", "fetch_", "template_", "deploy_"):
+        assert found[(f"kappctrl_reconcile_{stage}time_seconds", labels("warned", firstReconcile="true"))] > 0
+    assert found[("kappctrl_reconcile_time_seconds", labels("broken", firstReconcile="true"))] > 0
 
     # Drift under `warn`: kept, listed in the status, and a gauge for the App.
     kube.patch(ConfigMap, "warned", {"data": {"v": "edited"}}, namespace=namespace, field_manager="kubectl")

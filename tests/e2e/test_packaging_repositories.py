@@ -17,6 +17,7 @@ from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
 from kapply.packaging import names
+from tests.e2e.controller_harness import endpoint, samples
 from tests.e2e.harness import Cluster, eventually
 from tests.e2e.packaging_harness import (
     Package,
@@ -157,6 +158,16 @@ def test_kapp_controllers_inline_repository_brings_its_package_and_takes_it_away
     assert reported["template"]["exitCode"] == 0 and "stdout" not in reported["template"]
     assert reported["deploy"]["exitCode"] == 0 and reported["deploy"]["finished"] is True
     assert "usefulErrorMessage" not in reported
+    # kapp-controller's series of the repository: its attempts (the only count it keeps of one), and its four times
+    served = {
+        (s.name, s.labels.get("firstReconcile")): s.value
+        for s in samples(endpoint(running.log))
+        if s.labels.get("controller") == "PackageRepository" and s.labels.get("name") == REPOSITORY
+    }
+    assert served[("kappctrl_app_reconcile_attempt_total", None)] >= 1
+    assert served[("kappctrl_app_reconcile_success_total", None)] == 0
+    for stage in ("", "fetch_", "template_", "deploy_"):
+        assert served[(f"kappctrl_reconcile_{stage}time_seconds", "true")] > 0
     pkgr = get(kube, PackageRepository, namespace, REPOSITORY) or {}
     assert pkgr["metadata"]["finalizers"] == [names.REPOSITORY_FINALIZER]
 
