@@ -50,6 +50,7 @@ from tests.e2e.registry import Registry
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 CM_REF = "cm.test.carvel.dev"
+BARE_REF = "bare.test.carvel.dev"  # a values schema without properties
 SHARED_REFUSAL = (
     "kapply: Error: Creating sensitive resources in a shared namespace (default) (hint: Specify a namespace"
 )
@@ -326,7 +327,7 @@ def test_repository_get(running: Running, kube: Client, kapply: KapplyRunner, na
         "name": "got",
         "source": f"(imgpkg) {url}",
         "status": "Reconcile succeeded",
-        "conditions": '- status: "True"\n  type: ReconcileSucceeded',
+        "conditions": '- type: ReconcileSucceeded\n  status: "True"\n  reason: ""\n  message: ""',
         "useful_error_message": "",
     }
     refused(
@@ -380,16 +381,21 @@ def test_available_list(running: Running, kapply: KapplyRunner, namespace: str) 
     assert {"name": CM_REF, "display_name": "ConfigMap", "short_description": "A ConfigMap"} in wide
     versions = kapply.json("package", "available", "list", "-p", CM_REF, "-n", namespace).table().rows
     assert versions == [
-        {"name": CM_REF, "version": "1.0.0", "released_at": ""},
-        {"name": CM_REF, "version": "2.0.0", "released_at": ""},
+        {"name": CM_REF, "version": "1.0.0", "released_at": "-"},
+        {"name": CM_REF, "version": "2.0.0", "released_at": "-"},
     ]
     every = kapply.json("package", "available", "list", "--summary=false", "-A").table().rows
-    assert {"namespace": namespace, "name": CM_REF, "version": "2.0.0", "released_at": ""} in every
+    assert {"namespace": namespace, "name": CM_REF, "version": "2.0.0", "released_at": "-"} in every
+    # --column names a column kctrl hides (Namespace without -A); unknown names are all named, in order
+    named = kapply.json("package", "available", "list", "-n", namespace, "--column=name,namespace").table().rows
+    assert {"name": CM_REF, "namespace": namespace} in named
+    unknown = kapply("package", "available", "list", "-n", namespace, "--column=name,invalid,namespace,ns")
+    refused(unknown, "kapply: Error: invalid column names: invalid,ns")
     text = ok(kapply("package", "available", "list", "-n", namespace, "--summary=false", "--tty"))
     assert f"Available packages in namespace '{namespace}'" in text
 
 
-def test_available_get(running: Running, kapply: KapplyRunner, namespace: str, tmp_path: Path) -> None:
+def test_available_get(running: Running, kube: Client, kapply: KapplyRunner, namespace: str, tmp_path: Path) -> None:
     shown = kapply.json("package", "available", "get", "-p", CM_REF, "-n", namespace)
     details, versions = shown.tables
     assert details.rows[0]["name"] == CM_REF and details.rows[0]["display_name"] == "ConfigMap"
@@ -417,6 +423,16 @@ def test_available_get(running: Running, kapply: KapplyRunner, namespace: str, t
     )
     assert f"Created default values file at {defaults}" in ok(saved)
     assert defaults.read_text() == "# hello_msg: stranger\n# name: cm\n"
+    bare = {**cm_package("1.0.0"), "metadata": {"name": names.package_name(BARE_REF, "1.0.0")}}
+    bare["spec"] = {**bare["spec"], "refName": BARE_REF, "valuesSchema": {"openAPIv3": {"title": "No properties"}}}
+    create(kube, namespace, bare)
+    bare_get = ("package", "available", "get", "-p", f"{BARE_REF}/1.0.0", "-n", namespace)
+    refused(kapply(*bare_get, "--values-schema"), "(hint: the valuesSchema might not have any properties)")
+    none = tmp_path / "none.yml"
+    told = kapply(*bare_get, "--default-values-file-output", str(none), "--tty")
+    no_values = f"Package '{BARE_REF}/1.0.0' does not have any user configurable values"
+    assert f"{no_values} in the '{namespace}' namespace" in told.stderr and "Release notes" in ok(told)
+    assert not none.exists()
     refused(
         kapply("package", "available", "get", "-p", CM_REF, "--values-schema", "-n", namespace),
         "kapply: Error: Package version is required when --values-schema flag is declared",
@@ -612,7 +628,7 @@ def test_installed_get(running: Running, kube: Client, kapply: KapplyRunner, nam
         "package_name": CM_REF,
         "package_version": "1.0.0",
         "status": "Reconcile succeeded",
-        "conditions": '- status: "True"\n  type: ReconcileSucceeded',
+        "conditions": '- type: ReconcileSucceeded\n  status: "True"\n  reason: ""\n  message: ""',
     }
     shown = kapply.json("package", "i", "g", "-i", "got", "-n", namespace, "--values")
     assert shown.blocks == ["name: got-cm\n"]
@@ -712,14 +728,22 @@ def test_installed_delete(running: Running, kube: Client, kapply: KapplyRunner, 
         ("ClusterRole", f"{owner}-cluster-role"),
         ("ClusterRoleBinding", f"{owner}-cluster-rolebinding"),
         ("Secret", f"{owner}-values"),
-        ("Secret", f"{owner}-overlays"),
     ):
         assert f"Deleting '{kind}': {name}" in out, out
+    assert f"{owner}-overlays" not in out, "kctrl deletes the overlays Secret quietly"
     assert get(kube, PackageInstall, namespace, "deleted") is None
     assert config_map_data(kube, namespace, "deleted-cm") is None, "what it deployed went with it"
     assert not exists(kube, ServiceAccount, f"{owner}-sa", namespace)
     assert not exists(kube, ClusterRole, f"{owner}-cluster-role")
     assert not exists(kube, ClusterRoleBinding, f"{owner}-cluster-rolebinding")
+    assert not exists(kube, Secret, f"{owner}-overlays", namespace)
+
+    # without the install: what `install` would have named, if it is the install's, as kctrl names it
+    leftover = {"metadata": {"name": f"{owner}-overlays", "annotations": {"packaging.carvel.dev/package": owner}}}
+    kube.create(Secret.from_dict(leftover), namespace=namespace)
+    out = ok(kapply("package", "installed", "delete", "-i", "deleted", "-n", namespace, "-y"))
+    assert f"Could not find package install 'deleted' in namespace '{namespace}'. Cleaning up created resources." in out
+    assert f"Deleting 'secrets': {owner}-overlays" in out, out
     assert not exists(kube, Secret, f"{owner}-overlays", namespace)
 
     # --noop: the install goes, what it deployed stays

@@ -93,24 +93,46 @@ def test_properties_that_are_no_object_fail_as_kctrls_decoder_fails() -> None:
 
 
 @pytest.mark.parametrize("properties", [{}, None])
-def test_empty_properties_at_the_root_are_one_property_without_a_key(properties: dict[str, Any] | None) -> None:
+def test_empty_properties_at_the_root_are_one_empty_property(properties: dict[str, Any] | None) -> None:
     schema = {"type": "object", "description": "Nothing", "properties": properties}
     check_properties(schema)
-    assert [(p.key, p.type, p.description) for p in schema_properties(schema)] == [("", "object", "Nothing")]
+    assert [(p.key, p.type, p.default, p.description) for p in schema_properties(schema)] == [("", "", None, "")]
 
 
-def test_a_defaults_file_of_a_schema_without_properties_is_not_written(tmp_path: Path) -> None:
-    path = tmp_path / "defaults.yml"
-    out = io.StringIO()
+NO_VALUES = "Package 'p.corp.com/1.0.0' does not have any user configurable values in the 'apps' namespace"
+
+
+@pytest.mark.parametrize("schema", [{"title": "Empty values schema"}, {"properties": {}}, None])
+def test_a_defaults_file_of_a_schema_without_properties_is_not_written(
+    schema: dict[str, Any] | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, out = tmp_path / "defaults.yml", io.StringIO()
     output = Output(tty=True, out=out)
-    no_values = "Package 'p.corp.com/1.0.0' does not have any user configurable values in the 'apps' namespace"
-    _save_default_values(output, str(path), {"title": "Empty values schema"}, no_values)
-    _save_default_values(output, str(path), None, no_values)
-    assert out.getvalue() == f"{no_values}\n\n{no_values}\n"
+    output.line("Target cluster 'x'")
+    _save_default_values(output, str(path), schema, NO_VALUES)
+    output.table(ui.versions_table([PACKAGE]))
+    assert capsys.readouterr().err == f"Default values file output: {NO_VALUES}\n", "kctrl's ErrorLinef"
+    assert out.getvalue().startswith("Target cluster 'x'\n\n\nVersion"), "a blank line before each"
     assert not path.exists()
-    _save_default_values(output, str(path), {"properties": {"port": {"type": "integer", "default": 80}}}, no_values)
+    document = io.StringIO()
+    as_json = Output(tty=False, as_json=True, out=document)
+    _save_default_values(as_json, str(path), schema, NO_VALUES)
+    as_json.finish()
+    assert json.loads(document.getvalue())["Lines"] == [f"Default values file output: {NO_VALUES}", "Succeeded"]
+
+
+def test_a_defaults_file_is_written_when_the_schema_has_properties(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, out = tmp_path / "defaults.yml", io.StringIO()
+    output = Output(tty=True, out=out)
+    _save_default_values(output, str(path), {"properties": {"a": {"type": "string"}}}, NO_VALUES)
+    assert path.read_text() == "# {}\n", "no defaults: kctrl's empty document"
+    _save_default_values(output, str(path), {"properties": {"port": {"type": "integer", "default": 80}}}, NO_VALUES)
     assert path.read_text() == "# port: 80\n"
     assert out.getvalue().endswith(f"\nCreated default values file at {path}\n")
+    _save_default_values(output, str(tmp_path / "missing" / "d.yml"), {"properties": {"a": {}}}, NO_VALUES)
+    assert capsys.readouterr().err.startswith("Default values file output: Writing default values to "), "exit 0"
 
 
 # --- 7. cells kctrl writes as Go values -------------------------------------------------------------------------------

@@ -106,6 +106,18 @@ class Output:
         if self.as_json:
             self._flush_json()
 
+    def error_line(self, text: str) -> None:
+        """A message on stderr that does not end the command (ErrorLinef), in every mode: one of the lines in JSON;
+        otherwise the blank line before it goes to stdout (PaddingUI), and the next output has one before it."""
+        if self.as_json:
+            self._lines.append(text)
+            return
+        if self._last is not None:
+            self.out.write("\n")
+            self.out.flush()
+        print(escaped(text), file=sys.stderr, flush=True)
+        self._last = "auto"
+
     def fail(self, message: str) -> None:
         """An error: the last of the JSON document's lines, or on stderr."""
         if self.as_json:

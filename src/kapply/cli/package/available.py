@@ -150,16 +150,18 @@ def _no_values(name: str, version: str, namespace: str) -> str:
 
 
 def _save_default_values(out: Output, path: str, schema: object, no_values: str) -> None:
-    """`--default-values-file-output`: the file of default values, or kctrl's words when the schema has no
-    properties to default (none at all, or none at its root); the package is shown either way."""
-    from kapply.cli.package.schema import check_properties, default_values
+    """`--default-values-file-output`: the file of default values (`# {}` when no property has one). Without
+    properties at the schema's root (or without a schema), or when the file cannot be written, kctrl's error line (on
+    stderr, and the command goes on and succeeds) and no file."""
+    from kapply.cli.package.schema import default_values
 
-    try:
-        if not isinstance(schema, dict):
-            raise KapplyError(no_values)
-        check_properties(schema)
-    except KapplyError:
-        out.line(no_values)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict) or not isinstance(properties, dict) or not properties:
+        out.error_line(f"Default values file output: {no_values}")
         return
-    write_file(path, default_values(schema), "default values")
+    try:
+        write_file(path, default_values(schema), "default values")
+    except KapplyError as e:
+        out.error_line(f"Default values file output: {e}")
+        return
     out.line(f"Created default values file at {path}")

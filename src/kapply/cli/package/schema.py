@@ -46,13 +46,16 @@ def check_properties(schema: Any) -> None:
 
 
 def schema_properties(schema: Obj) -> list[SchemaProperty]:
-    """The leaf properties of the schema, sorted by key; a root whose `properties` are empty is one property, keyed
-    "" (as kctrl lists it). `check_properties` first."""
+    """The leaf properties of the schema, sorted by key; a root whose `properties` are empty is one property with
+    neither key, type, default nor description (as kctrl lists it: it reads the root's fields as JSON documents, not
+    as text). `check_properties` first."""
     found: list[SchemaProperty] = []
 
     def walk(node: Obj, path: tuple[str, ...]) -> None:
         children = _properties(node)
-        if (not children) if path else ("properties" in node and not node["properties"]):
+        if not path and "properties" in node and not node["properties"]:
+            found.append(SchemaProperty("", "", None, ""))
+        elif path and not children:
             found.append(
                 SchemaProperty(
                     ".".join(path), str(node.get("type") or ""), node.get("default"), str(node.get("description") or "")
