@@ -71,6 +71,11 @@ def test_kapps_tables_keep_kapps_error() -> None:
         shown(table, columns=("nope",))
 
 
+def test_a_first_column_left_out_by_column_takes_the_repeat_mark_in_kapps_tables_too() -> None:
+    apps = Table("Apps", (Column("Namespace"), Column("Name")), (("a", "same"), ("b", "same")))
+    assert shown(apps, columns=("name",), as_json=False).splitlines()[2:5] == ["Name  ", "same  ", "same  "], "kapp ls"
+
+
 # --- 6. a values schema without properties ----------------------------------------------------------------------------
 
 
