@@ -280,15 +280,14 @@ class Identity:
 
 
 @contextmanager
-def controller_identity(kube: Client, admin_kubeconfig: Path, directory: Path) -> Iterator[Identity]:
-    """An identity for a controller with exactly the rights of config/controller/rbac.yml, without installing it
-    (other modules install the CRD as an app of their own): a ServiceAccount in a namespace of its own, bound to a
-    copy of rbac.yml's ClusterRole, and a kubeconfig in `directory` with a TokenRequest token of it. Removed
-    afterwards."""
+def controller_identity(kube: Client, admin_kubeconfig: Path, directory: Path, rbac: str = "") -> Iterator[Identity]:
+    """An identity for a controller with exactly the rights of config/controller/rbac.yml (or of the ClusterRole in
+    the YAML `rbac`: `kapply controller manifests --api-groups carvel`'s), without installing it (other modules
+    install the CRD as an app of their own): a ServiceAccount in a namespace of its own, bound to a copy of that
+    ClusterRole, and a kubeconfig in `directory` with a TokenRequest token of it. Removed afterwards."""
     name = f"kapply-controller-{uuid.uuid4().hex[:6]}"
-    rules = next(d for d in yaml.safe_load_all((CONFIG / "rbac.yml").read_text()) if d["kind"] == "ClusterRole")[
-        "rules"
-    ]
+    rbac = rbac or (CONFIG / "rbac.yml").read_text()
+    rules = next(d for d in yaml.safe_load_all(rbac) if d and d["kind"] == "ClusterRole")["rules"]
     kube.create(Namespace.from_dict({"metadata": {"name": name}}))
     try:
         create_all(

@@ -13,6 +13,7 @@ import pytest
 from kapply.controller import events
 from kapply.controller import status as app_status
 from kapply.controller.events import EVENTS, MAX_MESSAGE, Recorder, event, event_name
+from kapply.controller.vocabulary import CARVEL, KAPPLY
 from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
@@ -81,7 +82,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def emit(cluster: FakeEvents, *calls: tuple[Obj, str, str, bool]) -> None:
-    recorder = Recorder(cluster)  # type: ignore[arg-type]
+    recorder = Recorder(cluster, KAPPLY.app)  # type: ignore[arg-type]
 
     async def run() -> None:
         for target, reason, message, warning in calls:
@@ -120,7 +121,7 @@ def test_a_long_app_name_still_makes_a_valid_event_name() -> None:
 
 
 def test_an_event_is_about_the_app(clock: list[str]) -> None:
-    body = event(app(), "ReconcileFailed", "Fetching: boom", warning=True)
+    body = event(app(), "ReconcileFailed", "Fetching: boom", warning=True, about=KAPPLY.app)
     assert body == {
         "apiVersion": "v1",
         "kind": "Event",
@@ -141,7 +142,7 @@ def test_an_event_is_about_the_app(clock: list[str]) -> None:
         "lastTimestamp": clock[0],
         "count": 1,
     }
-    assert event(app(), "Deployed", "ok", warning=False)["type"] == "Normal"
+    assert event(app(), "Deployed", "ok", warning=False, about=KAPPLY.app)["type"] == "Normal"
 
 
 def test_a_first_event_is_created(clock: list[str]) -> None:
@@ -175,7 +176,7 @@ def test_an_event_another_recorder_wrote_is_counted_on_after_its_create_is_refus
 
 def test_a_remembered_event_that_expired_is_created_again(clock: list[str]) -> None:
     cluster = FakeEvents()
-    recorder = Recorder(cluster)  # type: ignore[arg-type]
+    recorder = Recorder(cluster, KAPPLY.app)  # type: ignore[arg-type]
 
     async def run() -> None:
         await recorder.emit(app(), "Deployed", "x")
@@ -244,3 +245,11 @@ def test_events_go_to_the_apps_namespace() -> None:
     emit(cluster, ({"metadata": {"name": "web", "namespace": "team-a", "uid": "u"}}, "Deployed", "x", False))
     assert [ns for ns, _ in cluster.stored] == ["team-a"]
     assert events.COMPONENT == "kapply-controller"
+
+
+def test_in_carvel_mode_an_event_is_about_kapp_controllers_app() -> None:
+    body = event(app(), "Deployed", "ok", warning=False, about=CARVEL.app)
+    assert (body["involvedObject"]["apiVersion"], body["involvedObject"]["kind"]) == (
+        "kappctrl.k14s.io/v1alpha1",
+        "App",
+    )

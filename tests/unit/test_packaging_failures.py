@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from kapply.controller.settings import Settings
+from kapply.controller.vocabulary import KAPPLY
 from kapply.errors import ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names
@@ -59,7 +61,7 @@ def test_a_repository_pass_that_raises_ends_failed_with_a_message(
     monkeypatch.setattr("kapply.packaging.repository.parse_package_repository", lambda _: _Spec())
     meta = {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": [names.REPOSITORY_FINALIZER]} if deleting else {}
     api = Api(obj(**meta))
-    again = reconcile(RepositoryReconciler(api, None))  # type: ignore[arg-type]
+    again = reconcile(RepositoryReconciler(api, Settings()))  # type: ignore[arg-type]
     status = api.cluster.stored[("ns", "o")]["status"]
     condition = "DeleteFailed" if deleting else "ReconcileFailed"
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [(condition, "True")]
@@ -83,7 +85,7 @@ def test_an_install_pass_that_raises_ends_failed_with_a_message(
 
     monkeypatch.setattr("kapply.packaging.install.parse_package_install", raises)
     api = Api(obj())
-    again = reconcile(InstallReconciler(api, PackagingSettings()))  # type: ignore[arg-type]
+    again = reconcile(InstallReconciler(api, PackagingSettings(), KAPPLY))  # type: ignore[arg-type]
     status = api.cluster.stored[("ns", "o")]["status"]
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ReconcileFailed", "True")]
     assert status["conditions"][0]["message"].startswith(message)
@@ -101,7 +103,7 @@ def test_a_conflict_is_left_to_the_worker(monkeypatch: pytest.MonkeyPatch, error
     monkeypatch.setattr("kapply.packaging.install.parse_package_install", raises)
     api = Api(obj())
     with pytest.raises(type(error)):
-        reconcile(InstallReconciler(api, PackagingSettings()))  # type: ignore[arg-type]
+        reconcile(InstallReconciler(api, PackagingSettings(), KAPPLY))  # type: ignore[arg-type]
     assert "status" not in api.cluster.stored[("ns", "o")]
     assert is_conflict(error)
 

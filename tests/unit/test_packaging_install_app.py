@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kapply.controller.vocabulary import CARVEL, KAPPLY
 from kapply.packaging import names
 from kapply.packaging.install_app import (
     OwnedByOtherError,
@@ -45,7 +46,19 @@ def package(template: dict[str, Any] | None = None) -> PackageSpec:
 
 
 def app_of(pkgi: dict[str, Any], pkg: PackageSpec | None = None, existing: dict[str, Any] | None = None) -> Any:
-    return desired_app(existing, pkgi, parse_package_install(pkgi), pkg or package(), 600.0)
+    return desired_app(existing, pkgi, parse_package_install(pkgi), pkg or package(), 600.0, KAPPLY)
+
+
+def test_in_carvel_mode_the_app_and_its_owner_are_kapp_controllers() -> None:
+    pkgi = {**install(), "apiVersion": "packaging.carvel.dev/v1alpha1"}
+    app = desired_app(None, pkgi, parse_package_install(pkgi), package(), 600.0, CARVEL)
+    assert (app["apiVersion"], app["kind"]) == ("kappctrl.k14s.io/v1alpha1", "App")
+    (owner,) = app["metadata"]["ownerReferences"]
+    assert (owner["apiVersion"], owner["kind"], owner["uid"]) == (
+        "packaging.carvel.dev/v1alpha1",
+        "PackageInstall",
+        UID,
+    )
 
 
 def test_the_app_is_named_annotated_and_controlled_as_kapp_controller_makes_it() -> None:

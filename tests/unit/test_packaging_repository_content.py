@@ -108,13 +108,13 @@ def test_only_packages_and_package_metadatas_of_the_data_groups_are_kept() -> No
         None,
     ]
     assert [is_repository_kind(d) for d in kept + dropped] == [True, True, False, False, False, False, False]
-    assert len(repository_objects(kept + dropped, "ns", "repo")) == 2
+    assert len(repository_objects(kept + dropped, "ns", "repo", names.DATA_API_VERSION)) == 2
 
 
 def test_a_package_is_written_under_kapplys_group_in_the_repositorys_namespace_with_the_owner_annotation() -> None:
     doc = package(template={"spec": {"fetch": [{"inline": {}}]}})
     doc["metadata"]["annotations"] = {"keep": "me", names.REPOSITORY_REF_ANNOTATION: "someone/else"}
-    obj = repository_object(doc, "ns", "repo")
+    obj = repository_object(doc, "ns", "repo", names.DATA_API_VERSION)
     assert obj == {
         "apiVersion": names.DATA_API_VERSION,
         "kind": "Package",
@@ -137,7 +137,7 @@ def test_a_package_is_written_under_kapplys_group_in_the_repositorys_namespace_w
 
 
 def test_a_package_with_build_metadata_gets_kapplys_name() -> None:
-    obj = repository_object(package(version="1.0.0-RC.1+Build.5"), "ns", "repo")
+    obj = repository_object(package(version="1.0.0-RC.1+Build.5"), "ns", "repo", names.DATA_API_VERSION)
     assert obj["metadata"]["name"] == "pkg.test.carvel.dev.1.0.0-rc.1.build.5"
     assert obj["spec"]["version"] == "1.0.0-RC.1+Build.5"
 
@@ -145,7 +145,7 @@ def test_a_package_with_build_metadata_gets_kapplys_name() -> None:
 def test_a_package_with_another_name_keeps_it_for_the_api_server_to_refuse() -> None:
     doc = package()
     doc["metadata"]["name"] = "wrong"
-    assert repository_object(doc, "ns", "repo")["metadata"]["name"] == "wrong"
+    assert repository_object(doc, "ns", "repo", names.DATA_API_VERSION)["metadata"]["name"] == "wrong"
 
 
 def test_fields_the_types_do_not_know_are_dropped_and_app_specs_kept_whole() -> None:
@@ -156,7 +156,7 @@ def test_fields_the_types_do_not_know_are_dropped_and_app_specs_kept_whole() -> 
         valuesSchema={"openAPIv3": {"properties": {}}, "x": 1},
     )
     doc["metadata"]["generateName"] = "dropped"
-    obj = repository_object(doc, "ns", "repo")
+    obj = repository_object(doc, "ns", "repo", names.DATA_API_VERSION)
     assert obj["spec"] == {
         "refName": "pkg.test.carvel.dev",
         "version": "1.0.0",
@@ -171,7 +171,10 @@ def test_fields_the_types_do_not_know_are_dropped_and_app_specs_kept_whole() -> 
         "metadata": {"name": "pkg.test.carvel.dev"},
         "spec": {"displayName": "D", "maintainers": [{"name": "a", "email": "b"}], "x": 1},
     }
-    assert repository_object(metadata, "ns", "repo")["spec"] == {"displayName": "D", "maintainers": [{"name": "a"}]}
+    assert repository_object(metadata, "ns", "repo", names.DATA_API_VERSION)["spec"] == {
+        "displayName": "D",
+        "maintainers": [{"name": "a"}],
+    }
 
 
 @pytest.mark.parametrize(
@@ -187,7 +190,7 @@ def test_fields_the_types_do_not_know_are_dropped_and_app_specs_kept_whole() -> 
 )
 def test_a_field_of_the_wrong_type_fails_as_deserializing(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(ContentError) as e:
-        repository_object(doc, "ns", "repo")
+        repository_object(doc, "ns", "repo", names.DATA_API_VERSION)
     assert str(e.value) == message
 
 
@@ -198,7 +201,7 @@ DIGEST = "sha256:" + "ab" * 32
 
 def bundle_package(image: str) -> dict[str, Any]:
     doc = package(template={"spec": {"fetch": [{"imgpkgBundle": {"image": image}}]}})
-    return repository_objects([doc], "ns", "repo")[0]
+    return repository_objects([doc], "ns", "repo", names.DATA_API_VERSION)[0]
 
 
 def lock(root: Path, *images: tuple[str, str]) -> None:

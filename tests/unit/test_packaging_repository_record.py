@@ -16,6 +16,7 @@ from kapply import objects
 from kapply.api import AsyncClient
 from kapply.app import record
 from kapply.app.meta import AppMeta
+from kapply.controller.vocabulary import KAPPLY
 from kapply.errors import ClusterError, KapplyError
 from kapply.packaging.repository_deploy import check_record, confined, repository_delete_options, scope
 from kapply.resources.confined import ConfinementError
@@ -128,7 +129,7 @@ def client(inner: Records) -> AsyncClient:
 
 def check(cm: dict[str, Any]) -> Records:
     inner = Records(cm)
-    asyncio.run(check_record(confined(client(inner), "evil", "t-evil"), "evil", "t-evil"))
+    asyncio.run(check_record(confined(client(inner), KAPPLY, "evil", "t-evil"), KAPPLY, "evil", "t-evil"))
     return inner
 
 
@@ -188,7 +189,7 @@ def test_a_label_selector_is_built_from_a_label_key_and_value_only() -> None:
 
 
 def test_the_scope_is_the_namespaces_packages_and_the_apps_own_config_maps() -> None:
-    described = scope("evil", "t-evil").describe()
+    described = scope(KAPPLY, "evil", "t-evil").describe()
     assert described == (
         "namespace 't-evil': packages.data.packaging.kapply.dev, packagemetadatas.data.packaging.kapply.dev, "
         "configmaps (evil.pkgr, evil.pkgr.apps.k14s.io, evil.pkgr-change-*)"
@@ -202,5 +203,5 @@ def test_the_delete_lists_the_recorded_kinds_only() -> None:
 def test_a_confined_record_read_elsewhere_is_refused() -> None:
     inner = Records(configmap(GOOD))
     with pytest.raises(ConfinementError):
-        asyncio.run(check_record(confined(client(inner), "evil", "t-evil"), "evil", "t-victim"))
+        asyncio.run(check_record(confined(client(inner), KAPPLY, "evil", "t-evil"), KAPPLY, "evil", "t-victim"))
     assert inner.sent == []

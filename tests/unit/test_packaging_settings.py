@@ -22,4 +22,6 @@ def test_the_controller_command_has_the_packaging_flags_with_their_defaults() ->
     line = next(x for x in shown.splitlines() if "--package-install-default-sync-period" in x)
     assert "10m" in line
     line = next(x for x in shown.splitlines() if "--packaging-global-namespace" in x)
-    assert '"kapply-packaging-global"' in line
+    assert "(default: kapply-packaging-global; kapp-controller-packaging-global with --api-groups carvel)" in line
+    line = next(x for x in shown.splitlines() if "--api-groups" in x)
+    assert '(default "kapply")' in line, line

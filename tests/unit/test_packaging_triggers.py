@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kapply.controller.vocabulary import CARVEL, KAPPLY
 from kapply.packaging import names
 from kapply.packaging.triggers import APP_DEBOUNCE, InstallIndex, app_trigger, owning_install, package_trigger
 
@@ -73,11 +74,21 @@ INSTALL_OWNER = {"apiVersion": names.API_VERSION, "kind": "PackageInstall", "nam
 
 
 def test_an_apps_events_concern_the_install_that_controls_it() -> None:
-    assert owning_install(app(INSTALL_OWNER)) == ("ns", "inst")
-    assert list(app_trigger("MODIFIED", app(INSTALL_OWNER))) == [("PackageInstall", ("ns", "inst"), APP_DEBOUNCE)]
-    assert list(app_trigger("DELETED", app(INSTALL_OWNER))) == [("PackageInstall", ("ns", "inst"), APP_DEBOUNCE)]
-    assert owning_install(app({**INSTALL_OWNER, "controller": False})) is None
-    assert owning_install(app({**INSTALL_OWNER, "apiVersion": "packaging.carvel.dev/v1alpha1"})) is None, (
+    trigger = app_trigger(KAPPLY)
+    assert owning_install(app(INSTALL_OWNER), KAPPLY) == ("ns", "inst")
+    assert list(trigger("MODIFIED", app(INSTALL_OWNER))) == [("PackageInstall", ("ns", "inst"), APP_DEBOUNCE)]
+    assert list(trigger("DELETED", app(INSTALL_OWNER))) == [("PackageInstall", ("ns", "inst"), APP_DEBOUNCE)]
+    assert owning_install(app({**INSTALL_OWNER, "controller": False}), KAPPLY) is None
+    assert owning_install(app({**INSTALL_OWNER, "apiVersion": "packaging.carvel.dev/v1alpha1"}), KAPPLY) is None, (
         "kapp-controller's installs are kapp-controller's"
     )
-    assert list(app_trigger("MODIFIED", app())) == []
+    assert list(trigger("MODIFIED", app())) == []
+
+
+def test_in_carvel_mode_kapp_controllers_installs_are_the_controllers() -> None:
+    carvel_owner = {**INSTALL_OWNER, "apiVersion": "packaging.carvel.dev/v1alpha1"}
+    assert owning_install(app(carvel_owner), CARVEL) == ("ns", "inst")
+    assert list(app_trigger(CARVEL)("MODIFIED", app(carvel_owner))) == [
+        ("PackageInstall", ("ns", "inst"), APP_DEBOUNCE)
+    ]
+    assert owning_install(app(INSTALL_OWNER), CARVEL) is None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kapply.cli import groups
 from kapply.cli.command import Args
 from kapply.cli.common import run
-from kapply.cli.controller_flags import DEFAULT_DRIFT_POLICY, DRIFT_WATCHES, choice
+from kapply.cli.controller_flags import API_GROUPS, DEFAULT_DRIFT_POLICY, DRIFT_WATCHES, choice
 from kapply.cli.pflag import UsageError
 from kapply.cli.tree import CONTROLLER_NAMESPACE
 from kapply.flags import DEBUG
@@ -28,6 +28,7 @@ def controller(args: Args, out: Output) -> None:
     from kapply.controller import health, logs
     from kapply.controller.main import LEASE_NAMESPACE, ControllerOptions
     from kapply.controller.settings import DriftWatching, Settings
+    from kapply.controller.vocabulary import VOCABULARIES, ApiGroups
     from kapply.http import addresses_of
     from kapply.packaging.process import run as run_controller
     from kapply.packaging.settings import from_flags
@@ -48,6 +49,7 @@ def controller(args: Args, out: Output) -> None:
             raise UsageError(f"--{name}={args[name]}: expected more than 0")
     policy = choice(DriftPolicy, DEFAULT_DRIFT_POLICY, args[DEFAULT_DRIFT_POLICY])
     watching = choice(DriftWatching, DRIFT_WATCHES, args[DRIFT_WATCHES])
+    vocabulary = VOCABULARIES[choice(ApiGroups, API_GROUPS, args[API_GROUPS])]
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
     logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)
@@ -68,6 +70,7 @@ def controller(args: Args, out: Output) -> None:
             sandbox_memory=args["sandbox-memory-mib"] << 20,
             sandbox_cpu=math.ceil(args["sandbox-cpu"]),
             sandbox_timeout=args["sandbox-timeout"],
+            vocabulary=vocabulary,
         ),
         namespace=args[CONTROLLER_NAMESPACE] or None,
         workers=args["concurrency"],
@@ -80,7 +83,9 @@ def controller(args: Args, out: Output) -> None:
     )
     # The packaging controllers (PackageRepositories, PackageInstalls) run in the same process, as kapp-controller's.
     packaging = from_flags(
-        args["packaging"], args["package-install-default-sync-period"], args["packaging-global-namespace"]
+        args["packaging"],
+        args["package-install-default-sync-period"],
+        args["packaging-global-namespace"] or vocabulary.global_namespace,
     )
 
     async def main() -> None:

@@ -24,6 +24,15 @@ DRIFT_WATCHES = Flag(
     "at the sync period without watches of Apps' objects (off)",
 )
 DRIFT_FLAGS = (DEFAULT_DRIFT_POLICY, DRIFT_WATCHES)
+# kapply.controller.vocabulary: whose API groups the controller serves (and the manifests install)
+API_GROUPS = Flag(
+    "api-groups",
+    Kind.STRING,
+    "kapply",
+    "API groups to serve: kapply's own (kapply.dev, packaging.kapply.dev, data.packaging.kapply.dev), or carvel: "
+    "kapp-controller's (kappctrl.k14s.io, packaging.carvel.dev, data.packaging.carvel.dev), with its finalizers and "
+    "global namespace, where kapp-controller does not run",
+)
 
 _Choice = TypeVar("_Choice", bound=StrEnum)
 

@@ -7,7 +7,8 @@ checkout (an editable install) reads `config/` itself. Without flags the files a
 included; `--image` and `--namespace` print the same objects with those changed (as plain YAML, comments dropped);
 `--crds-only` prints the CRDs alone (for a controller run out of cluster, or the packaging CRDs of docs/packages.md).
 The controller's drift flags (`--default-drift-policy`, `--drift-watches`), given here, are added to the Deployment's
-args.
+args. `--api-groups carvel` prints the same manifests under kapp-controller's names (`renamed`): its CRDs' groups and
+names, the `carvel` category, its global namespace, RBAC for its groups, and the flag in the Deployment's args.
 The image the Deployment names by default, `ghcr.io/kapply/kapply:<version>`, is what `make image` tags: no registry
 serves it, so a cluster pulls it only once it is pushed there and named with `--image`.
 """
@@ -20,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args, Command, FlagSection
-from kapply.cli.controller_flags import DEFAULT_DRIFT_POLICY, DRIFT_FLAGS, DRIFT_WATCHES, choice
+from kapply.cli.controller_flags import API_GROUPS, DEFAULT_DRIFT_POLICY, DRIFT_FLAGS, DRIFT_WATCHES, choice
 from kapply.cli.pflag import UsageError
 from kapply.flags import TTY, Flag, Kind
 
 if TYPE_CHECKING:
+    from kapply.controller.vocabulary import Vocabulary
     from kapply.ui.output import Output
 
 # (directory under config/ and under kapply/manifests/, file), in the order printed: CRDs, RBAC, Deployment.
@@ -57,6 +59,7 @@ FLAGS = (
     INSTALL_NAMESPACE,
     Flag("crds-only", Kind.BOOL, False, "Print the CustomResourceDefinitions only (App, and the packaging ones)"),
     *DRIFT_FLAGS,
+    API_GROUPS,
     TTY,
 )
 EXAMPLES = """
@@ -69,6 +72,9 @@ EXAMPLES = """
 
   # Put the controller's namespaced objects and its leader Lease in another namespace
   kapply controller manifests --image registry.example/kapply:0.1.0 -n ops
+
+  # Serve kapp-controller's own API groups (where kapp-controller does not run), for its objects and kctrl
+  kapply controller manifests --image registry.example/kapply:0.1.0 --api-groups carvel
 """
 
 
@@ -106,16 +112,21 @@ def manifest_texts(crds_only: bool = False) -> list[tuple[str, str]]:
 
 
 def stream(
-    image: str = "", namespace: str = NAMESPACE, *, crds_only: bool = False, controller_args: tuple[str, ...] = ()
+    image: str = "",
+    namespace: str = NAMESPACE,
+    *,
+    crds_only: bool = False,
+    controller_args: tuple[str, ...] = (),
+    vocabulary: Vocabulary | None = None,
 ) -> str:
     """The manifests as one YAML stream: verbatim, or with the image and namespace changed and `controller_args`
-    (`--name=value`) set in the controller's args; or the CRDs alone."""
+    (`--name=value`) set in the controller's args, or under another `vocabulary` than kapply's; or the CRDs alone."""
     from kapply import __version__
 
     what = "CRDs" if crds_only else "CRDs, RBAC and Deployment"
     header = f"# kapply {__version__}: the controller's {what} (`kapply controller manifests`)\n"
     texts = manifest_texts(crds_only)
-    if not image and namespace == NAMESPACE and not controller_args:
+    if not image and namespace == NAMESPACE and not controller_args and vocabulary is None:
         return header + "---\n".join(text if text.endswith("\n") else text + "\n" for _, text in texts)
     import yaml
 
@@ -129,6 +140,8 @@ def stream(
     ]
     for document in documents:
         _customize(document, image, namespace, controller_args)
+        if vocabulary is not None:
+            renamed(document, vocabulary)
     return header + "---\n".join(yaml.safe_dump(d, sort_keys=False, default_flow_style=False) for d in documents)
 
 
@@ -152,6 +165,29 @@ def _customize(document: dict[str, Any], image: str, namespace: str, controller_
         ] + list(controller_args)
 
 
+def renamed(document: dict[str, Any], vocabulary: Vocabulary) -> None:
+    """A manifest of config/ (written with kapply's names) under `vocabulary`'s: a CRD's group, name, category and
+    global-namespace annotation; the API groups of RBAC rules."""
+    from kapply.controller.vocabulary import KAPPLY
+    from kapply.packaging.names import GLOBAL_NAMESPACE_ANNOTATION
+
+    groups = dict(zip(KAPPLY.groups, vocabulary.groups, strict=True))
+    if document.get("kind") == "CustomResourceDefinition":
+        spec, metadata = document["spec"], document["metadata"]
+        spec["group"] = groups[spec["group"]]
+        metadata["name"] = f"{spec['names']['plural']}.{spec['group']}"
+        categories = spec["names"].get("categories")
+        if categories:
+            spec["names"]["categories"] = sorted(
+                {c for c in categories if c != KAPPLY.category} | {vocabulary.category}
+            )
+        annotations = metadata.get("annotations") or {}
+        if GLOBAL_NAMESPACE_ANNOTATION in annotations:
+            annotations[GLOBAL_NAMESPACE_ANNOTATION] = vocabulary.global_namespace
+    for rule in document.get("rules") or []:
+        rule["apiGroups"] = [groups.get(group, group) for group in rule.get("apiGroups") or []]
+
+
 def manifests(args: Args, out: Output) -> None:
     namespace = args[INSTALL_NAMESPACE]
     if not DNS_LABEL.fullmatch(namespace):
@@ -159,8 +195,28 @@ def manifests(args: Args, out: Output) -> None:
     controller_args = _drift_args(args)
     if args["crds-only"] and (args["image"] or namespace != NAMESPACE or controller_args):
         raise UsageError("--crds-only prints the CRDs alone: they name no image, no namespace and no controller flags")
-    out.block(stream(args["image"].strip(), namespace, crds_only=args["crds-only"], controller_args=controller_args))
+    vocabulary = _vocabulary(args)
+    if vocabulary is not None:
+        controller_args += (f"--{API_GROUPS.name}={vocabulary.api_groups.value}",)
+    out.block(
+        stream(
+            args["image"].strip(),
+            namespace,
+            crds_only=args["crds-only"],
+            controller_args=controller_args,
+            vocabulary=vocabulary,
+        )
+    )
     out.finish()
+
+
+def _vocabulary(args: Args) -> Vocabulary | None:
+    """`--api-groups`' vocabulary, None for the default (kapply's: the files as they are); imported only when given."""
+    if args[API_GROUPS] == API_GROUPS.default:
+        return None
+    from kapply.controller.vocabulary import VOCABULARIES, ApiGroups
+
+    return VOCABULARIES[choice(ApiGroups, API_GROUPS, args[API_GROUPS])]
 
 
 def _drift_args(args: Args) -> tuple[str, ...]:

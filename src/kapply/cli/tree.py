@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from kapply import flags as f
 from kapply.cli.command import Command
-from kapply.cli.controller_flags import DRIFT_FLAGS
+from kapply.cli.controller_flags import API_GROUPS, DRIFT_FLAGS
 from kapply.cli.controller_manifests import manifests_command
 from kapply.cli.groups import sections
 from kapply.cli.package.commands import package_command
@@ -470,6 +470,7 @@ def tree() -> Command:
                             ),
                             Flag("log-format", Kind.STRING, "text", "Log lines as text or json (one object per line)"),
                             *DRIFT_FLAGS,
+                            API_GROUPS,
                             Flag(
                                 "ghost-diff-quiet-syncs",
                                 Kind.INT,
@@ -537,7 +538,8 @@ def tree() -> Command:
                                 "packaging",
                                 Kind.BOOL,
                                 True,
-                                "Also reconcile PackageRepositories and PackageInstalls (packaging.kapply.dev)",
+                                "Also reconcile PackageRepositories and PackageInstalls (packaging.kapply.dev, or with "
+                                "--api-groups carvel packaging.carvel.dev)",
                             ),
                             Flag(
                                 "package-install-default-sync-period",
@@ -548,8 +550,9 @@ def tree() -> Command:
                             Flag(
                                 "packaging-global-namespace",
                                 Kind.STRING,
-                                "kapply-packaging-global",
-                                "Namespace whose Packages and PackageMetadatas every namespace sees",
+                                "",
+                                "Namespace whose Packages and PackageMetadatas every namespace sees (default: "
+                                "kapply-packaging-global; kapp-controller-packaging-global with --api-groups carvel)",
                             ),
                             f.TTY,
                         ),

@@ -11,7 +11,7 @@ import hashlib
 from collections import OrderedDict
 
 from kapply.controller import status as app_status
-from kapply.controller.spec import API_VERSION, KIND
+from kapply.controller.vocabulary import Resource
 from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
@@ -29,7 +29,8 @@ def event_name(app: Obj, reason: str, message: str) -> str:
     return f"{meta['name'][:200]}.{digest}"
 
 
-def event(app: Obj, reason: str, message: str, *, warning: bool) -> Obj:
+def event(app: Obj, reason: str, message: str, *, warning: bool, about: Resource) -> Obj:
+    """The Event about `app`, an App of the resource `about` (the controller's vocabulary's)."""
     meta = app["metadata"]
     now = app_status.now()
     return {
@@ -37,8 +38,8 @@ def event(app: Obj, reason: str, message: str, *, warning: bool) -> Obj:
         "kind": "Event",
         "metadata": {"name": event_name(app, reason, message[:MAX_MESSAGE]), "namespace": meta["namespace"]},
         "involvedObject": {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
+            "apiVersion": about.api_version,
+            "kind": about.kind,
             "name": meta["name"],
             "namespace": meta["namespace"],
             "uid": meta.get("uid", ""),
@@ -55,13 +56,14 @@ def event(app: Obj, reason: str, message: str, *, warning: bool) -> Obj:
 
 
 class Recorder:
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, about: Resource) -> None:
         self.cluster = cluster
+        self.about = about  # the App resource of the controller's vocabulary
         self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()  # (namespace, name) -> count written
 
     async def emit(self, app: Obj, reason: str, message: str, *, warning: bool = False) -> None:
         """Count one more of the Event when it exists (within the API server's event TTL, 1 h), else create it."""
-        body = event(app, reason, message, warning=warning)
+        body = event(app, reason, message, warning=warning, about=self.about)
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         with contextlib.suppress(ClusterError):
             if (count := self._counts.get(key)) is not None:

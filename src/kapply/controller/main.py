@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from kapply.api import AsyncClient
 from kapply.controller import health, logs, sandbox
-from kapply.controller.apps import APPS
 from kapply.controller.events import Recorder
 from kapply.controller.leader import RENEW, Election, identity
 from kapply.controller.metrics import APP, Kappctrl, Metrics, Result, State
@@ -177,6 +176,7 @@ class Controller:
             raise ValueError(f"--shards={options.shards}: expected 1, or more with leader election")
         self.api = api
         self.options = options
+        self._apps = options.settings.vocabulary.app.rtype  # the App's type: the controller's vocabulary's
         self.queue: WorkQueue[Key] = WorkQueue(namespace_share(options.workers, options.per_namespace))
         # `--drift-watches` (settings.DriftWatching): on, a change others made reconciles its App after DEBOUNCE;
         # sync-period, the watches only keep the cache; off, no type an App deploys is watched.
@@ -193,7 +193,7 @@ class Controller:
             cache=self.drift.cache,
             counts=self.metrics.kappctrl.of(APP),
         )
-        self.reconciler.events = _Recorder(api.cluster)
+        self.reconciler.events = _Recorder(api.cluster, options.settings.vocabulary.app)
         self.metrics.cache("watches", lambda: self.drift.cache.stats()[1])  # objects the drift and App watches keep
         self.contact = health.Contact(lambda: self.api.cluster.server_version())  # /readyz: the API server answers
         self._generations: dict[Key, Hashable] = {}
@@ -202,8 +202,8 @@ class Controller:
         self.loops = {
             kind.name: _Loop(kind, WorkQueue(namespace_share(kind.workers, options.per_namespace))) for kind in kinds
         }
-        self._app_triggers = tuple(t for t in triggers if t.rtype == APPS)
-        self._triggers = tuple(t for t in triggers if t.rtype != APPS)
+        self._app_triggers = tuple(t for t in triggers if t.rtype == self._apps)
+        self._triggers = tuple(t for t in triggers if t.rtype != self._apps)
         self._unserved: set[ResourceType] = set()  # registered types found not served or not allowed (logged once)
         # The shards whose objects this process reconciles: with one shard, everything (`_work` runs only while
         # leading); with more, those whose Lease it holds (shards.py starts and stops them).
@@ -335,7 +335,7 @@ class Controller:
 
     def request(self, kind: str, key: Key, delay: float = 0.0) -> None:
         """Reconcile an object of a registered kind (or an App, kind `App`) no later than `delay` seconds from now."""
-        self._add(None if kind == APPS.kind else self.loops[kind], key, delay)
+        self._add(None if kind == self._apps.kind else self.loops[kind], key, delay)
 
     def _answered(self, cluster: Cluster, method: str, code: int) -> None:
         self.metrics.request("controller" if cluster is self.api.cluster else "app", method, code)
@@ -347,14 +347,17 @@ class Controller:
         return "the App watch has not listed the Apps yet" if self._leading and not self._listed else None
 
     def _state(self) -> State:
-        queues = {APPS.kind: self.queue, **{name: loop.queue for name, loop in self.loops.items()}}
+        queues = {self._apps.kind: self.queue, **{name: loop.queue for name, loop in self.loops.items()}}
         running = collections.Counter(kind for kind, _ in self._running)
         owned = [(key, report) for key, report in self._reports.items() if self.owns(key)]
         return State(
             depth={kind: queue.ready() for kind, queue in queues.items()},
             scheduled={kind: len(queue) for kind, queue in queues.items()},
             running={kind: running[kind] for kind in queues},
-            objects={APPS.kind: len(self._generations), **{name: len(loop.seen) for name, loop in self.loops.items()}},
+            objects={
+                self._apps.kind: len(self._generations),
+                **{name: len(loop.seen) for name, loop in self.loops.items()},
+            },
             shards=self.options.shards,
             shards_held=len(self._working) if self.options.shards > 1 else int(self._leading),
             drift={key: drift for key, (drift, _) in owned if drift},
@@ -412,7 +415,7 @@ class Controller:
         self._listed = True
 
     async def _watch_apps(self) -> None:
-        await self._watch(APPS, self.options.namespace, self._app_event, self._apps_relisted)
+        await self._watch(self._apps, self.options.namespace, self._app_event, self._apps_relisted)
 
     def _kind_event(self, loop: _Loop, event: str, obj: Obj) -> None:
         loop.kind.observe(event, obj)
@@ -497,7 +500,7 @@ class Controller:
     async def _worker(self, loop: _Loop | None = None) -> None:
         """Reconcile keys of Apps (or of a registered kind's `loop`) as they come due, each as a task of its own (see
         the module docs); keys of shards this process no longer holds are dropped."""
-        kind = APPS.kind if loop is None else loop.kind.name
+        kind = self._apps.kind if loop is None else loop.kind.name
         queue = self.queue if loop is None else loop.queue
         errors = self._errors if loop is None else loop.errors
         while True:

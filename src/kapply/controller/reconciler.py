@@ -20,7 +20,6 @@ from functools import partial
 from kapply.api import AsyncClient, DriftPolicy
 from kapply.controller import apps, ghosts, owners, sandbox_app, timing
 from kapply.controller import status as app_status
-from kapply.controller.apps import APPS
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
@@ -30,7 +29,7 @@ from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.metrics import AppCount, Clock, KindSeries, Timed
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
-from kapply.controller.spec import FINALIZER, AppSpec, parse_spec, parsed
+from kapply.controller.spec import AppSpec, parse_spec, parsed
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, Connect, ResourceType
@@ -95,12 +94,13 @@ class Reconciler:
     ) -> None:
         self.api = api
         self.settings = settings or Settings()
+        self._apps = self.settings.vocabulary.app.rtype  # the App's type: the controller's vocabulary's
         self.track = track or (lambda app, label, types, namespaces, connect: None)
         self.observe_deploy = observe_deploy or (lambda seconds, ok: None)
         self.cache = cache or Cache()  # without the watches' cache (main.py's), every read goes to the API server
         self.counts = counts or KindSeries()  # kapp-controller's App counters and times (main.py's in /metrics)
         self.tokens = Tokens(api)
-        self.events = Recorder(api.cluster)
+        self.events = Recorder(api.cluster, self.settings.vocabulary.app)
         self.memory: dict[Key, ghosts.Memory] = {}
         self.owners: dict[Key, owners.Owners] = {}  # each App's owned fields (controller/owners.py)
         self._clients: dict[tuple[str, str, str], AsyncClient] = {}
@@ -117,7 +117,7 @@ class Reconciler:
     async def _write_status(self, app: Obj, status: Obj) -> None:
         """Through the status subresource (kapply.resources.cluster's conflict policy); a status that differs only in
         its times is not written, so that an unchanged App's periodic sync writes nothing."""
-        await self.api.cluster.write_status(APPS, app, status, unchanged=app_status.same_but_times)
+        await self.api.cluster.write_status(self._apps, app, status, unchanged=app_status.same_but_times)
 
     def _parse_spec(self, app: Obj) -> AppSpec:
         return parse_spec(app, self.settings.default_drift_policy)
@@ -126,7 +126,9 @@ class Reconciler:
         """One pass; returns when to come back (seconds), or None when the App is gone. The App is read as the App
         watch last showed it (it asked for this reconcile, or the last pass did); a write to a version that is no
         longer the latest is refused (409) and made again on the App read afresh (Cluster.write_status)."""
-        app = self.cache.apps.get((namespace, name)) or await apps.get(self.api.cluster, namespace, name)
+        app = self.cache.apps.get((namespace, name)) or await apps.get(
+            self.api.cluster, self.settings.vocabulary, namespace, name
+        )
         if app is None:
             self.memory.pop((namespace, name), None)
             self.owners.pop((namespace, name), None)
@@ -233,7 +235,7 @@ class Reconciler:
         connect = partial(self._cluster_as_app, namespace, spec.service_account)
         return Hooks(
             track=partial(self._track, (namespace, name), connect),
-            owns=partial(self.api.cluster.add_finalizer, APPS, app, FINALIZER),
+            owns=partial(self.api.cluster.add_finalizer, self._apps, app, self.settings.vocabulary.app_finalizer),
             report=partial(self._progress, app, status, started),
             interval=self.settings.progress_interval,
         )
@@ -357,7 +359,8 @@ class Reconciler:
 
     async def _delete(self, app: Obj, spec: AppSpec | None) -> float | None:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
-        if not apps.has_finalizer(app):  # never deployed anything (or already done): nothing to wait for
+        # never deployed anything (or already done): nothing to wait for
+        if not apps.has_finalizer(app, self.settings.vocabulary):
             self.memory.pop((namespace, name), None)
             self.owners.pop((namespace, name), None)
             self.counts.forget(namespace, name)
@@ -374,7 +377,7 @@ class Reconciler:
                     await self._skip_delete(app, e)
                 else:
                     return await self._delete_failed(app, spec, e)
-        await self.api.cluster.remove_finalizer(APPS, namespace, name, FINALIZER)
+        await self.api.cluster.remove_finalizer(self._apps, namespace, name, self.settings.vocabulary.app_finalizer)
         self.memory.pop((namespace, name), None)
         self.owners.pop((namespace, name), None)
         self.counts.forget(namespace, name)
@@ -394,7 +397,7 @@ class Reconciler:
 
     async def _delete_failed(self, app: Obj, spec: AppSpec, error: KapplyError) -> float:
         namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
-        latest = await apps.get(self.api.cluster, namespace, name) or app
+        latest = await apps.get(self.api.cluster, self.settings.vocabulary, namespace, name) or app
         failed = app_status.failed(
             dict(latest.get("status") or {}), app_status.Condition.DELETE_FAILED, f"Deleting: {error}", str(error)
         )

@@ -1,7 +1,7 @@
 """The controller's settings, from `kapply controller`'s flags: sync periods, the drift policy of Apps that set none
 and how drift is watched, how long ghost diffs stay listed, how often a long deploy reports its progress, whether
 Apps may fetch from the controller's own disk, whether they may pull from registries on the controller's machine over
-plain http, and how long and how slowly a source may download."""
+plain http, how long and how slowly a source may download, and the names it serves its APIs under."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kapply.api import DriftPolicy
+from kapply.controller.vocabulary import KAPPLY, Vocabulary
 from kapply.oci.transfer import MIN_BYTES_PER_SECOND, WINDOW
 
 FETCH_TIMEOUT = 120.0  # seconds
@@ -59,3 +60,6 @@ class Settings:
     sandbox_memory: int = 1 << 30
     sandbox_cpu: int = 120
     sandbox_timeout: float = 300.0
+    # The API groups, finalizers and global namespace the controller serves (`--api-groups`): kapply's, or
+    # kapp-controller's. Every part of the controller takes them from here.
+    vocabulary: Vocabulary = KAPPLY

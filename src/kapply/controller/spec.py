@@ -1,4 +1,5 @@
-"""The App resource (`kapply.dev/v1alpha1`, kind `App`): its spec read into values, checked with clear messages.
+"""The App resource (`kapply.dev/v1alpha1`; `kappctrl.k14s.io/v1alpha1` in carvel mode, kapply.controller.vocabulary):
+its spec read into values, checked with clear messages.
 
 The spec mirrors kapp-controller's App (`kappctrl.k14s.io/v1alpha1`), so that moving an App is changing its
 apiVersion; docs/reconciler.md lists every field with what kapply supports. A spec that cannot be read ends the
@@ -15,16 +16,12 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from kapply.api import DriftPolicy
+from kapply.controller.vocabulary import KAPPLY
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.values import parse_duration
 
-GROUP = "kapply.dev"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "App"
-PLURAL = "apps"
-FINALIZER = "finalizers.kapply.dev/delete"
+FINALIZER = KAPPLY.app_finalizer  # kapply's; the controller's is its vocabulary's (kapply.controller.vocabulary)
 
 _T = TypeVar("_T")
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 
 from kapply.api import AsyncClient
-from kapply.controller.apps import APPS
 from kapply.controller.spec import SpecError, parsed
 from kapply.controller.status import same_but_times
+from kapply.controller.vocabulary import Vocabulary
 from kapply.objects import Obj, has_finalizer
 from kapply.packaging import install_status, names, store
 from kapply.packaging.failures import is_conflict, unexpected
@@ -47,9 +47,11 @@ Key = tuple[str, str]
 
 
 class InstallReconciler:
-    def __init__(self, api: AsyncClient, settings: PackagingSettings) -> None:
+    def __init__(self, api: AsyncClient, settings: PackagingSettings, vocabulary: Vocabulary) -> None:
         self.api = api
         self.settings = settings
+        self.vocabulary = vocabulary  # the controller's (its Settings')
+        self._installs, self._apps = vocabulary.install.rtype, vocabulary.app.rtype
         self._failures: dict[Key, int] = {}  # consecutive failed passes (the status has no count)
 
     def forget(self, key: Key) -> None:
@@ -58,7 +60,7 @@ class InstallReconciler:
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), None when there is nothing to come back for. Whatever
         fails, the status says so (failures.py)."""
-        install = await store.get(self.api.cluster, store.INSTALLS, namespace, name)
+        install = await store.get(self.api.cluster, self._installs, namespace, name)
         if install is None:
             self.forget((namespace, name))
             return None
@@ -76,7 +78,7 @@ class InstallReconciler:
         spec, problem = parsed(parse_package_install, install)
         if install["metadata"].get("deletionTimestamp"):
             return await self._delete(install, spec)
-        await self.api.cluster.add_finalizer(store.INSTALLS, install, names.INSTALL_FINALIZER)
+        await self.api.cluster.add_finalizer(self._installs, install, self.vocabulary.install_finalizer)
         generation = int(install["metadata"].get("generation") or 0)
         status = install_status.reconciling(install.get("status") or {}, generation)
         if spec is None:
@@ -108,27 +110,29 @@ class InstallReconciler:
     async def _select(self, install: Obj, spec: PackageInstallSpec) -> PackageSpec:
         wanted = package_selection(spec)
         namespace = install["metadata"]["namespace"]
-        packages = await visible_packages(self.api, namespace, wanted.ref_name, self.settings.global_namespace)
+        packages = await visible_packages(
+            self.api, self.vocabulary.package.rtype, namespace, wanted.ref_name, self.settings.global_namespace
+        )
         cluster = await kubernetes_version(self.api) if needs_kubernetes_version(packages, wanted.ref_name) else None
         return parse_package(choose(packages, wanted.ref_name, wanted.selection, spec.extensions, cluster))
 
     async def _run_as_app(self, install: Obj, spec: PackageInstallSpec, package: PackageSpec) -> tuple[Obj, bool]:
         """Create or update the App as the PackageInstall wants it; the App, and whether this pass changed it."""
         namespace, name = install["metadata"]["namespace"], install["metadata"]["name"]
-        app = await self.api.cluster.get(APPS, namespace, name)
-        desired = desired_app(app, install, spec, package, self.settings.install_default_sync_period)
+        app = await self.api.cluster.get(self._apps, namespace, name)
+        desired = desired_app(app, install, spec, package, self.settings.install_default_sync_period, self.vocabulary)
         if app is not None and desired == app:
             return app, False
         if app is None:
-            saved = await self.api.cluster.create(APPS, desired)
+            saved = await self.api.cluster.create(self._apps, desired)
         else:
-            saved = await self.api.cluster.update(APPS, desired)
+            saved = await self.api.cluster.update(self._apps, desired)
         verb = "created" if app is None else "updated"
         _log.info("%s %s/%s: %s App for %s %s", KIND, namespace, name, verb, package.ref_name, package.version)
         return saved, True
 
     async def _write(self, install: Obj, status: Obj) -> None:
-        await self.api.cluster.write_status(store.INSTALLS, install, status, unchanged=same_but_times)
+        await self.api.cluster.write_status(self._installs, install, status, unchanged=same_but_times)
 
     def _sync_period(self, spec: PackageInstallSpec | None) -> float:
         """The App's sync period: the PackageInstall's, else the controller's default."""
@@ -153,11 +157,11 @@ class InstallReconciler:
         """Delete the App (with the PackageInstall's current deletion settings), mirror its deletion, and let the
         PackageInstall go once the App is gone."""
         namespace, name = install["metadata"]["namespace"], install["metadata"]["name"]
-        if not has_finalizer(install, names.INSTALL_FINALIZER):
+        if not has_finalizer(install, self.vocabulary.install_finalizer):
             return None
-        app = await self.api.cluster.get(APPS, namespace, name)
+        app = await self.api.cluster.get(self._apps, namespace, name)
         if app is None or not owned_by(app, install):  # gone, or never ours: nothing of ours to wait for
-            await self.api.cluster.remove_finalizer(store.INSTALLS, namespace, name, names.INSTALL_FINALIZER)
+            await self.api.cluster.remove_finalizer(self._installs, namespace, name, self.vocabulary.install_finalizer)
             self.forget((namespace, name))
             _log.info("%s %s/%s: deleted", KIND, namespace, name)
             return None
@@ -165,9 +169,9 @@ class InstallReconciler:
         if spec is not None:
             updated = deleting_app(app, install, spec)
             if updated != app:
-                app = await self.api.cluster.update(APPS, updated)
+                app = await self.api.cluster.update(self._apps, updated)
         if not app["metadata"].get("deletionTimestamp"):
-            await self.api.cluster.delete(APPS, namespace, name, uid=app["metadata"].get("uid"))
+            await self.api.cluster.delete(self._apps, namespace, name, uid=app["metadata"].get("uid"))
             generation = int(install["metadata"].get("generation") or 0)
             await self._write(install, install_status.deleting(status, generation))
             return DELETE_RECHECK

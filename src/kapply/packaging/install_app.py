@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kapply import objects
-from kapply.controller import spec as app_spec
+from kapply.controller.vocabulary import Vocabulary
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging import names
@@ -55,8 +55,8 @@ def manually_controlled(app: Obj | None) -> bool:
 def owner_reference(install: Obj) -> Obj:
     meta = install["metadata"]
     return {
-        "apiVersion": names.API_VERSION,
-        "kind": names.PACKAGE_INSTALL.kind,
+        "apiVersion": install["apiVersion"],  # the PackageInstall's group: the controller's vocabulary's
+        "kind": install["kind"],
         "name": meta["name"],
         "uid": meta.get("uid", ""),
         "controller": True,
@@ -165,14 +165,16 @@ def desired_app(
     install_spec: PackageInstallSpec,
     package: PackageSpec,
     default_sync_period: float,
+    vocabulary: Vocabulary,
 ) -> Obj:
-    """The App as the PackageInstall wants it (`existing`, when there is one, is not changed)."""
+    """The App as the PackageInstall wants it (`existing`, when there is one, is not changed), in the controller's
+    vocabulary."""
     if existing is not None and manually_controlled(existing):
         return existing
     meta = install["metadata"]
     app: Obj = copy.deepcopy(existing) if existing is not None else {}
-    app["apiVersion"] = app_spec.API_VERSION
-    app["kind"] = app_spec.KIND
+    app["apiVersion"] = vocabulary.app.api_version
+    app["kind"] = vocabulary.app.kind
     app_meta = app.setdefault("metadata", {})
     app_meta["name"], app_meta["namespace"] = meta["name"], meta["namespace"]
     app_meta["annotations"] = {

@@ -1,66 +1,52 @@
-"""The packaging APIs' vocabulary: groups, kinds, plurals, finalizers, annotation keys, the global namespace, and the
-object name of a Package.
+"""The packaging APIs' vocabulary that does not depend on the controller's mode: kinds, plurals, annotation keys, and
+the object name of a Package; and kapply's own names (KAPPLY's), which `kapply package` and the tests speak.
 
-Groups are kapply's (a CRD cannot share `data.packaging.carvel.dev` with kapp-controller's APIService); kinds,
-plurals and short names are kapp-controller's, so a user moves an object by changing its apiVersion only
-(config/packaging/crds.yml, docs/packages.md). Annotation keys that users, repositories or tools write are
-kapp-controller's own (`packaging.carvel.dev/...`), read as they are; finalizers are kapply's, so that kapply and
-kapp-controller never finish each other's deletions while both run.
+Groups, finalizers and the global namespace depend on the mode (`kapply controller --api-groups`): the controller
+takes them from kapply.controller.vocabulary's Vocabulary in its settings, never from here. Under kapply's groups
+(a CRD cannot share `data.packaging.carvel.dev` with kapp-controller's APIService), kinds, plurals and short names are
+kapp-controller's, so a user moves an object by changing its apiVersion only (config/packaging/crds.yml,
+docs/packages.md); kapply's finalizers let kapply and kapp-controller never finish each other's deletions while both
+run. Annotation keys that users, repositories or tools write are kapp-controller's own (`packaging.carvel.dev/...`),
+read as they are, in both modes.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 
-GROUP = "packaging.kapply.dev"
-DATA_GROUP = "data.packaging.kapply.dev"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-DATA_API_VERSION = f"{DATA_GROUP}/{VERSION}"
+from kapply.controller.vocabulary import CARVEL, KAPPLY, VERSION, Resource
 
+__all__ = ["VERSION", "Resource"]
 
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """One of the four packaging resources: where it is served and what it is called."""
+GROUP = KAPPLY.install.group
+DATA_GROUP = KAPPLY.package.group
+API_VERSION = KAPPLY.install.api_version
+DATA_API_VERSION = KAPPLY.package.api_version
 
-    group: str
-    kind: str
-    plural: str
-    short_name: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{VERSION}"
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
-
-
-PACKAGE_REPOSITORY = Resource(GROUP, "PackageRepository", "packagerepositories", "pkgr")
-PACKAGE_INSTALL = Resource(GROUP, "PackageInstall", "packageinstalls", "pkgi")
-PACKAGE = Resource(DATA_GROUP, "Package", "packages", "pkg")
-PACKAGE_METADATA = Resource(DATA_GROUP, "PackageMetadata", "packagemetadatas", "pkgm")
+PACKAGE_REPOSITORY = KAPPLY.repository
+PACKAGE_INSTALL = KAPPLY.install
+PACKAGE = KAPPLY.package
+PACKAGE_METADATA = KAPPLY.package_metadata
 RESOURCES = (PACKAGE_REPOSITORY, PACKAGE_INSTALL, PACKAGE, PACKAGE_METADATA)
 
 # kapp-controller's groups: a repository's content names them; the repository controller accepts them and writes the
-# documents under kapply's groups.
-CARVEL_GROUP = "packaging.carvel.dev"
-CARVEL_DATA_GROUP = "data.packaging.carvel.dev"
+# documents under the groups the controller serves.
+CARVEL_GROUP = CARVEL.install.group
+CARVEL_DATA_GROUP = CARVEL.package.group
 
-# kapply's finalizers (kapp-controller's are finalizers.packagerepository.packaging.carvel.dev/delete and
-# finalizers.packageinstall.packaging.carvel.dev/delete: reusing them would let either controller finish the other's
-# deletion).
-REPOSITORY_FINALIZER = "finalizers.packagerepository.packaging.kapply.dev/delete"
-INSTALL_FINALIZER = "finalizers.packageinstall.packaging.kapply.dev/delete"
+# kapply's finalizers (kapp-controller's, CARVEL's, are finalizers.packagerepository.packaging.carvel.dev/delete and
+# finalizers.packageinstall.packaging.carvel.dev/delete: in kapply mode, reusing them would let either controller
+# finish the other's deletion).
+REPOSITORY_FINALIZER = KAPPLY.repository_finalizer
+INSTALL_FINALIZER = KAPPLY.install_finalizer
 
 # Packages and PackageMetadatas in this namespace are visible from every namespace (a namespace's own object of the
-# same identity wins). kapply's own namespace rather than kapp-controller's `kapp-controller-packaging-global`, which
-# kapp-controller's installation owns (and deletes with it). The PackageRepository CRD carries it in the annotation
-# GLOBAL_NAMESPACE_ANNOTATION, as kapp-controller's does.
-DEFAULT_GLOBAL_NAMESPACE = "kapply-packaging-global"
+# same identity wins). In kapply mode kapply's own namespace rather than kapp-controller's
+# `kapp-controller-packaging-global`, which kapp-controller's installation owns (and deletes with it); in carvel mode
+# kapp-controller's. The PackageRepository CRD carries it in the annotation GLOBAL_NAMESPACE_ANNOTATION, as
+# kapp-controller's does.
+DEFAULT_GLOBAL_NAMESPACE = KAPPLY.global_namespace
 GLOBAL_NAMESPACE_ANNOTATION = "packaging.carvel.dev/global-namespace"
 
 # On a Namespace: do not show it the global namespace's packages. kapp-controller's code reads the first (its docs say

@@ -9,11 +9,9 @@ and hold each to its share of the workers, as the Apps' (kapply.controller.queue
 from __future__ import annotations
 
 from kapply.api import AsyncClient
-from kapply.controller.apps import APPS
 from kapply.controller.main import ControllerOptions, Kind, Trigger
 from kapply.controller.main import run as run_controller
 from kapply.controller.metrics import PACKAGE_REPOSITORY, Kappctrl
-from kapply.packaging import names, store
 from kapply.packaging.install import InstallReconciler, install_fingerprint
 from kapply.packaging.repository import RepositoryReconciler
 from kapply.packaging.settings import PackagingSettings
@@ -25,8 +23,9 @@ def registrations(
 ) -> tuple[tuple[Kind, ...], tuple[Trigger, ...]]:
     """The packaging kinds and triggers for a Controller whose metrics hold `kappctrl` (kapp-controller's series: a
     PackageRepository's are counted and timed by its reconciler; a PackageInstall's are its App's)."""
+    vocabulary = options.settings.vocabulary
     repositories = RepositoryReconciler(api, options.settings, kappctrl.of(PACKAGE_REPOSITORY))
-    installs = InstallReconciler(api, settings)
+    installs = InstallReconciler(api, settings, vocabulary)
     index = InstallIndex()
 
     def forget(key: tuple[str, str]) -> None:
@@ -34,10 +33,10 @@ def registrations(
         installs.forget(key)
 
     kinds = (
-        Kind(names.PACKAGE_REPOSITORY.kind, store.REPOSITORIES, repositories.reconcile, options.workers),
+        Kind(vocabulary.repository.kind, vocabulary.repository.rtype, repositories.reconcile, options.workers),
         Kind(
-            names.PACKAGE_INSTALL.kind,
-            store.INSTALLS,
+            vocabulary.install.kind,
+            vocabulary.install.rtype,
             installs.reconcile,
             options.workers,
             fingerprint=install_fingerprint,
@@ -50,8 +49,8 @@ def registrations(
         (None,) if options.namespace is None else tuple(dict.fromkeys((options.namespace, settings.global_namespace)))
     )
     triggers = (
-        Trigger(APPS, app_trigger),
-        Trigger(store.PACKAGES, package_trigger(index, settings.global_namespace), namespaces),
+        Trigger(vocabulary.app.rtype, app_trigger(vocabulary)),
+        Trigger(vocabulary.package.rtype, package_trigger(index, settings.global_namespace), namespaces),
     )
     return kinds, triggers
 

@@ -75,15 +75,17 @@ class RepositoryReconciler:
         self.settings = settings
         # kapp-controller's series of PackageRepositories: attempts (it counts nothing else of them) and times
         self.series = series or KindSeries(controller=PACKAGE_REPOSITORY)
+        self.vocabulary = settings.vocabulary
+        self._repositories = settings.vocabulary.repository.rtype
 
     async def _write(self, repository: Obj, status: Obj) -> None:
         """A status that differs only in its times is not written (an unchanged repository's sync writes nothing)."""
-        await self.api.cluster.write_status(store.REPOSITORIES, repository, status, unchanged=same_but_times)
+        await self.api.cluster.write_status(self._repositories, repository, status, unchanged=same_but_times)
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), or None (gone, or paused: its next change brings it back).
         Whatever fails, the status says so (failures.py)."""
-        repository = await store.get(self.api.cluster, store.REPOSITORIES, namespace, name)
+        repository = await store.get(self.api.cluster, self._repositories, namespace, name)
         if repository is None:
             self.series.forget(namespace, name)
             return None
@@ -157,6 +159,7 @@ class RepositoryReconciler:
                 spec.fetch,
                 FetchPolicy.from_settings(self.settings),
                 source_reader(self.api, namespace),
+                self.settings.vocabulary.package.api_version,
                 on_fetched=clock.fetched,
             )
         except SandboxFailed as e:
@@ -183,12 +186,14 @@ class RepositoryReconciler:
 
         async def owns() -> None:  # before the deploy applies anything, as kapp-controller ("Blocking for deploy")
             try:
-                await self.api.cluster.add_finalizer(store.REPOSITORIES, repository, names.REPOSITORY_FINALIZER)
+                await self.api.cluster.add_finalizer(
+                    self._repositories, repository, self.vocabulary.repository_finalizer
+                )
             except KapplyError as e:
                 raise KapplyError(f"Blocking for deploy: {e}") from e
 
         try:
-            deployed = await deploy(self.api, name, namespace, wanted, owns)
+            deployed = await deploy(self.api, self.vocabulary, name, namespace, wanted, owns)
         except RepositoryDeployFailed as e:
             clock.end(Timed.DEPLOY)
             stage = app_status.Stage(
@@ -209,7 +214,7 @@ class RepositoryReconciler:
     async def _delete(self, repository: Obj) -> float | None:
         """Delete the repository's kapp app (its Packages go), then let the repository go."""
         namespace, name = repository["metadata"]["namespace"], repository["metadata"]["name"]
-        if not has_finalizer(repository, names.REPOSITORY_FINALIZER):
+        if not has_finalizer(repository, self.vocabulary.repository_finalizer):
             return None
         status = {
             **(repository.get("status") or {}),
@@ -217,14 +222,16 @@ class RepositoryReconciler:
         }
         await self._write(repository, app_status.with_condition(status, app_status.Condition.DELETING))
         try:
-            await delete(self.api, name, namespace)
+            await delete(self.api, self.vocabulary, name, namespace)
         except KapplyError as e:
             failed = app_status.failed(status, app_status.Condition.DELETE_FAILED, f"Deleting: {e}", str(e))
             again = retry_delay(failed["consecutiveReconcileFailures"], REPOSITORY_DEFAULT_SYNC_PERIOD)
             _log.warning("%s %s/%s: Deleting: %s (retrying in %.0fs)", KIND, namespace, name, e, again)
             await self._write(repository, failed)
             return again
-        await self.api.cluster.remove_finalizer(store.REPOSITORIES, namespace, name, names.REPOSITORY_FINALIZER)
+        await self.api.cluster.remove_finalizer(
+            self._repositories, namespace, name, self.vocabulary.repository_finalizer
+        )
         self.series.forget(namespace, name)
         _log.info("%s %s/%s: deleted", KIND, namespace, name)
         return None

@@ -8,7 +8,8 @@ kapp-controller's pkgrepository/app_template.go makes them.
    `data.packaging.kapply.dev/v1alpha1`) are dropped silently, as kapp-controller drops them (a later repository
    format may bring kinds this controller does not know).
 4. Each is read as kapp-controller's Go types read it: fields they do not know are dropped, a field of the wrong type
-   fails (`Deserializing resource: ...`); it is written under kapply's group, without a namespace (the repository's
+   fails (`Deserializing resource: ...`); it is written under the data group the controller serves (kapply's, or
+   kapp-controller's in carvel mode: kapply.controller.vocabulary), without a namespace (the repository's
    is forced), with kapp-controller's annotations (the repository that brought it, no last-applied copy, no wait,
    create falling back to update), and a Package's kapp-controller name `<refName>.<version>` becomes kapply's
    (names.package_name).
@@ -170,16 +171,16 @@ def is_repository_kind(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("apiVersion") in _DATA_API_VERSIONS and doc.get("kind") in _KINDS
 
 
-def repository_object(doc: Obj, namespace: str, repository: str) -> Obj:
-    """One Package or PackageMetadata as the repository deploys it (see the module's docs); ContentError for a field
-    of the wrong type."""
+def repository_object(doc: Obj, namespace: str, repository: str, api_version: str) -> Obj:
+    """One Package or PackageMetadata as the repository deploys it (see the module's docs), under `api_version` (the
+    data group the controller serves); ContentError for a field of the wrong type."""
     kind = doc["kind"]
     meta = doc.get("metadata")
     if not isinstance(meta, dict):
         raise ContentError(f"Deserializing resource: Expected metadata to be a map, got {type(meta).__name__}")
     body = _prune(doc.get("spec"), _SCHEMAS[kind]) if doc.get("spec") is not None else {}
     obj: Obj = {
-        "apiVersion": names.DATA_API_VERSION,
+        "apiVersion": api_version,
         "kind": kind,
         "metadata": {k: meta[k] for k in _METADATA if meta.get(k) is not None},
         "spec": body,
@@ -203,9 +204,9 @@ def repository_object(doc: Obj, namespace: str, repository: str) -> Obj:
     return obj
 
 
-def repository_objects(docs: list[Any], namespace: str, repository: str) -> list[Obj]:
-    """The Packages and PackageMetadatas among a repository's documents, as it deploys them."""
-    return [repository_object(doc, namespace, repository) for doc in docs if is_repository_kind(doc)]
+def repository_objects(docs: list[Any], namespace: str, repository: str, api_version: str) -> list[Obj]:
+    """The Packages and PackageMetadatas among a repository's documents, as it deploys them (under `api_version`)."""
+    return [repository_object(doc, namespace, repository, api_version) for doc in docs if is_repository_kind(doc)]
 
 
 async def resolve_images(objs: list[Obj], root: Path) -> list[Obj]:

@@ -26,9 +26,10 @@ from kapply.api import (
     record_names,
 )
 from kapply.controller.options import DELETE, DEPLOY, parse_raw_options
+from kapply.controller.vocabulary import VERSION, Vocabulary
 from kapply.errors import KapplyError
 from kapply.objects import Obj
-from kapply.packaging import names, overlap, store
+from kapply.packaging import names, overlap
 from kapply.resources.confined import Allowed, Confined, Scope
 
 # kapp-controller's raw options for a repository's kapp deploy and delete (pkgrepository/app.go), and kapply's
@@ -72,19 +73,16 @@ def repository_delete_options() -> DeleteOptions:
     return replace(delete_options(parse_raw_options(DELETE_RAW_OPTIONS, DELETE)), used_kinds_only=True)
 
 
-KINDS = frozenset({(names.DATA_GROUP, names.PACKAGE.kind), (names.DATA_GROUP, names.PACKAGE_METADATA.kind)})
-VERSIONS = frozenset({(names.DATA_GROUP, names.VERSION)})
-
-
-def scope(name: str, namespace: str) -> Scope:
-    """What a repository's deploy and delete may reach: the Packages and PackageMetadatas of its namespace, and there
-    the ConfigMaps of its app (the record, under either of kapp's names, and the app-changes)."""
+def scope(vocabulary: Vocabulary, name: str, namespace: str) -> Scope:
+    """What a repository's deploy and delete may reach: the Packages and PackageMetadatas (of the controller's
+    vocabulary) of its namespace, and there the ConfigMaps of its app (the record, under either of kapp's names, and
+    the app-changes)."""
     app = names.repository_app_name(name)
     return Scope(
         namespace,
         (
-            Allowed(names.DATA_GROUP, names.PACKAGE.plural),
-            Allowed(names.DATA_GROUP, names.PACKAGE_METADATA.plural),
+            Allowed(vocabulary.package.group, vocabulary.package.plural),
+            Allowed(vocabulary.package_metadata.group, vocabulary.package_metadata.plural),
             Allowed("", "configmaps", record_names(app), (change_prefix(app),)),
         ),
     )
@@ -95,30 +93,33 @@ def change_prefix(app: str) -> str:
     return f"{app}-change-"
 
 
-def confined(api: AsyncClient, name: str, namespace: str) -> AsyncClient:
+def confined(api: AsyncClient, vocabulary: Vocabulary, name: str, namespace: str) -> AsyncClient:
     """`api` confined to the repository's `scope`."""
-    return api.through(Confined(api.cluster, scope(name, namespace)))
+    return api.through(Confined(api.cluster, scope(vocabulary, name, namespace)))
 
 
-def record_problems(app: App, namespace: str) -> list[str]:
+def record_problems(app: App, vocabulary: Vocabulary, namespace: str) -> list[str]:
     """What in the repository's app record the controller cannot have written (reading it has already refused a
     label key or value that is not one). The fields that steer what the deploy and the delete reach: the label (the
     selector of every LIST), usedGKs and usedGVs (the kinds listed, and the APIs required), lastChange.namespaces (the
     namespaces listed in) and lastChangeName (the change it points at). The others (lastChange's times, description
     and outcome) are only shown, and the next change rewrites them."""
     meta = app.meta
+    data = vocabulary.package.group
+    kinds_deployed = {(data, vocabulary.package.kind), (data, vocabulary.package_metadata.kind)}
     problems = []
     if meta.label_key != objects.APP_LABEL:
         problems.append(f"'labelKey' is {meta.label_key!r}, not {objects.APP_LABEL!r}")
     if meta.used_gks is None:
         problems.append("'usedGKs' is null (the controller always records the kinds it deployed)")
     else:
-        kinds = sorted(f"{k}.{g}" if g else k for g, k in set(meta.used_gks) - KINDS)
+        kinds = sorted(f"{k}.{g}" if g else k for g, k in set(meta.used_gks) - kinds_deployed)
         if kinds:
             problems.append(f"'usedGKs' names {', '.join(kinds)} (a repository deploys Packages and PackageMetadatas)")
-    versions = sorted(f"{g}/{v}" if g else v for g, v in set(meta.used_gvs) - VERSIONS)
+    versions = sorted(f"{g}/{v}" if g else v for g, v in set(meta.used_gvs) - {(data, VERSION)})
     if versions:
-        problems.append(f"'usedGVs' names {', '.join(versions)} (a repository deploys {names.DATA_API_VERSION} only)")
+        deployed = vocabulary.package.api_version
+        problems.append(f"'usedGVs' names {', '.join(versions)} (a repository deploys {deployed} only)")
     elsewhere = sorted(set(meta.last_change.namespaces) - {namespace})
     if elsewhere:
         problems.append(f"'lastChange.namespaces' names {', '.join(elsewhere)} (a repository deploys to {namespace})")
@@ -127,12 +128,12 @@ def record_problems(app: App, namespace: str) -> list[str]:
     return problems
 
 
-async def check_record(client: AsyncClient, name: str, namespace: str) -> None:
+async def check_record(client: AsyncClient, vocabulary: Vocabulary, name: str, namespace: str) -> None:
     """Refuse a record of the repository's app (if it has one) that the controller cannot have written, naming it and
     its fields (`record_problems`); its ConfigMap deleted, the next deploy writes it anew (and takes the repository's
     Packages back by their names)."""
     app = await client.find_app(names.repository_app_name(name), namespace=namespace)
-    problems = [] if app is None else record_problems(app, namespace)
+    problems = [] if app is None else record_problems(app, vocabulary, namespace)
     if app is not None and problems:
         raise KapplyError(
             f"App record ConfigMap '{app.configmap_name}' (namespace: {namespace}) was not written by the controller: "
@@ -141,9 +142,9 @@ async def check_record(client: AsyncClient, name: str, namespace: str) -> None:
         )
 
 
-async def _existing(api: AsyncClient, namespace: str) -> dict[tuple[str, str], Obj]:
+async def _existing(api: AsyncClient, vocabulary: Vocabulary, namespace: str) -> dict[tuple[str, str], Obj]:
     found = {}
-    for rtype in (store.PACKAGES, store.PACKAGE_METADATAS):
+    for rtype in (vocabulary.package.rtype, vocabulary.package_metadata.rtype):
         for obj in await api.cluster.list(rtype, namespace=namespace):
             found[(rtype.kind, obj["metadata"]["name"])] = obj
     return found
@@ -151,6 +152,7 @@ async def _existing(api: AsyncClient, namespace: str) -> dict[tuple[str, str], O
 
 async def deploy(
     api: AsyncClient,
+    vocabulary: Vocabulary,
     name: str,
     namespace: str,
     wanted: Sequence[Obj],
@@ -158,10 +160,10 @@ async def deploy(
 ) -> RepositoryDeployed:
     """Deploy the repository's objects (`owns` runs before anything is applied: the repository's finalizer)."""
     out = Transcript()
-    api = confined(api, name, namespace)
+    api = confined(api, vocabulary, name, namespace)
     try:
-        await check_record(api, name, namespace)
-        existing = await _existing(api, namespace)
+        await check_record(api, vocabulary, name, namespace)
+        existing = await _existing(api, vocabulary, namespace)
         kept, left = [], []
         for obj in wanted:
             if (
@@ -190,8 +192,8 @@ async def deploy(
     return RepositoryDeployed(changed, out.text, tuple(left))
 
 
-async def delete(api: AsyncClient, name: str, namespace: str) -> None:
+async def delete(api: AsyncClient, vocabulary: Vocabulary, name: str, namespace: str) -> None:
     """Delete the repository's kapp app and with it its Packages and PackageMetadatas; KapplyError when that fails."""
-    api = confined(api, name, namespace)
-    await check_record(api, name, namespace)
+    api = confined(api, vocabulary, name, namespace)
+    await check_record(api, vocabulary, name, namespace)
     await api.delete(names.repository_app_name(name), namespace=namespace, options=repository_delete_options())

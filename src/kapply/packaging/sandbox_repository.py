@@ -27,10 +27,11 @@ from kapply.packaging.repository_fetch import fetch_repository
 from kapply.packaging.spec import RepositoryFetch, RepositorySource
 
 
-def request(namespace: str, name: str, source: RepositoryFetch, policy: FetchPolicy) -> Obj:
+def request(namespace: str, name: str, source: RepositoryFetch, policy: FetchPolicy, api_version: str) -> Obj:
     return {
         "namespace": namespace,
         "name": name,
+        "apiVersion": api_version,  # of the Packages and PackageMetadatas: the data group the controller serves
         "source": source.source.value,
         "config": source.config,
         "policy": sandbox_app.policy_to_json(policy),
@@ -50,7 +51,7 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
     runner.confine_template_stage(["ytt", "kbld"] if bundle else ["ytt"])
     try:
         wanted = repository_objects(
-            await read_documents(root, check_layout(root)), request["namespace"], request["name"]
+            await read_documents(root, check_layout(root)), request["namespace"], request["name"], request["apiVersion"]
         )
         if bundle:  # its ImagesLock, as kapp-controller's kbld pass
             wanted = await resolve_images(wanted, root)
@@ -66,15 +67,16 @@ async def fetch_and_read(
     source: RepositoryFetch,
     policy: FetchPolicy,
     read: ReadSource,
+    api_version: str,
     on_fetched: Callable[[str], Awaitable[None]] | None = None,  # told when the fetch stage ended
 ) -> tuple[str, list[Obj]]:
-    """The lock and the objects the repository deploys; SandboxFailed when a stage failed (ContentError for an
-    object the sandbox sent that is not one a repository may bring)."""
-    done = await sandbox.run("repository", request(namespace, name, source, policy), read, on_fetched)
+    """The lock and the objects the repository deploys, under `api_version`; SandboxFailed when a stage failed
+    (ContentError for an object the sandbox sent that is not one a repository may bring)."""
+    done = await sandbox.run("repository", request(namespace, name, source, policy, api_version), read, on_fetched)
     lock, objects = done.get("lock"), done.get("objects")
     if not isinstance(lock, str) or not isinstance(objects, list):
         raise SandboxFailed(Stage.TEMPLATE, "Sandbox: the sandbox sent a result without a lock and objects")
     try:
-        return lock, repository_objects(objects, namespace, name)
+        return lock, repository_objects(objects, namespace, name, api_version)
     except ContentError as e:
         raise SandboxFailed(Stage.TEMPLATE, str(e), lock=lock) from None

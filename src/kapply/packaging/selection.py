@@ -11,7 +11,7 @@ from kapply import objects
 from kapply.api import AsyncClient
 from kapply.errors import KapplyError
 from kapply.objects import Obj
-from kapply.packaging import names, store
+from kapply.packaging import names
 from kapply.packaging.spec import InstallExtensions, PackageSpec, parse_package
 from kapply.resources.cluster import ResourceType
 from kapply.versions import (
@@ -124,26 +124,31 @@ def needs_kubernetes_version(packages: Sequence[Obj], ref_name: str) -> bool:
     )
 
 
-async def _list(api: AsyncClient, namespace: str, ref_name: str | None) -> list[Obj]:
+async def _list(api: AsyncClient, packages: ResourceType, namespace: str, ref_name: str | None) -> list[Obj]:
     """A namespace's Packages (of one package: the CRD's `spec.refName` field selector)."""
     if ref_name is None:
-        found, _ = await api.cluster.list_with_version(store.PACKAGES, namespace=namespace, limit=1)
+        found, _ = await api.cluster.list_with_version(packages, namespace=namespace, limit=1)
     else:
         found, _ = await api.cluster.list_with_version(
-            store.PACKAGES, namespace=namespace, field_selector=f"spec.refName={ref_name}"
+            packages, namespace=namespace, field_selector=f"spec.refName={ref_name}"
         )
     return found
 
 
-async def visible_packages(api: AsyncClient, namespace: str, ref_name: str, global_namespace: str) -> list[Obj]:
-    """The Packages of `ref_name` the namespace sees; when it sees none, any one Package it sees (so that `choose` can
-    tell "no version of this package" from kapp-controller's "no package at all": `Package <refName> not found`)."""
-    own = await _list(api, namespace, ref_name)
+async def visible_packages(
+    api: AsyncClient, packages: ResourceType, namespace: str, ref_name: str, global_namespace: str
+) -> list[Obj]:
+    """The Packages (of type `packages`: the controller's vocabulary's) of `ref_name` the namespace sees; when it sees
+    none, any one Package it sees (so that `choose` can tell "no version of this package" from kapp-controller's "no
+    package at all": `Package <refName> not found`)."""
+    own = await _list(api, packages, namespace, ref_name)
     use_global = namespace != global_namespace and not excluded(await api.cluster.get(NAMESPACES, None, namespace))
-    seen = visible(own, await _list(api, global_namespace, ref_name) if use_global else [])
+    seen = visible(own, await _list(api, packages, global_namespace, ref_name) if use_global else [])
     if seen:
         return seen
-    return await _list(api, namespace, None) or (await _list(api, global_namespace, None) if use_global else [])
+    return await _list(api, packages, namespace, None) or (
+        await _list(api, packages, global_namespace, None) if use_global else []
+    )
 
 
 async def kubernetes_version(api: AsyncClient) -> Version:

@@ -8,17 +8,11 @@ from kapply.objects import Obj
 from kapply.packaging import names
 from kapply.resources.cluster import Cluster, ResourceType
 
-_VERBS = frozenset({"get", "list", "watch", "update"})
-
-
-def resource_type(resource: names.Resource) -> ResourceType:
-    return ResourceType(resource.group, names.VERSION, resource.kind, resource.plural, True, _VERBS)
-
-
-REPOSITORIES = resource_type(names.PACKAGE_REPOSITORY)
-INSTALLS = resource_type(names.PACKAGE_INSTALL)
-PACKAGES = resource_type(names.PACKAGE)
-PACKAGE_METADATAS = resource_type(names.PACKAGE_METADATA)
+# kapply's groups (`kapply package`'s); the controller takes its types from its vocabulary (`Resource.rtype`).
+REPOSITORIES = names.PACKAGE_REPOSITORY.rtype
+INSTALLS = names.PACKAGE_INSTALL.rtype
+PACKAGES = names.PACKAGE.rtype
+PACKAGE_METADATAS = names.PACKAGE_METADATA.rtype
 
 
 async def get(cluster: Cluster, rtype: ResourceType, namespace: str, name: str) -> Obj | None:

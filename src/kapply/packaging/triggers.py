@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kapply import objects
 from kapply.controller.spec import SpecError
+from kapply.controller.vocabulary import Vocabulary
 from kapply.objects import Obj
 from kapply.packaging import names
 from kapply.packaging.install_app import controller_of
@@ -72,19 +73,22 @@ def package_trigger(index: InstallIndex, global_namespace: str) -> Callable[[str
     return event
 
 
-def owning_install(app: Obj) -> Key | None:
-    """The PackageInstall that controls an App, if one does."""
+def owning_install(app: Obj, vocabulary: Vocabulary) -> Key | None:
+    """The PackageInstall (of the controller's vocabulary) that controls an App, if one does."""
     owner = controller_of(app)
     if (
         owner is None
-        or owner.get("apiVersion") != names.API_VERSION
-        or owner.get("kind") != names.PACKAGE_INSTALL.kind
+        or owner.get("apiVersion") != vocabulary.install.api_version
+        or owner.get("kind") != vocabulary.install.kind
         or not owner.get("name")
     ):
         return None
     return objects.namespace(app), str(owner["name"])
 
 
-def app_trigger(kind: str, app: Obj) -> Iterable[Request]:
-    key = owning_install(app)
-    return [] if key is None else [(names.PACKAGE_INSTALL.kind, key, APP_DEBOUNCE)]
+def app_trigger(vocabulary: Vocabulary) -> Callable[[str, Obj], Iterable[Request]]:
+    def event(kind: str, app: Obj) -> Iterable[Request]:
+        key = owning_install(app, vocabulary)
+        return [] if key is None else [(vocabulary.install.kind, key, APP_DEBOUNCE)]
+
+    return event
