@@ -99,7 +99,7 @@ class Reconciler:
         self.observe_deploy = observe_deploy or (lambda seconds, ok: None)
         self.cache = cache or Cache()  # without the watches' cache (main.py's), every read goes to the API server
         self.counts = counts or KindSeries()  # kapp-controller's App counters and times (main.py's in /metrics)
-        self.tokens = Tokens(api)
+        self.tokens = Tokens(api, watch=cache is not None)  # with main.py's cache, accounts are watched too
         self.events = Recorder(api.cluster, self.settings.vocabulary.app)
         self.memory: dict[Key, ghosts.Memory] = {}
         self.owners: dict[Key, owners.Owners] = {}  # each App's owned fields (controller/owners.py)
@@ -354,6 +354,7 @@ class Reconciler:
         clients = [*self._clients.values(), *(c for old in self._retired.values() for c in old)]
         self._clients.clear()
         self._retired.clear()
+        self.tokens.stop()
         for client in clients:
             await client.close()
 
