@@ -11,6 +11,7 @@ import io
 import subprocess
 import tarfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,7 @@ from tests.e2e.package_cli_harness import (
     push_simple_app,
 )
 from tests.e2e.packaging_harness import (
+    Package,
     PackageInstall,
     PackageRepository,
     Running,
@@ -51,6 +53,7 @@ from tests.e2e.registry import Registry
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 CM_REF = "cm.test.carvel.dev"
 BARE_REF = "bare.test.carvel.dev"  # a values schema without properties
+TOKEN_CACHE_TTL = 10.0  # seconds kube-apiserver keeps a token's successful authentication
 SHARED_REFUSAL = (
     "kapply: Error: Creating sensitive resources in a shared namespace (default) (hint: Specify a namespace"
 )
@@ -189,9 +192,11 @@ def test_repository_add(running: Running, kube: Client, kapply: KapplyRunner, na
     assert condition(kube, PackageRepository, namespace, "added") == "ReconcileSucceeded", "waited for"
     assert f"{REF}.1.0.0" in package_names(kube, namespace)
 
-    # adding it again changes nothing and returns at once
+    # adding it again changes nothing and returns at once, telling the last reconcile again (as kctrl tails it)
     again = ok(kapply("package", "repository", "add", "-r", "added", "--url", url, "-n", namespace))
     assert "Updating package repository resource" not in again
+    for line in ("Fetch succeeded", "Template succeeded", "Deploy succeeded"):
+        assert line in again, again
 
     refused(kapply("package", "repository", "add", "-r", "x", "--url", url, "-n", "default"), SHARED_REFUSAL)
     refused(
@@ -274,10 +279,12 @@ def test_repository_add_takes_git_and_http_urls(
     sources = {row["name"]: row["source"] for row in listed.rows}
     assert sources["from-git"] == truncated(f"(git) file://{repo}", 60), "as kctrl cuts sources"
     assert sources["from-http"] == f"(http) {url}"
-    refused(
-        kapply("package", "repository", "add", "-r", "x", "--url", "https://example.com/page", "-n", namespace),
-        "kapply: Error: Expected --url 'https://example.com/page' to be an OCI reference",
-    )
+    # any other URL is an OCI reference, read as kctrl reads one (test_repository_update fetches one)
+    page = ["package", "repository", "add", "-r", "x", "--url", "https://example.com/page", "--dry-run"]
+    dry = ok(kapply(*page, "-n", namespace))
+    assert yaml.safe_load(dry)["spec"]["fetch"] == {
+        "imgpkgBundle": {"image": "https://example.com/page", "tagSelection": {"semver": {}}}
+    }
 
 
 def test_repository_update(
@@ -289,7 +296,8 @@ def test_repository_update(
     second = pushed.repository("update-2.0.0", package_document("2.0.0", pushed.app_image))
     out = ok(kapply("package", "repository", "update", "-r", "updated", "--url", second, "-n", namespace))
     assert f"Updating package repository resource 'updated' in namespace '{namespace}'" in out
-    assert "Waiting for package repository to be updated" in out
+    assert "Waiting for package repository reconciliation for 'updated'" in out
+    assert "Waiting for package repository to be updated" not in out, "kctrl 0.53 has no such line"
     repository = get(kube, PackageRepository, namespace, "updated") or {}
     assert repository["spec"]["fetch"] == {"imgpkgBundle": {"image": second}}
     assert repository["metadata"]["generation"] == generation + 1
@@ -299,6 +307,21 @@ def test_repository_update(
         kapply("package", "repository", "update", "-r", "nowhere", "--url", second, "-n", namespace),
         f"kapply: Error: Repository 'nowhere' does not exist in namespace '{namespace}'",
     )
+    # an unchanged repository: its last reconcile told again, without waiting (as kctrl tails it)
+    same = ok(kapply("package", "repository", "update", "-r", "updated", "--url", second, "-n", namespace))
+    for line in ("Fetch started", "Fetch succeeded", "Template succeeded", "Deploy started", "Deploy succeeded"):
+        assert line in same, same
+    assert "Waiting for package repository reconciliation" not in same
+
+    # kctrl's weak reference parsing takes `https://carvel.dev`: the repository is made, its fetch fails, and an
+    # update mends it
+    weak = kapply("package", "repository", "add", "-r", "weak", "--url", "https://carvel.dev", "-n", namespace)
+    refused(weak, "kapply: Error: Reconciling repository:")
+    assert "Invalid image reference 'https://carvel.dev'" in weak.stderr and "Fetch failed" in weak.stdout, weak
+    fetch = (get(kube, PackageRepository, namespace, "weak") or {})["spec"]["fetch"]
+    assert fetch == {"imgpkgBundle": {"image": "https://carvel.dev", "tagSelection": {"semver": {}}}}
+    ok(kapply("package", "repository", "update", "-r", "weak", "--url", second, "-n", namespace))
+    assert condition(kube, PackageRepository, namespace, "weak") == "ReconcileSucceeded"
 
 
 def test_repository_list(running: Running, kube: Client, kapply: KapplyRunner, namespace: str, pushed: Pushed) -> None:
@@ -752,3 +775,52 @@ def test_installed_delete(running: Running, kube: Client, kapply: KapplyRunner, 
     assert get(kube, PackageInstall, namespace, "kept") is None
     assert config_map_data(kube, namespace, "kept-cm") == {"version": "1.0.0", "hello_msg": "stranger"}
     assert not exists(kube, ClusterRole, f"kept-{namespace}-cluster-role")
+
+
+def test_install_again_under_the_same_name_and_update_a_version_that_left(
+    running: Running, kube: Client, kapply: KapplyRunner, namespace: str, tmp_path: Path
+) -> None:
+    """Two of kctrl's behaviours scripts rely on (issue 31). `installed delete` deletes the service account `install`
+    made, and `install` makes it anew under the same name: another account (its uid), whose first deploy must not
+    use the deleted account's token, which the API server refuses once its token cache forgot it (kapp-controller
+    keys its tokens by uid too). And `installed update` of an install whose version left the repositories: the
+    install fails (`Expected to find at least one version`) before pausing its App, so the update stops waiting for
+    the pause, sets the new version and succeeds. (The second runs while the first waits for the API server.)"""
+    values = values_file(tmp_path / "again.yml", name="again-cm")
+    install(kapply, namespace, "again", "-v", "1.0.0", "--values-file", values)
+    ok(kapply("package", "installed", "delete", "-i", "again", "-n", namespace, "-y", "--wait-check-interval=0.5s"))
+    deleted = time.monotonic()
+
+    ref = "left.test.carvel.dev"
+    create(kube, namespace, *(renamed(cm_package(version), ref) for version in ("1.0.0", "2.0.0")))
+    left = values_file(tmp_path / "left.yml", name="left-cm")
+    install_left = ["package", "install", "-i", "left", "-p", ref, "-v", "1.0.0", "--values-file", left]
+    ok(kapply(*install_left, "-n", namespace, "--wait-check-interval=0.5s"))
+    kube.delete(Package, names.package_name(ref, "1.0.0"), namespace=namespace)
+    eventually(
+        lambda: "Expected to find at least one version" in str(status(kube, PackageInstall, namespace, "left")),
+        timeout=30,
+        what="the install to say its version is gone",
+    )
+    update = ["package", "installed", "update", "-i", "left", "--version", "2.0.0", "--values-file", "-"]
+    waits = ["--wait-check-interval=0.5s", "--wait-timeout=60s"]
+    out = ok(kapply(*update, "-n", namespace, *waits, input="name: left-cm\nhello_msg: again\n"))
+    assert "Resuming reconciliation for package installation 'left'" in out, out
+    assert config_map_data(kube, namespace, "left-cm") == {"version": "2.0.0", "hello_msg": "again"}
+
+    # kube-apiserver takes a token it authenticated within the last 10 s without looking at its account again: the
+    # deleted account's token stops working only then (a wait for the API server's cache, not for a sync)
+    time.sleep(max(0.0, deleted + TOKEN_CACHE_TTL - time.monotonic()))
+    out = install(kapply, namespace, "again", "-v", "1.0.0", "--values-file", values)
+    assert "Deploy succeeded" in out and "Unauthorized" not in out
+    assert config_map_data(kube, namespace, "again-cm") == {"version": "1.0.0", "hello_msg": "stranger"}
+
+
+def renamed(package: dict[str, Any], ref: str) -> dict[str, Any]:
+    """`package` as a version of the package `ref`."""
+    version = package["spec"]["version"]
+    return {
+        **package,
+        "metadata": {"name": names.package_name(ref, version)},
+        "spec": {**package["spec"], "refName": ref},
+    }

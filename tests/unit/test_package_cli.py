@@ -8,6 +8,7 @@ import asyncio
 import base64
 import io
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -54,9 +55,25 @@ def test_the_fetch_kind_is_read_from_the_url(url: str, kind: SourceKind) -> None
     assert source_kind(url) is kind
 
 
-def test_an_http_url_that_is_neither_a_repository_nor_an_archive_is_refused() -> None:
-    with pytest.raises(KapplyError, match=r"Expected --url 'https://example.com/packages' to be an OCI reference"):
-        source_kind("https://example.com/packages")
+@pytest.mark.parametrize(
+    ("url", "fetch"),
+    [  # what kctrl 0.53 makes of them (`kctrl package repository add --dry-run`)
+        ("https://carvel.dev", {"image": "https://carvel.dev", "tagSelection": {"semver": {}}}),
+        ("https://carvel.dev:1.0", {"image": "https://carvel.dev:1.0"}),
+        ("foo:", {"image": "foo:", "tagSelection": {"semver": {}}}),
+        ("Reg.io/repo", {"image": "Reg.io/repo", "tagSelection": {"semver": {}}}),
+        ("reg.io/xy:1.0@sha256:" + "a" * 64, {"image": "reg.io/xy:1.0@sha256:" + "a" * 64}),
+    ],
+)
+def test_a_url_is_read_as_kctrl_reads_an_oci_reference(url: str, fetch: dict[str, object]) -> None:
+    """go-containerregistry's weak validation: `https://carvel.dev` is a reference (its fetch fails later)."""
+    assert repository_fetch(url, "", "") == {"imgpkgBundle": fetch}
+
+
+@pytest.mark.parametrize("url", ["a", "carvel.dev/x:1.0", "Foo/bar", "reg.io/x@sha256:abc", "x/y:bad@tag", "reg io/ab"])
+def test_a_url_kctrl_cannot_parse_is_refused_in_its_words(url: str) -> None:
+    with pytest.raises(KapplyError, match=f"^Parsing OCI registry URL: could not parse reference: {re.escape(url)}$"):
+        repository_fetch(url, "", "")
 
 
 def test_an_oci_reference_becomes_kctrls_imgpkg_bundle_with_a_tag_selection_only_without_a_tag() -> None:
@@ -84,16 +101,16 @@ def test_git_and_http_sources_take_the_url_and_secret_but_no_tag_constraints() -
     assert repository_fetch("https://h/r.tgz", "", "") == {"http": {"url": "https://h/r.tgz"}}
     with pytest.raises(KapplyError, match=r"only with an OCI reference \(--url names a git repository\)"):
         repository_fetch("https://h/r.git", "1.x", "")
-    with pytest.raises(KapplyError, match="^Parsing OCI registry URL: Invalid image reference"):
+    with pytest.raises(KapplyError, match="^Parsing OCI registry URL: could not parse reference: Reg.io/UPPER/repo$"):
         repository_fetch("Reg.io/UPPER/repo", "", "")
 
 
 def test_an_update_keeps_the_secret_of_a_source_of_the_same_kind() -> None:
-    existing = {"imgpkgBundle": {"image": "reg.io/r:1", "secretRef": {"name": "kept"}}}
-    assert updated_fetch(existing, "reg.io/r:2", "", "") == {
-        "imgpkgBundle": {"image": "reg.io/r:2", "secretRef": {"name": "kept"}}
+    existing = {"imgpkgBundle": {"image": "reg.io/repo:1", "secretRef": {"name": "kept"}}}
+    assert updated_fetch(existing, "reg.io/repo:2", "", "") == {
+        "imgpkgBundle": {"image": "reg.io/repo:2", "secretRef": {"name": "kept"}}
     }
-    assert updated_fetch(existing, "reg.io/r:2", "", "new")["imgpkgBundle"]["secretRef"] == {"name": "new"}
+    assert updated_fetch(existing, "reg.io/repo:2", "", "new")["imgpkgBundle"]["secretRef"] == {"name": "new"}
     assert updated_fetch(existing, "https://h/r.git", "", "") == {"git": {"url": "https://h/r.git"}}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kapply.cli.package.common import WaitFlags
-from kapply.cli.package.waiting import wait_for_install, wait_for_repository
+from kapply.cli.package.waiting import wait_for_app_paused, wait_for_install, wait_for_repository
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import ResourceType
@@ -86,3 +86,55 @@ def test_an_install_reads_its_app_and_fails_in_its_own_words() -> None:
 def test_a_resource_deleted_while_waited_for_is_an_error(waiter: Any, kind: str, noun: str) -> None:
     with pytest.raises(KapplyError, match=f"^{noun} 'x' in namespace 'ns' deleted$"):
         wait(waiter, Cluster({kind: [resource(kind, 2, 1), None]}))
+
+
+def paused(cluster: Cluster, flags: WaitFlags = FLAGS) -> None:
+    asyncio.run(wait_for_app_paused(cluster, "ns", "x", flags))  # type: ignore[arg-type]
+
+
+def test_an_update_waits_for_the_app_to_see_it_is_paused() -> None:
+    app = resource("App", 2, 2)
+    cluster = Cluster(
+        {"App": [resource("App", 2, 1), app | {"status": {**app["status"], "friendlyDescription": "Canceled/paused"}}]}
+    )
+    cluster.states["PackageInstall"] = [resource("PackageInstall", 2, 2, "ReconcileSucceeded")]
+    paused(cluster)
+    assert cluster.reads == ["App", "PackageInstall", "App"]
+
+
+def test_an_update_stops_waiting_when_the_installed_version_left_the_repositories() -> None:
+    """The install fails before it reaches its App, which is never paused: kctrl goes on with the update."""
+    gone = resource(
+        "PackageInstall",
+        2,
+        2,
+        "ReconcileFailed",
+        friendlyDescription="Reconcile failed: Expected to find at least one version, but did not (details: all=1)",
+    )
+    cluster = Cluster({"App": [resource("App", 1, 1)], "PackageInstall": [resource("PackageInstall", 2, 1), gone]})
+    paused(cluster)
+    assert cluster.reads == ["App", "PackageInstall", "App", "PackageInstall"]
+
+
+def test_an_app_that_is_never_paused_times_out() -> None:
+    failed = resource("PackageInstall", 2, 2, "ReconcileFailed", usefulErrorMessage="something else")
+    cluster = Cluster({"App": [resource("App", 1, 1)], "PackageInstall": [failed]})
+    with pytest.raises(KapplyError, match="^Waiting for app 'x' in namespace 'ns' to be paused: timed out"):
+        paused(cluster, WaitFlags(True, 0.0, 0.0))
+
+
+def test_an_unchanged_repository_is_told_from_its_first_stage_without_waiting() -> None:
+    """kctrl 0.53: `repository add|update` of a repository that reports its current spec tells its last reconcile."""
+    stages = {
+        "fetch": {"startedAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:02Z", "exitCode": 0},
+        "template": {"updatedAt": "2026-01-01T00:00:02Z", "exitCode": 0},
+        "deploy": {"startedAt": "2026-01-01T00:00:02Z", "updatedAt": "2026-01-01T00:00:02Z", "finished": True},
+    }
+    cluster = Cluster({"PackageRepository": [resource("PackageRepository", 3, 3, "ReconcileSucceeded", **stages)]})
+    said = wait(wait_for_repository, cluster)
+    told = [
+        line for line in ("Fetch started", "Fetch succeeded", "Template succeeded", "Deploy started") if line in said
+    ]
+    assert told == ["Fetch started", "Fetch succeeded", "Template succeeded", "Deploy started"], said
+    assert "Deploy succeeded" in said and "Waiting for package repository reconciliation" not in said
+    assert cluster.reads == ["PackageRepository"]

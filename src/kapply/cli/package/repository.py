@@ -82,7 +82,12 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
     name = _repository_name(args)
     url = required(args["url"], "Expected package repository url to be non-empty")
     constraints, secret = args["semver-tag-constraints"], args["secret-ref"]
-    fetch = repository_fetch(url, constraints, secret)
+    try:
+        fetch = repository_fetch(url, constraints, secret)
+    except KapplyError as e:
+        if create and args["dry-run"]:  # kctrl's words: its dry run fails making the YAML
+            raise KapplyError(f"Generating resource YAML: {e}") from None
+        raise
     if create and args["dry-run"]:
         async with offline(args) as api:
             namespace = api.namespace()
@@ -109,10 +114,11 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
             if wanted != spec.get("fetch"):
                 log(out, f"Updating package repository resource '{name}' in namespace '{namespace}'")
                 await cluster.update(store.REPOSITORIES, {**existing, "spec": {**spec, "fetch": wanted}})
-            waiting, created = "Waiting for package repository to be updated", False
+            waiting, created = "", False  # (kctrl 0.53 says nothing more before waiting for an update)
         wait = wait_flags(args)
         if wait.enabled:
-            out.line(waiting)
+            if waiting:
+                out.line(waiting)
             await wait_for_repository(cluster, namespace, name, out, wait, created=created)
         out.finish()
 

@@ -4,24 +4,32 @@ kapply also takes a git repository or an http(s) archive, the fetch kind picked 
 - `git@host:org/repo.git`, `ssh://...`, `git://...`, or any URL whose path ends in `.git`: `git` (its default branch,
   `HEAD`; git's `secretRef` with `--secret-ref`);
 - an `http://` or `https://` URL whose path ends in `.tgz`, `.tar.gz`, `.tar` or `.zip`: `http`;
-- another `http(s)://` URL: refused (neither a repository nor an archive kapply can tell);
 - anything else: an OCI reference, `imgpkgBundle`, as kctrl: a reference without tag or digest selects the highest
   tag within `--semver-tag-constraints` (`tagSelection.semver`; all versions when empty), a reference with one ignores
-  them.
+  them. The reference is read as kctrl reads it (go-containerregistry's weak validation, `_weak_identifier`), which
+  takes more than a registry serves: `https://carvel.dev` is a repository `/carvel.dev` of a registry `https:`, so
+  the PackageRepository is made and its fetch fails, and a later `repository update` mends it, as with kctrl.
 """
 
 from __future__ import annotations
 
+import re
+import string
 from enum import StrEnum
 from urllib.parse import urlsplit
 
 from kapply.errors import KapplyError
 from kapply.objects import Obj
-from kapply.oci.errors import OciError
-from kapply.oci.reference import DEFAULT_TAG, parse_reference
+from kapply.oci.reference import DEFAULT_TAG
 
 ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar", ".zip")
 GIT_SCHEMES = ("ssh", "git", "git+ssh")
+# go-containerregistry's name package (kctrl 0.53's): the characters and lengths it checks.
+_TAG_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
+_REPOSITORY_CHARS = frozenset(string.ascii_lowercase + string.digits + "_-./")
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+# A registry is an RFC 3986 authority (Go's url.Parse("//" + registry) gives it back as its host): host[:port].
+_REGISTRY = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?")
 
 
 class SourceKind(StrEnum):
@@ -38,23 +46,44 @@ def source_kind(url: str) -> SourceKind:
     scheme = parts.scheme.lower() if "://" in url else ""
     if url.startswith("git@") or scheme in GIT_SCHEMES or (parts.path if scheme else url).endswith(".git"):
         return SourceKind.GIT
-    if scheme in ("http", "https"):
-        if parts.path.lower().endswith(ARCHIVE_SUFFIXES):
-            return SourceKind.HTTP
-        raise KapplyError(
-            f"Expected --url '{url}' to be an OCI reference, a git repository (ending in .git) or an http(s) archive "
-            f"({', '.join(ARCHIVE_SUFFIXES)})"
-        )
+    if scheme in ("http", "https") and parts.path.lower().endswith(ARCHIVE_SUFFIXES):
+        return SourceKind.HTTP
     return SourceKind.IMGPKG_BUNDLE
+
+
+def _repository(name: str) -> bool:
+    """go-containerregistry's NewRepository, weakly: `[registry/]repository`, the first component a registry when
+    it holds a `.` or a `:`."""
+    first, slash, rest = name.partition("/")
+    registry, repository = (first, rest) if slash and ("." in first or ":" in first) else ("", name)
+    return 2 <= len(repository) <= 255 and set(repository) <= _REPOSITORY_CHARS and bool(_REGISTRY.fullmatch(registry))
+
+
+def _tag(name: str) -> str | None:
+    """go-containerregistry's NewTag, weakly: the tag (`latest` when none is written), None when not a reference."""
+    base, _, tag = name.rpartition(":")
+    if not base or "/" in tag:
+        base, tag = name, ""
+    if tag and not (len(tag) <= 127 and set(tag) <= _TAG_CHARS):
+        return None
+    return (tag or DEFAULT_TAG) if _repository(base) else None
+
+
+def _weak_identifier(url: str) -> str:
+    """The tag or digest of `url` as kctrl reads it (go-containerregistry's ParseReference with WeakValidation: a tag
+    reference, else a digest one); KapplyError, in kctrl's words, when it is neither."""
+    tag = _tag(url)
+    if tag is not None:
+        return tag
+    base, at, digest = url.partition("@")
+    if at and _SHA256.fullmatch(digest) and (_tag(base) is not None or _repository(base)):  # `repo[:tag]@digest`
+        return digest
+    raise KapplyError(f"Parsing OCI registry URL: could not parse reference: {url}")
 
 
 def _names_no_tag(url: str) -> bool:
     """kctrl's test: the reference has no tag or digest (`latest` counts only when written)."""
-    try:
-        reference = parse_reference(url)
-    except OciError as e:
-        raise KapplyError(f"Parsing OCI registry URL: {e}") from None
-    return reference.digest is None and reference.tag == DEFAULT_TAG and not url.endswith(f":{DEFAULT_TAG}")
+    return _weak_identifier(url) == DEFAULT_TAG and not url.endswith(f":{DEFAULT_TAG}")
 
 
 def repository_fetch(url: str, semver_constraints: str, secret_ref: str) -> Obj:

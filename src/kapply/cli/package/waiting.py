@@ -24,6 +24,9 @@ from kapply.ui.packages import status_line
 from kapply.values import format_duration
 
 PAUSED = "Canceled/paused"  # an App's friendlyDescription once it has seen it is paused
+# A PackageInstall whose version is no longer in any repository says so (versions.py) without pausing its App: its
+# reconcile fails before it reaches the App.
+NO_VERSION = "Expected to find at least one version"
 
 
 def description(resource: names.Resource, namespace: str, name: str) -> str:
@@ -133,7 +136,8 @@ async def wait_for_repository(
     cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, *, created: bool = False
 ) -> None:
     """Until the repository has reconciled its current spec, tailing its stages (all of them when it was just
-    `created`, else those that change from now on)."""
+    `created`, else those that change from now on; one that already reports its current spec, an unchanged `add` or
+    `update`, is told from its first stage: kctrl tells its last reconcile again)."""
     await _wait_reconciled(_REPOSITORY, cluster, namespace, name, out, flags, created)
 
 
@@ -148,18 +152,28 @@ async def wait_for_install(
 async def _wait_reconciled(
     kind: _Waited, cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, created: bool
 ) -> None:
-    log(out, f"Waiting for {kind.waiting} reconciliation for '{name}'")
     what = description(kind.resource, namespace, name)
-    deadline, tail, said = Deadline(flags), Tail(out, {}) if created else None, Conditions(out, what)
+    deadline, tail, said = Deadline(flags), None, Conditions(out, what)
     while True:
         found = await store.get(cluster, kind.rtype, namespace, name)
         if found is None:
             raise KapplyError(f"{kind.noun} '{name}' in namespace '{namespace}' deleted")
         tailed = await cluster.get(APPS, namespace, name) if kind.tails_app else found
-        if tail is None:
-            tail = Tail(out, _status(tailed or {}))
-        elif tailed is not None:
-            tail.update(tailed)
+        if tail is not None:
+            if tailed is not None:
+                tail.update(tailed)
+        elif not created and not kind.tails_app and observed(found):
+            # kctrl's: a repository that already reports its current spec (an unchanged `add` or `update`) is told
+            # from its first stage, its last reconcile told again, without waiting
+            tail = Tail(out, {})
+            tail.update(found)
+        else:
+            log(out, f"Waiting for {kind.waiting} reconciliation for '{name}'")
+            tail = Tail(out, {})
+            if created:
+                tail.update(tailed or {})
+            else:
+                tail.previous = _status(tailed or {})
         match said.update(found):
             case "ReconcileSucceeded":
                 return
@@ -169,13 +183,29 @@ async def _wait_reconciled(
 
 
 async def wait_for_app_paused(cluster: Cluster, namespace: str, name: str, flags: WaitFlags) -> None:
-    """Until the install's App has seen that it is paused (kctrl waits so before changing what the App reads)."""
+    """Until the install's App has seen that it is paused (kctrl waits so before changing what the App reads), or
+    the PackageInstall reports that no version of its package matches (its App is never paused then, and the update
+    that follows is what mends it: kctrl stops waiting too)."""
     deadline = Deadline(flags)
     while True:
         app = await cluster.get(APPS, namespace, name)
         if app is None or (observed(app) and _status(app).get("friendlyDescription") == PAUSED):
             return
+        install = await store.get(cluster, store.INSTALLS, namespace, name)
+        if install is not None and observed(install) and no_version(install):  # it has seen the pause, and failed
+            return
         await deadline.next(f"Waiting for app '{name}' in namespace '{namespace}' to be paused")
+
+
+def no_version(install: Obj | None) -> bool:
+    """The PackageInstall failed to select a version of its package (none in the repositories matches): said by its
+    condition's message and friendlyDescription (kapply), or its usefulErrorMessage."""
+    if install is None:
+        return False
+    status = _status(install)
+    said = [status.get("usefulErrorMessage"), status.get("friendlyDescription")]
+    said += [c.get("message") for c in status.get("conditions") or [] if isinstance(c, dict)]
+    return any(NO_VERSION in str(text or "") for text in said)
 
 
 async def wait_for_deletion(
