@@ -186,7 +186,8 @@ def test_a_real_hpa_over_an_app_and_a_package_install_keeps_its_replicas_and_a_p
         )
         assert reported == owned(kube, namespace, "pkg")["knownOwners"]
         shown = kapply(cluster.kubeconfig, "package", "installed", "get", "-i", "pkg", "-n", namespace).stdout
-        assert "Owned fields" in shown and f"HorizontalPodAutoscaler {namespace}/pkg-web-hpa" in shown, shown
+        row = f"spec.replicas\tHorizontalPodAutoscaler {namespace}/pkg-web-hpa\tknown owner"
+        assert row in shown, shown
 
         # A person edits another field of the same Deployment: set back within 2 s, as before.
         kube.patch(
