@@ -15,7 +15,7 @@ import pytest
 from kapply import objects
 from kapply.api import FieldReport
 from kapply.controller import deploy
-from kapply.controller.deploy import _reporting, desired_digest, field_key, kapp_app_name
+from kapply.controller.deploy import _reporting, desired_digest, field_key, kapp_app_name, legacy_app_name
 from kapply.diff.change import Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import FieldPath
@@ -72,6 +72,7 @@ def test_the_digest_is_a_sha256() -> None:
 
 def test_the_kapp_app_is_named_as_kapp_controller_names_it() -> None:
     assert kapp_app_name("web") == "web.app"
+    assert legacy_app_name("web") == "web-ctrl"  # before kapp-controller 0.31: renamed by the first deploy
 
 
 def report(name: str, path: tuple[str, ...]) -> FieldReport:
@@ -131,8 +132,11 @@ def test_a_failing_progress_report_does_not_stop_the_reports() -> None:
 # A plan from the cache: when it stands.
 
 
-def planned(*changes: Change, stored: bool = True, drifted: tuple[Change, ...] = (), discovery: Any = None) -> Any:
-    return plan(*changes, app=SimpleNamespace(stored=stored), drifted=drifted, discovery=discovery)
+def planned(
+    *changes: Change, stored: bool = True, drifted: tuple[Change, ...] = (), discovery: Any = None, renamed: Any = None
+) -> Any:
+    app = SimpleNamespace(stored=stored)
+    return plan(*changes, app=app, drifted=drifted, discovery=discovery, renamed_from=renamed)
 
 
 def test_a_plan_of_a_recorded_app_that_changes_nothing_is_quiet() -> None:
@@ -140,6 +144,7 @@ def test_a_plan_of_a_recorded_app_that_changes_nothing_is_quiet() -> None:
     assert not deploy.quiet_plan(planned(stored=False))  # a new app is recorded even with nothing to apply
     assert not deploy.quiet_plan(planned(change(Op.UPDATE)))
     assert not deploy.quiet_plan(planned(drifted=(change(Op.KEEP),)))  # drift reported under preserve or warn
+    assert not deploy.quiet_plan(planned(renamed=SimpleNamespace()))  # a legacy `<name>-ctrl` record to rename
 
 
 def test_a_quiet_plan_holds_only_for_the_same_desired_state_client_and_versions() -> None:

@@ -13,14 +13,14 @@ from dataclasses import replace
 
 from kapply.api import AsyncClient
 from kapply.controller.cache import cached_reads
-from kapply.controller.deploy import kapp_app_name
+from kapply.controller.deploy import kapp_app_name, legacy_app_name
 from kapply.controller.options import delete_from_spec
 from kapply.controller.spec import AppSpec
 
 
 async def delete(client: AsyncClient, name: str, namespace: str, spec: AppSpec) -> None:
     """Delete the App's kapp app; KapplyError when that fails."""
-    options = replace(delete_from_spec(spec.deploy), used_kinds_only=True)
+    options = replace(delete_from_spec(spec.deploy), used_kinds_only=True, prev_app=legacy_app_name(name))
     with cached_reads():
         plan = await client.plan_delete(kapp_app_name(name), namespace=namespace, options=options)
     if plan is not None:

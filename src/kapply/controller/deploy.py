@@ -142,6 +142,12 @@ def kapp_app_name(name: str) -> str:
     return f"{name}.app"
 
 
+def legacy_app_name(name: str) -> str:
+    """The kapp app an App deployed as before kapp-controller 0.31 (`<name>-ctrl`): kapp-controller passes it as
+    `--prev-app`, so that a deploy renames that record to `kapp_app_name` (its app-changes follow the record)."""
+    return f"{name}-ctrl"
+
+
 def desired_digest(manifests: str, raw: dict[str, Any], policy: DriftPolicy) -> str:
     """What identifies a desired state: the templated YAML, the deploy options and the drift policy."""
     return hashlib.sha256(manifests.encode() + repr(sorted(raw.items())).encode() + policy.encode()).hexdigest()
@@ -154,7 +160,7 @@ async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
     out = Transcript()
     try:
         options, raw = from_spec(spec.deploy)
-        options = replace(options, drift_policy=spec.drift_policy)
+        options = replace(options, drift_policy=spec.drift_policy, prev_app=legacy_app_name(request.name))
         digest = desired_digest(manifests, raw, spec.drift_policy)
         desired = (spec.default_namespace or request.namespace, options)
         held = tuple(h for h in request.owners.held.values() if h.digest == digest)  # a new desired state ends holds
@@ -184,6 +190,8 @@ async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
             await hooks.report(out.text)
             async with _reporting(lambda: out.text, hooks.report, hooks.interval):
                 await client.run_deploy(plan, progress=out.progress())
+        elif plan.renamed_from is not None and not options.diff.run:
+            await client.run_deploy(plan)  # as kapp does first: the legacy record renamed, nothing else written
         out.finish()
     except KapplyError as e:
         raise DeployFailed(str(e), out.text) from e
@@ -249,8 +257,8 @@ async def _plan(
 
 
 def quiet_plan(plan: Plan) -> bool:
-    """A plan of a recorded app that neither applies nor waits on anything and finds no drift."""
-    return plan.app.stored and not plan.changes and not plan.drifted
+    """A plan of a recorded app that neither applies nor waits on anything, finds no drift and renames no record."""
+    return plan.app.stored and not plan.changes and not plan.drifted and plan.renamed_from is None
 
 
 def _namespaces(plan: Plan) -> tuple[str, ...]:

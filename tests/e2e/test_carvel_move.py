@@ -1,0 +1,195 @@
+"""The in-place move from kapp-controller (issue 31): on a cluster where kapp-controller ran, its Apps, their status
+and finalizer, and the app records its kapp wrote stay; kapply's controller in carvel mode takes the Apps over. The
+records are written by the REAL kapp run as kapp-controller 0.53 runs it (pkg/deploy/kapp.go: `kapp deploy --prev-app
+<name>-ctrl -f - --app-changes-max-to-keep=5 --apply-timeout=5m --diff-anchored=true --app <name>.app --namespace
+<ns> --yes`), and, for an App last deployed by a kapp-controller older than 0.31, as `<name>-ctrl`. The first sync
+changes nothing: no resource written, no app-change recorded (kapp records none for a deploy without changes), the
+legacy record renamed as `--prev-app` renames it, and the real kapp still lists each app's history."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap, Namespace
+from lightkube.types import PatchType
+
+from kapply.controller.vocabulary import CARVEL
+from tests.e2e.controller_harness import (
+    app_syncs,
+    config_map_data,
+    controller,
+    controller_identity,
+    create_if_missing,
+    deployer,
+    endpoint,
+    kapply,
+    tool_env,
+)
+from tests.e2e.harness import Cluster, eventually, external_tool
+from tests.e2e.test_carvel_mode import App, create, delete_all, get, manifests
+
+pytestmark = pytest.mark.e2e
+
+SUFFIX = uuid.uuid4().hex[:6]
+# kapp-controller 0.53's defaults before an App's rawOptions (pkg/config: kappDeployRawOptions)
+CONTROLLER_FLAGS = ("--app-changes-max-to-keep=5", "--apply-timeout=5m", "--diff-anchored=true")
+RAW_OPTIONS = ("--wait-check-interval=0.5s",)
+
+
+def cm(name: str, **data: str) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+
+
+def app(name: str, files: dict[str, str]) -> dict[str, Any]:
+    """An App as kapp-controller left it: its finalizer, and (written next) the status of a successful reconcile."""
+    return {
+        "apiVersion": "kappctrl.k14s.io/v1alpha1",
+        "kind": "App",
+        "metadata": {"name": name, "finalizers": [CARVEL.app_finalizer]},
+        "spec": {
+            "serviceAccountName": "deployer",
+            "syncPeriod": "2s",
+            "fetch": [{"inline": {"paths": files}}],
+            "template": [{"ytt": {}}],
+            "deploy": [{"kapp": {"rawOptions": list(RAW_OPTIONS)}}],
+        },
+    }
+
+
+def kapp_controller_status(stdout: str) -> dict[str, Any]:
+    """The status kapp-controller 0.53 writes after a successful reconcile (its fields, shortened outputs)."""
+    at = "2026-01-01T00:00:00Z"
+    return {
+        "conditions": [{"type": "ReconcileSucceeded", "status": "True"}],
+        "consecutiveReconcileSuccesses": 3,
+        "observedGeneration": 1,
+        "friendlyDescription": "Reconcile succeeded",
+        "fetch": {"exitCode": 0, "startedAt": at, "updatedAt": at, "stdout": "apiVersion: vendir.k14s.io/v1alpha1\n"},
+        "template": {"exitCode": 0, "updatedAt": at},
+        "deploy": {"exitCode": 0, "finished": True, "startedAt": at, "updatedAt": at, "stdout": stdout},
+        "inspect": {"exitCode": 0, "updatedAt": at, "stdout": ""},
+    }
+
+
+def real_kapp(*args: str, stdin: str = "") -> str:
+    """The real kapp (`$KAPPLY_KAPP`, else kapp on PATH); its stdout."""
+    done = subprocess.run(
+        [str(external_tool("kapp", "KAPPLY_KAPP")), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KAPP_FQ_CONFIGMAP_NAMES": "false"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def deployed_by_kapp_controller(kubeconfig: Path, namespace: str, kapp_app: str, manifests: str, legacy: bool) -> str:
+    """`manifests` deployed by the real kapp with kapp-controller's arguments (`legacy`: a kapp-controller before
+    0.31, which named the app `<name>-ctrl` and passed no `--prev-app`)."""
+    name = kapp_app.removesuffix(".app")
+    named = ("--app", f"{name}-ctrl") if legacy else ("--prev-app", f"{name}-ctrl", "--app", kapp_app)
+    args = ("deploy", "-f", "-", *CONTROLLER_FLAGS, *RAW_OPTIONS, *named, "--namespace", namespace, "--yes")
+    return real_kapp(*args, "--kubeconfig", str(kubeconfig), stdin=manifests)
+
+
+def history(kubeconfig: Path, namespace: str, kapp_app: str) -> list[str]:
+    """The app-changes the real kapp lists for an app: their names and descriptions."""
+    out = real_kapp("app-change", "list", "-a", kapp_app, "-n", namespace, "--json", "--kubeconfig", str(kubeconfig))
+    rows = yaml.safe_load(out)["Tables"][0]["Rows"]
+    return sorted(f"{row['name']} {row['description']}" for row in rows)
+
+
+def versions(kube: Client, namespace: str, names: list[str]) -> dict[str, str]:
+    return {name: str(kube.get(ConfigMap, name, namespace=namespace).metadata.resourceVersion) for name in names}
+
+
+FILES = {
+    "moved": {"cm.yml": cm("moved-cm", hello="world")},
+    "legacy": {"cm.yml": cm("legacy-cm", hello="old")},
+}
+
+
+@pytest.fixture(scope="module")
+def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Apps kapp-controller deployed (`moved` twice, as `moved.app`; `legacy` as `legacy-ctrl`), their records and
+    objects, then a carvel-mode controller started on their namespace; what was there before it started."""
+    directory = tmp_path_factory.mktemp("move")
+    crds = directory / "crds.yml"
+    crds.write_text(manifests("--crds-only"))
+    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
+    kapply(cluster.kubeconfig, "deploy", "-a", "kapply-carvel-crds", "-n", "kapply-system", "-y", "-f", str(crds))
+    namespace = f"t-move-{SUFFIX}"
+    kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
+    log = directory / "controller.log"
+    with ExitStack() as stack:
+        stack.callback(kube.delete, Namespace, namespace)
+        create(kube, namespace, deployer(namespace))
+        deployed_by_kapp_controller(cluster.kubeconfig, namespace, "moved.app", cm("moved-cm", hello="v0"), False)
+        stdouts = {}
+        for name, files in FILES.items():
+            stdout = deployed_by_kapp_controller(
+                cluster.kubeconfig, namespace, f"{name}.app", files["cm.yml"], name == "legacy"
+            )
+            kube.create(App(**app(name, files)), namespace=namespace)
+            stdouts[name] = stdout
+            status = {"status": kapp_controller_status(stdout)}
+            kube.patch(App.Status, name, status, namespace=namespace, patch_type=PatchType.MERGE)
+        before = {
+            "versions": versions(kube, namespace, ["moved-cm", "legacy-cm"]),
+            "moved": history(cluster.kubeconfig, namespace, "moved.app"),
+            "legacy": history(cluster.kubeconfig, namespace, "legacy-ctrl"),
+            "legacy label": (config_map_data(kube, namespace, "legacy-ctrl") or {})["spec"],
+        }
+        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, manifests()))
+        flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel")
+        stack.enter_context(controller(identity.kubeconfig, log, *flags, env=tool_env("ytt")))
+        try:
+            url = endpoint(log)
+            eventually(
+                lambda: all(app_syncs(url, namespace).get(n, (0, 0))[1] >= 1 for n in FILES),
+                timeout=60,
+                interval=0.2,
+                what="a first sync of each App",
+            )
+            yield {"namespace": namespace, "log": log, "stdout": stdouts, **before}
+            delete_all(kube, App, namespace)
+        finally:
+            print(f"--- controller ---\n{log.read_text() if log.exists() else ''}")
+    assert "Traceback" not in log.read_text(), "the controller crashed (its log is above)"
+
+
+def test_the_first_sync_of_a_moved_app_changes_nothing(moved: dict[str, Any], kube: Client) -> None:
+    namespace = moved["namespace"]
+    assert versions(kube, namespace, ["moved-cm", "legacy-cm"]) == moved["versions"], "no resource written"
+    for name in FILES:
+        obj = get(kube, App, namespace, name) or {}
+        assert obj["metadata"]["finalizers"] == [CARVEL.app_finalizer]
+        # nothing deployed for a spec kapp-controller reconciled: its status stays, untouched
+        assert obj["status"] == kapp_controller_status(moved["stdout"][name])
+        assert f"{namespace}/{name}: no changes" in moved["log"].read_text()
+
+
+def test_the_history_continues_under_kapp_controller_s_name(moved: dict[str, Any], cluster: Cluster) -> None:
+    namespace, kubeconfig = moved["namespace"], cluster.kubeconfig
+    assert history(kubeconfig, namespace, "moved.app") == moved["moved"]
+    assert len(moved["moved"]) == 2
+    # the legacy record renamed as kapp's --prev-app renames it: the same label, the same app-changes
+    assert history(kubeconfig, namespace, "legacy.app") == moved["legacy"]
+    assert len(moved["legacy"]) == 1
+
+
+def test_a_legacy_record_takes_kapp_controller_s_new_name(moved: dict[str, Any], kube: Client) -> None:
+    namespace = moved["namespace"]
+    assert config_map_data(kube, namespace, "legacy-ctrl") is None
+    assert (config_map_data(kube, namespace, "legacy.app") or {})["spec"] == moved["legacy label"]
