@@ -27,6 +27,7 @@ def controller(args: Args, out: Output) -> None:
     from kapply.api import AsyncClient, DriftPolicy
     from kapply.controller import health, logs
     from kapply.controller.main import LEASE_NAMESPACE, ControllerOptions
+    from kapply.controller.move import taken_data_group
     from kapply.controller.settings import DriftWatching, Settings
     from kapply.controller.vocabulary import VOCABULARIES, ApiGroups
     from kapply.http import addresses_of
@@ -115,6 +116,9 @@ def controller(args: Args, out: Output) -> None:
                 # Sources may never name the API server (in cluster: also its Service's address).
                 server = await addresses_of(api.cluster.server, os.environ.get("KUBERNETES_SERVICE_HOST", ""))
                 settings = replace(options.settings, api_server_addresses=server)
+                # a cluster kapp-controller left may still route the Packages' group to its aggregated API
+                if (taken := await taken_data_group(api.cluster, vocabulary)) is not None:
+                    logging.getLogger("kapply.controller").error(taken)
                 await run_controller(
                     api,
                     replace(options, lease_namespace=options.lease_namespace or default, settings=settings),
