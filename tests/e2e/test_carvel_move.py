@@ -2,7 +2,7 @@
 and finalizer, and the app records its kapp wrote stay; kapply's controller in carvel mode takes the Apps over. The
 records are written by the REAL kapp run as kapp-controller 0.53 runs it (pkg/deploy/kapp.go: `kapp deploy --prev-app
 <name>-ctrl -f - --app-changes-max-to-keep=5 --apply-timeout=5m --diff-anchored=true --app <name>.app --namespace
-<ns> --yes`), and, for an App last deployed by a kapp-controller older than 0.31, as `<name>-ctrl`. The first sync
+<ns> --yes`), and, for an App last deployed by an older kapp-controller, as `<name>-ctrl`. The first sync
 changes nothing: no resource written, no app-change recorded (kapp records none for a deploy without changes), the
 legacy record renamed as `--prev-app` renames it, and the real kapp still lists each app's history."""
 
@@ -95,8 +95,8 @@ def real_kapp(*args: str, stdin: str = "") -> str:
 
 
 def deployed_by_kapp_controller(kubeconfig: Path, namespace: str, kapp_app: str, manifests: str, legacy: bool) -> str:
-    """`manifests` deployed by the real kapp with kapp-controller's arguments (`legacy`: a kapp-controller before
-    0.31, which named the app `<name>-ctrl` and passed no `--prev-app`)."""
+    """`manifests` deployed by the real kapp with kapp-controller's arguments (`legacy`: an older kapp-controller,
+    which named the app `<name>-ctrl` and passed no `--prev-app`)."""
     name = kapp_app.removesuffix(".app")
     named = ("--app", f"{name}-ctrl") if legacy else ("--prev-app", f"{name}-ctrl", "--app", kapp_app)
     args = ("deploy", "-f", "-", *CONTROLLER_FLAGS, *RAW_OPTIONS, *named, "--namespace", namespace, "--yes")

@@ -72,7 +72,7 @@ def test_the_digest_is_a_sha256() -> None:
 
 def test_the_kapp_app_is_named_as_kapp_controller_names_it() -> None:
     assert kapp_app_name("web") == "web.app"
-    assert legacy_app_name("web") == "web-ctrl"  # before kapp-controller 0.31: renamed by the first deploy
+    assert legacy_app_name("web") == "web-ctrl"  # an older kapp-controller's: renamed by the first deploy
 
 
 def report(name: str, path: tuple[str, ...]) -> FieldReport:

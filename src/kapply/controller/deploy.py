@@ -143,7 +143,7 @@ def kapp_app_name(name: str) -> str:
 
 
 def legacy_app_name(name: str) -> str:
-    """The kapp app an App deployed as before kapp-controller 0.31 (`<name>-ctrl`): kapp-controller passes it as
+    """The kapp app an older kapp-controller deployed an App as (`<name>-ctrl`): kapp-controller passes it as
     `--prev-app`, so that a deploy renames that record to `kapp_app_name` (its app-changes follow the record)."""
     return f"{name}-ctrl"
 
