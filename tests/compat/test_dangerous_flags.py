@@ -14,6 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from lightkube import Client
@@ -132,19 +133,29 @@ def test_an_unavailable_api_the_app_uses_stops_it_unless_ignored(
         record.data["spec"] = json.dumps(spec, separators=(",", ":"))
         kube.replace(record)
     ignore = "--dangerous-ignore-failing-api-services"
-    for command in (
-        ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "--diff-run"),
-        ("inspect", "-a", "app", "-n", "{ns}"),
-        ("delete", "-a", "app", "-n", "{ns}", "--diff-run"),
-    ):
-        for flags in ((), (ignore,)):
-            pair = both.run(*command, *flags, input=config_map("a1"))
-            both.same(pair, exact=False)
-            assert pair.kapply.code == (0 if flags else 1), pair.kapply.output
-    pair = both.run("deploy", "-a", "other", "-n", "{ns}", "-f", "-", "--diff-run", input=config_map("b1"))
-    both.same(pair)  # an API no resource of the deploy uses does not matter
-    assert pair.kapply.code == 0
     foo = f"apiVersion: {failing_group_version}\nkind: Foo\nmetadata: {{name: f}}\n"
-    pair = both.run("deploy", "-a", "other", "-n", "{ns}", "-f", "-", "--diff-run", input=foo)
-    both.same(pair)  # a new resource of that API does
-    assert pair.kapply.code == 1
+    runs = [
+        *(
+            ((*command, *flags), config_map("a1"))
+            for command in (
+                ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "--diff-run"),
+                ("inspect", "-a", "app", "-n", "{ns}"),
+                ("delete", "-a", "app", "-n", "{ns}", "--diff-run"),
+            )
+            for flags in ((), (ignore,))
+        ),
+        (("deploy", "-a", "other", "-n", "{ns}", "-f", "-", "--diff-run"), config_map("b1")),
+        (("deploy", "-a", "other", "-n", "{ns}", "-f", "-", "--diff-run"), foo),
+    ]
+    # None of these runs changes the cluster, and kapp retries its discovery of the unavailable API for 10 s in
+    # each run that stops: they are made at the same time.
+    with ThreadPoolExecutor(len(runs)) as pool:
+        pairs = list(pool.map(lambda run: both.run_together(*run[0], input=run[1]), runs))
+    *stopped_or_ignored, unused, used = pairs
+    for (args, _), pair in zip(runs[:-2], stopped_or_ignored, strict=True):
+        both.same(pair, exact=False)
+        assert pair.kapply.code == (0 if ignore in args else 1), pair.kapply.output
+    both.same(unused)  # an API no resource of the deploy uses does not matter
+    assert unused.kapply.code == 0
+    both.same(used)  # a new resource of that API does
+    assert used.kapply.code == 1
