@@ -104,7 +104,7 @@ def pods(kube: Client, namespace: str) -> list[Pod]:
 @pytest.fixture
 def web(both: Harness, kube: Client) -> Harness:
     """A Deployment (with the ReplicaSet and Pod the controllers make for it) and a ConfigMap, deployed by each tool."""
-    for result in both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=WEB):
+    for result in both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=WEB):
         assert result.code == 0, result.output
     deadline = time.monotonic() + 30
     while not all(pods(kube, ns) for ns in both.ns.values()):
@@ -130,7 +130,7 @@ def test_delete_plans_the_controller_made_objects_as_ignored_changes(web: Harnes
 
 
 def test_delete_waits_until_the_controller_made_objects_are_gone(web: Harness, kube: Client):
-    pair = web.run("delete", "-a", "app", "-n", "{ns}", "-y")
+    pair = web.run_together("delete", "-a", "app", "-n", "{ns}", "-y")
     assert pair.kapp.code == pair.kapply.code == 0, pair.kapply.output
     for line in ("ok: delete pod/", "ok: delete replicaset/", "ok: delete deployment/web"):
         assert line in pair.kapp.stdout and line in pair.kapply.stdout
@@ -159,7 +159,7 @@ OWNED = WEB.replace(
 
 
 def test_owned_for_deletion_makes_delete_delete_a_controller_made_object(both: Harness, kube: Client):
-    for result in both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=OWNED):
+    for result in both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=OWNED):
         assert result.code == 0, result.output
     deadline = time.monotonic() + 30
     while not all(pods(kube, ns) for ns in both.ns.values()):
