@@ -4,7 +4,8 @@ records are written by the REAL kapp run as kapp-controller 0.53 runs it (pkg/de
 <name>-ctrl -f - --app-changes-max-to-keep=5 --apply-timeout=5m --diff-anchored=true --app <name>.app --namespace
 <ns> --yes`), and, for an App last deployed by an older kapp-controller, as `<name>-ctrl`. The first sync
 changes nothing: no resource written, no app-change recorded (kapp records none for a deploy without changes), the
-legacy record renamed as `--prev-app` renames it, and the real kapp still lists each app's history."""
+legacy record renamed as `--prev-app` renames it, and the real kapp still lists each app's history. A PackageInstall
+and the App kapp-controller made for it move the same way."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ from tests.e2e.controller_harness import (
     endpoint,
     kapply,
     tool_env,
+    wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
-from tests.e2e.test_carvel_mode import App, create, delete_all, get, manifests
+from tests.e2e.test_carvel_mode import App, Package, PackageInstall, create, delete_all, get, manifests
 
 pytestmark = pytest.mark.e2e
 
@@ -114,10 +116,62 @@ def versions(kube: Client, namespace: str, names: list[str]) -> dict[str, str]:
     return {name: str(kube.get(ConfigMap, name, namespace=namespace).metadata.resourceVersion) for name in names}
 
 
+REF = "moved.carvel.test"
+INSTALLED = cm("installed-cm", hello="package")
+TEMPLATE = {
+    "fetch": [{"inline": {"paths": {"cm.yml": INSTALLED}}}],
+    "template": [{"ytt": {}}],
+    "deploy": [{"kapp": {"rawOptions": list(RAW_OPTIONS)}}],
+}
+PACKAGE = {
+    "apiVersion": "data.packaging.carvel.dev/v1alpha1",
+    "kind": "Package",
+    "metadata": {"name": f"{REF}.1.0.0"},
+    "spec": {"refName": REF, "version": "1.0.0", "template": {"spec": TEMPLATE}},
+}
+INSTALL = {
+    "apiVersion": "packaging.carvel.dev/v1alpha1",
+    "kind": "PackageInstall",
+    "metadata": {"name": "installed", "finalizers": [CARVEL.install_finalizer]},
+    "spec": {
+        "serviceAccountName": "deployer",
+        "syncPeriod": "2s",
+        "packageRef": {"refName": REF, "versionSelection": {"constraints": "1.0.0"}},
+    },
+}
+INSTALL_STATUS = {
+    "conditions": [{"type": "ReconcileSucceeded", "status": "True"}],
+    "observedGeneration": 1,
+    "friendlyDescription": "Reconcile succeeded",
+    "version": "1.0.0",
+    "lastAttemptedVersion": "1.0.0",
+}
+
+
+def installed_app(install_uid: str) -> dict[str, Any]:
+    """The App kapp-controller 0.53 made for the PackageInstall (packageinstall/app.go, NewApp): the Package's template
+    spec with the install's account and sync period, its annotations, controlled by the install."""
+    owner = {"apiVersion": INSTALL["apiVersion"], "kind": "PackageInstall", "name": "installed", "uid": install_uid}
+    annotations = {"packaging.carvel.dev/package-ref-name": REF, "packaging.carvel.dev/package-version": "1.0.0"}
+    return {
+        "apiVersion": "kappctrl.k14s.io/v1alpha1",
+        "kind": "App",
+        "metadata": {
+            "name": "installed",
+            "annotations": annotations,
+            "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+            "finalizers": [CARVEL.app_finalizer],
+        },
+        "spec": {**TEMPLATE, "serviceAccountName": "deployer", "syncPeriod": "2s"},
+    }
+
+
 FILES = {
     "moved": {"cm.yml": cm("moved-cm", hello="world")},
     "legacy": {"cm.yml": cm("legacy-cm", hello="old")},
 }
+APPS = (*FILES, "installed")
+CONFIG_MAPS = ["moved-cm", "legacy-cm", "installed-cm"]
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +199,22 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
             stdouts[name] = stdout
             status = {"status": kapp_controller_status(stdout)}
             kube.patch(App.Status, name, status, namespace=namespace, patch_type=PatchType.MERGE)
+        kube.create(Package(**PACKAGE), namespace=namespace)
+        stdout = deployed_by_kapp_controller(cluster.kubeconfig, namespace, "installed.app", INSTALLED, False)
+        install = kube.create(PackageInstall(**INSTALL), namespace=namespace)
+        kube.patch(
+            PackageInstall.Status,
+            "installed",
+            {"status": INSTALL_STATUS},
+            namespace=namespace,
+            patch_type=PatchType.MERGE,
+        )
+        kube.create(App(**installed_app(str(install.metadata.uid))), namespace=namespace)
+        status = {"status": kapp_controller_status(stdout)}
+        kube.patch(App.Status, "installed", status, namespace=namespace, patch_type=PatchType.MERGE)
         before = {
-            "versions": versions(kube, namespace, ["moved-cm", "legacy-cm"]),
+            "versions": versions(kube, namespace, CONFIG_MAPS),
+            "installed": history(cluster.kubeconfig, namespace, "installed.app"),
             "moved": history(cluster.kubeconfig, namespace, "moved.app"),
             "legacy": history(cluster.kubeconfig, namespace, "legacy-ctrl"),
             "legacy label": (config_map_data(kube, namespace, "legacy-ctrl") or {})["spec"],
@@ -157,12 +225,14 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
         try:
             url = endpoint(log)
             eventually(
-                lambda: all(app_syncs(url, namespace).get(n, (0, 0))[1] >= 1 for n in FILES),
+                lambda: all(app_syncs(url, namespace).get(n, (0, 0))[1] >= 1 for n in APPS),
                 timeout=60,
                 interval=0.2,
                 what="a first sync of each App",
             )
+            wait_syncs(url, namespace, "installed")  # one more: after any change the install made to its App
             yield {"namespace": namespace, "log": log, "stdout": stdouts, **before}
+            delete_all(kube, PackageInstall, namespace)
             delete_all(kube, App, namespace)
         finally:
             print(f"--- controller ---\n{log.read_text() if log.exists() else ''}")
@@ -171,7 +241,7 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
 
 def test_the_first_sync_of_a_moved_app_changes_nothing(moved: dict[str, Any], kube: Client) -> None:
     namespace = moved["namespace"]
-    assert versions(kube, namespace, ["moved-cm", "legacy-cm"]) == moved["versions"], "no resource written"
+    assert versions(kube, namespace, CONFIG_MAPS) == moved["versions"], "no resource written"
     for name in FILES:
         obj = get(kube, App, namespace, name) or {}
         assert obj["metadata"]["finalizers"] == [CARVEL.app_finalizer]
@@ -187,6 +257,21 @@ def test_the_history_continues_under_kapp_controller_s_name(moved: dict[str, Any
     # the legacy record renamed as kapp's --prev-app renames it: the same label, the same app-changes
     assert history(kubeconfig, namespace, "legacy.app") == moved["legacy"]
     assert len(moved["legacy"]) == 1
+
+
+def test_a_moved_package_install_keeps_its_app_record_and_finalizers(
+    moved: dict[str, Any], kube: Client, cluster: Cluster
+) -> None:
+    namespace = moved["namespace"]
+    install = get(kube, PackageInstall, namespace, "installed") or {}
+    assert install["metadata"]["finalizers"] == [CARVEL.install_finalizer]
+    assert install["status"]["friendlyDescription"] == "Reconcile succeeded"
+    obj = get(kube, App, namespace, "installed") or {}
+    assert obj["metadata"]["finalizers"] == [CARVEL.app_finalizer]
+    assert [r["uid"] for r in obj["metadata"]["ownerReferences"]] == [install["metadata"]["uid"]]
+    assert obj["metadata"]["generation"] == 1, "the install wants the App kapp-controller made: no spec written"
+    assert history(cluster.kubeconfig, namespace, "installed.app") == moved["installed"]
+    assert f"{namespace}/installed: no changes" in moved["log"].read_text()
 
 
 def test_a_legacy_record_takes_kapp_controller_s_new_name(moved: dict[str, Any], kube: Client) -> None:
