@@ -72,7 +72,7 @@ def logs(both: Harness, pair: Pair, *, as_json: bool = False) -> list[str]:
 
 
 def deploy(both: Harness, manifests: str, *flags: str) -> list[str]:
-    pair = both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", *flags, input=manifests)
+    pair = both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", *flags, input=manifests)
     return logs(both, pair, as_json="--json" in flags)
 
 
