@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from tests.e2e.harness import WAIT_INTERVAL
+
 pytestmark = pytest.mark.e2e
 
 POD_TEMPLATE = """
@@ -288,13 +290,13 @@ def ops_line(output: str) -> str:
 @pytest.mark.parametrize("kind", sorted(MANIFESTS))
 def test_redeploying_unchanged_manifests_reports_no_changes(kind: str, kapply, namespace: str):
     manifest = MANIFESTS[kind].replace("{namespace}", namespace)
-    first = kapply("deploy", "-a", kind, "-n", namespace, "-f", "-", "-y", input=manifest)
+    first = kapply("deploy", "-a", kind, "-n", namespace, "-f", "-", "-y", WAIT_INTERVAL, input=manifest)
     assert first.returncode == 0, first.stdout + first.stderr
     assert ", 0 update," in ops_line(first.stdout) and "0 create" not in ops_line(first.stdout)
 
-    again = kapply("deploy", "-a", kind, "-n", namespace, "-f", "-", "-y", "-c", input=manifest)
+    again = kapply("deploy", "-a", kind, "-n", namespace, "-f", "-", "-y", "-c", WAIT_INTERVAL, input=manifest)
     assert again.returncode == 0, again.stdout + again.stderr
     assert ops_line(again.stdout) == "0 create, 0 delete, 0 update, 0 noop, 0 exists", again.stdout
 
-    deleted = kapply("delete", "-a", kind, "-n", namespace, "-y")
+    deleted = kapply("delete", "-a", kind, "-n", namespace, "-y", WAIT_INTERVAL)
     assert deleted.returncode == 0, deleted.stdout + deleted.stderr
