@@ -61,16 +61,16 @@ SECOND_KEEPING = (
 
 @pytest.fixture
 def deployed(both: Harness) -> Harness:
-    """The app deployed once by each tool, and an object it did not make (`external`)."""
-    for result in both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=FIRST):
-        assert result.code == 0, result.output
-    for result in both.run("deploy", "-a", "other", "-n", "{ns}", "-f", "-", "-y", input=EXTERNAL):
-        assert result.code == 0, result.output
+    """The app deployed once by each tool, and an object it did not make (`external`); each deploy by the two tools at
+    once (the apps one after the other: objects() numbers the app-changes in the order they were made)."""
+    for app, manifest in (("app", FIRST), ("other", EXTERNAL)):
+        for result in both.run_together("deploy", "-a", app, "-n", "{ns}", "-f", "-", "-y", input=manifest):
+            assert result.code == 0, result.output
     return both
 
 
 def deploy(both: Harness, *flags: str, manifest: str = SECOND) -> Pair:
-    return both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", *flags, input=manifest)
+    return both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", *flags, input=manifest)
 
 
 def redeploy(both: Harness, *flags: str, manifest: str = SECOND) -> None:
@@ -229,8 +229,10 @@ def _yaml_blocks_sorted(pair: Pair) -> Pair:
 @pytest.mark.parametrize("filters", DELETE_FILTERS)
 def test_delete_with_filters_keeps_the_app_when_it_leaves_resources(deployed: Harness, filters: tuple[str, ...]):
     both = deployed
-    both.same(_yaml_blocks_sorted(both.run("delete", "-a", "app", "-n", "{ns}", "--diff-run", *filters)), exact=False)
-    both.same(_yaml_blocks_sorted(both.run("delete", "-a", "app", "-n", "{ns}", "-y", *filters)), exact=False)
+    both.same(
+        _yaml_blocks_sorted(both.run_together("delete", "-a", "app", "-n", "{ns}", "--diff-run", *filters)), exact=False
+    )
+    both.same(_yaml_blocks_sorted(both.run_together("delete", "-a", "app", "-n", "{ns}", "-y", *filters)), exact=False)
     both.same_objects()
     both.same(both.run("ls", "-n", "{ns}", "--tty"), exact=False)
 
