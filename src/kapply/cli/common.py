@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import os
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -51,9 +53,35 @@ def client(args: Args, namespace: str = "", out: Output | None = None) -> AsyncC
     from kapply.api import AsyncClient
 
     kube = groups.kubeconfig(args)
-    api = AsyncClient(kube.path, context=kube.context, kubeconfig_yaml=kube.yaml, namespace=namespace or None)
+    api = AsyncClient(
+        kube.path,
+        context=kube.context,
+        kubeconfig_yaml=kube.yaml,
+        namespace=namespace or None,
+        timeout=request_timeout(os.environ),
+    )
     api.cluster.on_warning = _show_warning(out) if args[WARNINGS] else _ignore_warning
     return api
+
+
+REQUEST_TIMEOUT = "KAPPLY_KUBE_API_TIMEOUT"
+DEFAULT_REQUEST_TIMEOUT = 60.0  # seconds: kapply.api.AsyncClient's default
+
+
+def request_timeout(environ: Mapping[str, str]) -> float:
+    """$KAPPLY_KUBE_API_TIMEOUT: the seconds a request to the API server may wait for its connection, and for each
+    part of its answer, before it fails (as kubectl's `--request-timeout`); 60 when not set. A script that would
+    rather fail fast against a hung server than wait a minute sets it lower."""
+    text = environ.get(REQUEST_TIMEOUT, "")
+    if not text:
+        return DEFAULT_REQUEST_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise KapplyError(f"Expected ${REQUEST_TIMEOUT} to be a positive number of seconds, got '{text}'")
+    return seconds
 
 
 def _show_warning(out: Output | None) -> Callable[[str], None]:
