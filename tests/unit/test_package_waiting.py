@@ -5,6 +5,7 @@ when the resource is deleted meanwhile; an install's waiting reads its App (whos
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import re
 from typing import Any
@@ -57,7 +58,7 @@ def test_a_repository_is_waited_for_until_it_reports_success_for_its_current_gen
     cluster = Cluster({"PackageRepository": states})
     said = wait(wait_for_repository, cluster)
     assert "Waiting for package repository reconciliation for 'x'" in said
-    assert "packagerepository/x (packaging.kapply.dev/v1alpha1) namespace: ns: ReconcileSucceeded" in said
+    assert "ReconcileSucceeded" not in said, "kctrl says the condition only when tailing failed"
     assert cluster.reads == ["PackageRepository", "PackageRepository"]
 
 
@@ -131,10 +132,32 @@ def test_an_unchanged_repository_is_told_from_its_first_stage_without_waiting() 
         "deploy": {"startedAt": "2026-01-01T00:00:02Z", "updatedAt": "2026-01-01T00:00:02Z", "finished": True},
     }
     cluster = Cluster({"PackageRepository": [resource("PackageRepository", 3, 3, "ReconcileSucceeded", **stages)]})
-    said = wait(wait_for_repository, cluster)
+    said = wait(functools.partial(wait_for_repository, unchanged=True), cluster)
     told = [
         line for line in ("Fetch started", "Fetch succeeded", "Template succeeded", "Deploy started") if line in said
     ]
     assert told == ["Fetch started", "Fetch succeeded", "Template succeeded", "Deploy started"], said
     assert "Deploy succeeded" in said and "Waiting for package repository reconciliation" not in said
     assert cluster.reads == ["PackageRepository"]
+
+
+def test_an_updated_repository_whose_new_generation_is_reported_early_is_not_told_from_its_old_stages() -> None:
+    """The controller may report the new generation, the last reconcile's stages still there, before its first
+    stage: an `update` that wrote is waited for as kctrl waits, never told its previous reconcile."""
+    old = {"fetch": {"startedAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:02Z", "exitCode": 0}}
+    cluster = Cluster({"PackageRepository": [resource("PackageRepository", 4, 4, "ReconcileSucceeded", **old)]})
+    said = wait(wait_for_repository, cluster)
+    assert "Waiting for package repository reconciliation for 'x'" in said
+    assert "Fetch started" not in said, said
+
+
+def test_an_updated_repository_already_fetching_at_the_first_look_is_told_from_its_fetch() -> None:
+    """The controller may have started the new fetch before the first look: the stages are told since the
+    repository as it was before the update (kctrl says `Fetch started` then too)."""
+    old = {"fetch": {"startedAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:02Z", "exitCode": 0}}
+    new = {"fetch": {"startedAt": "2026-01-01T00:01:00Z"}}
+    before = resource("PackageRepository", 3, 3, "ReconcileSucceeded", **old)
+    cluster = Cluster({"PackageRepository": [resource("PackageRepository", 4, 4, "ReconcileSucceeded", **new)]})
+    said = wait(functools.partial(wait_for_repository, before=before), cluster)
+    assert "Waiting for package repository reconciliation for 'x'" in said
+    assert "Fetch started" in said, said

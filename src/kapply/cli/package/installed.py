@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kapply.cli.command import Args
 from kapply.cli.common import confirm, run
-from kapply.cli.package.common import PAUSE, UNPAUSE, connected, log, required, wait_flags, write_file
+from kapply.cli.package.common import PAUSE, UNPAUSE, connected, log, offline, required, wait_flags, write_file
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
@@ -149,9 +149,10 @@ async def _delete(args: Args, out: Output) -> None:
     from kapply.packaging import names, store
 
     name = _name(args)
+    async with offline(args) as unconnected:  # kctrl asks before it connects (and says the target cluster)
+        out.line(f"Delete package install '{name}' from namespace '{unconnected.namespace()}'")
+    confirm(args, out)
     async with connected(args, out) as (api, namespace):
-        out.line(f"Delete package install '{name}' from namespace '{namespace}'")
-        confirm(args, out)
         install = await store.get(api.cluster, store.INSTALLS, namespace, name)
         made = InstallNames(name, namespace)
         if install is None:
@@ -166,9 +167,9 @@ async def _delete(args: Args, out: Output) -> None:
             await api.cluster.patch(
                 store.INSTALLS, namespace, name, [{"op": "add", "path": "/spec/noopDelete", "value": True}]
             )
-        out.line(f"Deleting package install '{name}' from namespace '{namespace}'")
+        log(out, f"Deleting package install '{name}' from namespace '{namespace}'")
         await api.cluster.delete(store.INSTALLS, namespace, name)
-        out.line(f"Waiting for deletion of package install '{name}' from namespace '{namespace}'")
+        log(out, f"Waiting for deletion of package install '{name}' from namespace '{namespace}'")
         await wait_for_deletion(
             api.cluster, store.INSTALLS, names.PACKAGE_INSTALL, namespace, name, out, wait_flags(args)
         )

@@ -107,7 +107,7 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
             log(out, f"Creating package repository resource '{name}' in namespace '{namespace}'")
             await cluster.create(store.REPOSITORIES, new_repository(name, namespace, fetch))
             waiting = "Waiting for package repository to be added"
-            created = True
+            created, unchanged, before = True, False, None
         else:
             spec = existing.get("spec") or {}
             wanted = updated_fetch(spec.get("fetch") or {}, url, constraints, secret)
@@ -115,11 +115,14 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
                 log(out, f"Updating package repository resource '{name}' in namespace '{namespace}'")
                 await cluster.update(store.REPOSITORIES, {**existing, "spec": {**spec, "fetch": wanted}})
             waiting, created = "", False  # (kctrl 0.53 says nothing more before waiting for an update)
+            unchanged, before = wanted == spec.get("fetch"), existing
         wait = wait_flags(args)
         if wait.enabled:
             if waiting:
                 out.line(waiting)
-            await wait_for_repository(cluster, namespace, name, out, wait, created=created)
+            await wait_for_repository(
+                cluster, namespace, name, out, wait, created=created, unchanged=unchanged, before=before
+            )
         out.finish()
 
 
@@ -156,9 +159,10 @@ async def _delete(args: Args, out: Output) -> None:
         await api.cluster.delete(store.REPOSITORIES, namespace, name)
         wait = wait_flags(args)
         if wait.enabled:
-            out.line("Waiting for deletion to be completed...")
+            log(out, f"Waiting for package repository reconciliation for '{name}'")
+            gone = f"Package repository '{name}' in namespace '{namespace}' deleted"
             await wait_for_deletion(
-                api.cluster, store.REPOSITORIES, names.PACKAGE_REPOSITORY, namespace, name, out, wait
+                api.cluster, store.REPOSITORIES, names.PACKAGE_REPOSITORY, namespace, name, out, wait, gone
             )
         out.finish()
 

@@ -1,9 +1,9 @@
 """Waiting for packaging resources as kctrl waits, polling every `--wait-check-interval` until `--wait-timeout`: a
 PackageRepository or PackageInstall is done when its status reports its current generation
 (`observedGeneration`) with ReconcileSucceeded, and fails with ReconcileFailed. Meanwhile the stages of the
-repository, or of the install's App, are tailed (tailing.py), from the status they had when waiting began, and each
-change of the resource's own condition is said (`packageinstall/x (packaging.kapply.dev/v1alpha1) namespace: ns:
-Reconciling`)."""
+repository, or of the install's App, are tailed (tailing.py), from the status they had when waiting began. The
+resource's own conditions are not said: kctrl 0.53 says them (`packageinstall/x (packaging.carvel.dev/v1alpha1)
+namespace: ns: Reconciling`) only when tailing the App failed, and kapply's tail does not fail."""
 
 from __future__ import annotations
 
@@ -69,23 +69,9 @@ class Tail:
         self.previous, self.deploy_output = status, found.deploy_output
 
 
-@dataclass
-class Conditions:
-    """Says each new condition of the waited-for resource, once it reports its current generation."""
-
-    out: Output
-    what: str
-    last: str = ""
-
-    def update(self, obj: Obj) -> str:
-        """The condition the resource reports for its current spec ("" while it has not seen it)."""
-        if not observed(obj):
-            return ""
-        found = condition(_status(obj))
-        if found and found != self.last:
-            self.last = found
-            status_line(self.out, f"{self.what}: {found}", "")
-        return found
+def reported(obj: Obj) -> str:
+    """The condition the resource reports for its current spec ("" while it has not seen it)."""
+    return condition(_status(obj)) if observed(obj) else ""
 
 
 class Deadline:
@@ -133,12 +119,22 @@ _INSTALL = _Waited(
 
 
 async def wait_for_repository(
-    cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, *, created: bool = False
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    out: Output,
+    flags: WaitFlags,
+    *,
+    created: bool = False,
+    unchanged: bool = False,
+    before: Obj | None = None,
 ) -> None:
     """Until the repository has reconciled its current spec, tailing its stages (all of them when it was just
-    `created`, else those that change from now on; one that already reports its current spec, an unchanged `add` or
-    `update`, is told from its first stage: kctrl tells its last reconcile again)."""
-    await _wait_reconciled(_REPOSITORY, cluster, namespace, name, out, flags, created)
+    `created`, else those that change from now on, or since `before`, the repository as it was before an update;
+    an `unchanged` one, an `add` or `update` that wrote nothing, that already reports its current spec is told from
+    its first stage: kctrl tells its last reconcile again). Whether it changed is the caller's to say: the controller
+    may report a new generation before its first stage, or have started fetching before the first look."""
+    await _wait_reconciled(_REPOSITORY, cluster, namespace, name, out, flags, created, unchanged, before)
 
 
 async def wait_for_install(
@@ -146,14 +142,22 @@ async def wait_for_install(
 ) -> None:
     """Until the PackageInstall has reconciled its current spec, tailing its App's stages (all of them when the
     install was just `created`, else those that change from now on)."""
-    await _wait_reconciled(_INSTALL, cluster, namespace, name, out, flags, created)
+    await _wait_reconciled(_INSTALL, cluster, namespace, name, out, flags, created, False, None)
 
 
 async def _wait_reconciled(
-    kind: _Waited, cluster: Cluster, namespace: str, name: str, out: Output, flags: WaitFlags, created: bool
+    kind: _Waited,
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    out: Output,
+    flags: WaitFlags,
+    created: bool,
+    unchanged: bool,
+    before: Obj | None,
 ) -> None:
     what = description(kind.resource, namespace, name)
-    deadline, tail, said = Deadline(flags), None, Conditions(out, what)
+    deadline, tail = Deadline(flags), None
     while True:
         found = await store.get(cluster, kind.rtype, namespace, name)
         if found is None:
@@ -162,7 +166,7 @@ async def _wait_reconciled(
         if tail is not None:
             if tailed is not None:
                 tail.update(tailed)
-        elif not created and not kind.tails_app and observed(found):
+        elif unchanged and observed(found):
             # kctrl's: a repository that already reports its current spec (an unchanged `add` or `update`) is told
             # from its first stage, its last reconcile told again, without waiting
             tail = Tail(out, {})
@@ -173,8 +177,10 @@ async def _wait_reconciled(
             if created:
                 tail.update(tailed or {})
             else:
-                tail.previous = _status(tailed or {})
-        match said.update(found):
+                tail.previous = _status(before or tailed or {})
+                if before is not None and observed(found):  # the stages it has passed since
+                    tail.update(found)
+        match reported(found):
             case "ReconcileSucceeded":
                 return
             case "ReconcileFailed":
@@ -216,16 +222,20 @@ async def wait_for_deletion(
     name: str,
     out: Output,
     flags: WaitFlags,
+    gone: str = "",
 ) -> None:
-    """Until the resource is gone (`...: DeletionSucceeded`); KapplyError when its deletion fails."""
+    """Until the resource is gone (`gone`, if any, then `...: DeletionSucceeded`, as kctrl says it); KapplyError
+    when its deletion fails."""
     what = description(resource, namespace, name)
-    deadline, said = Deadline(flags), Conditions(out, what)
+    deadline = Deadline(flags)
     while True:
         found = await cluster.get(rtype, namespace, name)
         if found is None:
+            if gone:
+                log(out, gone)
             status_line(out, f"{what}: DeletionSucceeded", "")
             return
-        if said.update(found) == "DeleteFailed":
+        if reported(found) == "DeleteFailed":
             status = _status(found)
             raise KapplyError(
                 f"{what}: Deleting: {status.get('usefulErrorMessage', '')}. {status.get('friendlyDescription', '')}"
