@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -22,7 +23,7 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from tests.compat.harness import TOOLS, Harness, Pair
+from tests.compat.harness import TOOLS, Harness, Pair, Result
 
 pytestmark = pytest.mark.compat
 
@@ -39,12 +40,15 @@ def later(seconds: float, action: Callable[[], object]) -> Iterator[None]:
 
 
 def each_with(both: Harness, seconds: float, action: Callable[[str], object], *args: str, input: str) -> Pair:
-    """The command run by each tool in turn, `action(namespace of the tool)` done `seconds` after it started."""
-    results = []
-    for tool in TOOLS:
-        with later(seconds, lambda tool=tool: action(both.ns[tool])):
-            results.append(both.run_one(tool, args, input=input))
-    return Pair(*results)
+    """The command run by both tools at once (each in its own namespaces), `action(namespace of the tool)` done
+    `seconds` after the tool's run started."""
+
+    def run(tool: str) -> Result:
+        with later(seconds, lambda: action(both.ns[tool])):
+            return both.run_one(tool, args, input=input)
+
+    with ThreadPoolExecutor(len(TOOLS)) as pool:
+        return Pair(*pool.map(run, TOOLS))
 
 
 EXISTS = """
