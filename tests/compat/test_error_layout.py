@@ -93,7 +93,7 @@ def gadget(name: str, version: int) -> str:
 
 
 def deploy(both: Harness, manifest: str, *flags: str) -> None:
-    pair = both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", *flags, input=manifest)
+    pair = both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", *flags, input=manifest)
     both.same(pair, stdout=False)
     assert pair.kapply.code != 0 and "\n  " in pair.kapply.stderr, pair.kapply.stderr
 

@@ -62,7 +62,7 @@ def pod_logs(cluster_script: ModuleType, cluster: Cluster, kube: Client) -> Path
 
 
 def deploy(both: Harness) -> None:
-    for result in both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=APP):
+    for result in both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=APP):
         assert result.code == 0, result.output
 
 
