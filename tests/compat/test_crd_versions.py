@@ -65,21 +65,22 @@ def test_a_resource_at_a_non_preferred_version_is_unchanged_when_that_version_st
     both: Harness, crds: None
 ):
     deploy = ("deploy", "-a", "crdv", "-n", "{ns}", "-f", "-")
-    for result in both.run(*deploy, "-y", input=manifest("true")):  # (whether a CRD is seen Established at once
-        assert result.code == 0, result.output  # varies from run to run)
-    unchanged = both.run(*deploy, "--diff-run", "--diff-exit-status", input=manifest("true"))
+    # (whether a CRD is seen Established at once varies from run to run)
+    for result in both.run_together(*deploy, "-y", input=manifest("true")):
+        assert result.code == 0, result.output
+    unchanged = both.run_together(*deploy, "--diff-run", "--diff-exit-status", input=manifest("true"))
     both.same(unchanged, exact=False)
     assert unchanged.kapply.code == 2, unchanged.kapply.output
-    retired = both.run(*deploy, "-y", "-c", input=manifest("false"))
+    retired = both.run_together(*deploy, "-y", "-c", input=manifest("false"))
     both.same(retired, exact=False)
     assert retired.kapply.code == 0, retired.kapply.output
     assert "Op:      0 create, 0 delete, 1 update, 0 noop, 0 exists" in retired.kapply.stdout
-    both.same(both.run("inspect", "-a", "crdv", "-n", "{ns}"), exact=False)
+    both.same(both.run_together("inspect", "-a", "crdv", "-n", "{ns}"), exact=False)
     # The manifest moves to the served version: the one update stamps the object's identity with it. (Its diff is
     # against the live object, which kapply confirms with the server: see test_diff_against_live.py.)
-    moved = both.run(*deploy, "-y", input=manifest("false", "v1"))
+    moved = both.run_together(*deploy, "-y", input=manifest("false", "v1"))
     both.same(moved, exact=False)
     assert "Op:      0 create, 0 delete, 1 update, 0 noop, 0 exists" in moved.kapply.stdout
-    again = both.run(*deploy, "--diff-run", "--diff-exit-status", input=manifest("false", "v1"))
+    again = both.run_together(*deploy, "--diff-run", "--diff-exit-status", input=manifest("false", "v1"))
     both.same(again, exact=False)
     assert again.kapply.code == 2, again.kapply.output
