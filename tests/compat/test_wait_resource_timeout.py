@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from lightkube import Client
@@ -92,9 +93,13 @@ def deploy_made_ready_after_first_poll(both: Harness, kube: Client, tool: str, a
 @pytest.mark.usefixtures("gadgets")
 def test_a_resource_found_done_only_after_its_deadline_fails_the_wait(both: Harness, kube: Client):
     args = ["deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--wait-resource-timeout=1s"]
-    pair = Pair(
-        *(deploy_made_ready_after_first_poll(both, kube, tool, [*args, "--wait-check-interval=2s"]) for tool in TOOLS)
-    )
+    with ThreadPoolExecutor(len(TOOLS)) as pool:  # the two tools at once, each on its own gadget
+        pair = Pair(
+            *pool.map(
+                lambda tool: deploy_made_ready_after_first_poll(both, kube, tool, [*args, "--wait-check-interval=2s"]),
+                TOOLS,
+            )
+        )
     both.same(pair, exact=False)
     assert pair.kapply.code == 1, pair.kapply.output
     assert "Errored:\n    Resource timed out waiting after 1s" in pair.kapply.stderr  # laid out as kapp's
