@@ -71,7 +71,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: someone}]
 
 
 def test_permission_validation_refuses_what_the_user_may_not_do(both: Harness, restricted: dict[str, str]):
-    pair = both.run(
+    pair = both.run_together(
         "deploy",
         "-a",
         "app",
@@ -93,15 +93,16 @@ def test_permission_validation_refuses_what_the_user_may_not_do(both: Harness, r
 
 def test_permission_validation_passes_what_the_user_may_do(both: Harness, restricted: dict[str, str]):
     flags = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--preflight=PermissionValidation")
-    pair = both.run(*flags, input=ALLOWED, env=restricted)
+    pair = both.run_together(*flags, input=ALLOWED, env=restricted)
     both.same(pair, exact=False)
     succeeded(pair)
     both.same_objects()
 
 
 def test_permission_validation_checks_deletes(both: Harness, restricted: dict[str, str]):
-    succeeded(both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=ALLOWED + QUOTA))  # as admin
-    pair = both.run(
+    # as admin
+    succeeded(both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=ALLOWED + QUOTA))
+    pair = both.run_together(
         "deploy",
         "-a",
         "app",
@@ -156,12 +157,12 @@ def crds(both: Harness, kube: Client) -> Iterator[None]:
 @pytest.mark.usefixtures("crds")
 def test_crd_upgrade_safety_refuses_unsafe_changes(both: Harness):
     deploy = ("deploy", "-a", "crd", "-n", "{ns}", "-f", "-", "-y", "--preflight=CRDUpgradeSafety")
-    succeeded(both.run(*deploy, input=crd()))  # a create is always safe
+    succeeded(both.run_together(*deploy, input=crd()))  # a create is always safe
     for unsafe in (crd(scope="Cluster"), crd(version="v2"), crd(scope="Cluster", version="v2")):
-        pair = both.run(*deploy, input=unsafe)
+        pair = both.run_together(*deploy, input=unsafe)
         both.same(pair, exact=False)
         assert pair.kapply.code == 1 and "validation for safe CRD upgrades failed" in pair.kapply.stderr
-    pair = both.run(*deploy, input=crd(extra_field=False))  # kapp's release does not check removed fields
+    pair = both.run_together(*deploy, input=crd(extra_field=False))  # kapp's release does not check removed fields
     both.same(pair, exact=False)
     succeeded(pair)
 
@@ -177,21 +178,21 @@ preflightRules:
 @pytest.mark.usefixtures("crds")
 def test_a_config_enables_checks_when_the_flag_is_not_given(both: Harness):
     deploy = ("deploy", "-a", "crd", "-n", "{ns}", "-f", "-", "-y")
-    succeeded(both.run(*deploy, input=crd() + PREFLIGHT_CONFIG))
-    pair = both.run(*deploy, input=crd(scope="Cluster") + PREFLIGHT_CONFIG)
+    succeeded(both.run_together(*deploy, input=crd() + PREFLIGHT_CONFIG))
+    pair = both.run_together(*deploy, input=crd(scope="Cluster") + PREFLIGHT_CONFIG)
     both.same(pair, exact=False)
     assert pair.kapply.code == 1 and "validation for safe CRD upgrades failed" in pair.kapply.stderr
 
 
 def test_unknown_checks_are_refused_before_anything_else(both: Harness):
     for value in ("Foo", "PermissionValidation,Bar"):
-        pair = both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", f"--preflight={value}", input=ALLOWED)
+        pair = both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", f"--preflight={value}", input=ALLOWED)
         both.same(pair)
         assert pair.kapply.code == 1
 
 
 def test_a_diff_run_runs_no_checks(both: Harness, restricted: dict[str, str]):
-    pair = both.run(
+    pair = both.run_together(
         "deploy",
         "-a",
         "app",
