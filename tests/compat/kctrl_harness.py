@@ -6,8 +6,8 @@ namespace's own) and runs without a leader Lease.
 
 Normalising leaves what a user and a script see: the namespaces become `NS`, the program name in `<program>: Error:`
 becomes `PROG`, kapply's group names become kapp-controller's, and times of day, ages, timestamps, uids and resource
-versions become placeholders. What the cluster's timing decides is left out: the progress lines of the kapp deploy a
-tail quotes, a tailed stage's `(6s ago)`; and kctrl's `Deleting '<Kind>': <name>` lines, in its map's random order,
+versions become placeholders. What the cluster's timing decides is left out (`_TIMING`: the output a tail quotes,
+`Fetch started`; a tailed stage's `(6s ago)`); kctrl's `Deleting '<Kind>': <name>` lines, in its map's random order,
 are compared sorted."""
 
 from __future__ import annotations
@@ -70,8 +70,10 @@ _REPLACEMENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a stage tailed after it happened says how long ago: the tail's timing
     (re.compile(r" \(\d+[smh] ago\)"), ""),
 )
-# The progress lines of the kapp deploy a tail quotes: their order and number are the cluster's timing
-_KAPP_PROGRESS = re.compile(r"^\s*\| TIME: ")
+# What the cluster's timing decides, and kctrl's own watch with it (one run of kctrl differs from the next): the
+# output a tail quotes from the status (`\t    | ...`: the controller's, the same in both modes; where kctrl's watch
+# and kapply's polls cut it as it grows varies), and whether a fetch was seen running (`Fetch started`)
+_TIMING = re.compile(r"^(\s*\|.*|TIME: Fetch started)$")
 # kctrl deletes what an install created in its map's order (random): a run of these lines is compared sorted
 _DELETING = re.compile(r"^TIME: Deleting '[A-Za-z]+': ")
 
@@ -118,9 +120,9 @@ class Clients:
 
     def seen(self, result: Result) -> list[str]:
         """What a user sees, normalised, runs of spaces collapsed (an age can widen a column)."""
-        out = f"exit {result.code}\n{result.stdout}\n== stderr\n{result.stderr}"
+        out = f"exit {result.code}\n{result.stdout.rstrip()}\n== stderr\n{result.stderr.rstrip()}"
         lines = [re.sub(r" +", " ", line).rstrip() for line in self.normalize(out, result.tool).splitlines()]
-        lines = [line for line in lines if not _KAPP_PROGRESS.match(line)]
+        lines = [line for line in lines if not _TIMING.match(line)]
         for start in range(len(lines)):
             end = start
             while end < len(lines) and _DELETING.match(lines[end]):

@@ -107,6 +107,29 @@ def test_available_get(both: Clients, tmp_path: Path) -> None:
 
 # --- package install and installed -----------------------------------------------------------------------------------
 
+# kctrl tails the install's App beside its own wait: an update's tail starts from the App's last stage (`Deploy
+# succeeded (6s ago)`), a deletion's says `Waiting for generation 2 to be observed` and `App ... deleted`; under load
+# its informer often gives up (`Error tailing app: Timed out waiting for caches to sync`), and kctrl then says the
+# install's conditions. kapply tails only the stages that change, and never says the conditions.
+APP_TAIL = re.compile(
+    r"^TIME: (\w+ succeeded|Error tailing (or reconciling )?app: .*|packageinstall/.*: (Reconcil\w+|Deleting)"
+    r"|Waiting for generation \d+ to be observed|App '.*' in namespace 'NS' deleted)$"
+)
+
+
+# kctrl prints each object as Go's YAML encoder does (`creationTimestamp: null`, the PackageInstall's empty status)
+# and ends with `Succeeded`; kapply prints only what it would write
+DRY_RUN_EXTRAS = re.compile(
+    r"^( creationTimestamp: null|status:| conditions: null| friendlyDescription: \"\"|"
+    r" observedGeneration: 0|Succeeded)$"
+)
+
+
+def test_install_dry_run(both: Clients) -> None:
+    args = ("install", "-i", "dry", "-p", REF, "--version", "1.0.0", "-n", "{ns}", "--values-file", "-", "--dry-run")
+    printed = both.run(*args, input="hello_msg: dry\n")
+    both.same(printed, known=DRY_RUN_EXTRAS, reason="install --dry-run: kctrl prints Go's empty fields")
+
 
 def test_install(both: Clients, kube: Client) -> None:
     values = "hello_msg: kctrl\n"
@@ -132,21 +155,21 @@ def test_installed_get(both: Clients) -> None:
     both.same(both.run("installed", "get", "-i", "app", "-n", "{ns}", "--values"))
 
 
-# kctrl tails the install's App beside its own wait: an update's tail starts from the App's last stage (`Deploy
-# succeeded (6s ago)`), a deletion's says `Waiting for generation 2 to be observed` and `App ... deleted`; under load
-# its informer often gives up (`Error tailing app: Timed out waiting for caches to sync`), and kctrl then says the
-# install's conditions. kapply tails only the stages that change, and never says the conditions.
-APP_TAIL = re.compile(
-    r"^TIME: (\w+ succeeded|Error tailing (or reconciling )?app: .*|packageinstall/.*: (Reconcil\w+|Deleting)"
-    r"|Waiting for generation \d+ to be observed|App '.*' in namespace 'NS' deleted)$"
-)
-
-
 def test_installed_update(both: Clients, kube: Client) -> None:
     updated = both.run("installed", "update", "-i", "app", "--version", "2.0.0", "-n", "{ns}", WAIT)
     theirs, ours = specs(kube, INSTALLS, both)
     assert ours == theirs
     both.same(updated, known=APP_TAIL, reason="installed update: kctrl tails the App from its last stage")
+
+
+def test_installed_status(both: Clients) -> None:
+    both.same(both.run("installed", "status", "-i", "app", "-n", "{ns}"))
+
+
+def test_installed_pause_and_kick(both: Clients) -> None:
+    both.same(both.run("installed", "pause", "-i", "app", "-n", "{ns}", "-y"))
+    kicked = both.run("installed", "kick", "-i", "app", "-n", "{ns}", "-y", WAIT)
+    both.same(kicked, known=APP_TAIL, reason="installed kick: kctrl tails the App beside its wait")
 
 
 def test_installed_delete(both: Clients, kube: Client) -> None:

@@ -308,6 +308,12 @@ def test_a_reconcile_is_told_stage_by_stage_as_kctrl_tails_it() -> None:
     assert progress(new, new, found.deploy_output).lines == (), "nothing new, nothing said"
 
 
+def test_a_new_fetch_first_seen_ended_is_said_started_as_kctrl_watch_sees_it() -> None:
+    old = {"conditions": SUCCEEDED, "fetch": stage("T01", "T00", stdout="old lock")}
+    new = {"conditions": [{"type": "Reconciling", "status": "True"}], "fetch": stage("T11", "T10", stdout="lock")}
+    assert progress(old, new, "").lines[:2] == (LogLine("Fetch started", "T10"), LogLine("Fetching", "T11", "lock"))
+
+
 def test_a_growing_deploy_output_shows_only_its_new_lines_and_a_failed_stage_ends_the_tail() -> None:
     running = {"conditions": [{"type": "Reconciling", "status": "True"}], "deploy": stage("T1", "T0", stdout="a\nb")}
     grown = {**running, "deploy": stage("T2", "T0", stdout="a\nb\nc")}

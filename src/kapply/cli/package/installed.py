@@ -217,8 +217,15 @@ async def _pause(args: Args, out: Output) -> None:
         await _existing(api, namespace, name)
         out.line(f"Pausing reconciliation for package install '{name}' in namespace '{namespace}'")
         confirm(args, out)
+        _pausing(out, name, namespace)
         await api.cluster.patch(store.INSTALLS, namespace, name, PAUSE)
         out.finish()
+
+
+def _pausing(out: Output, name: str, namespace: str) -> None:
+    """kctrl's line as `installed pause` and `kick` pause the install (`installation`, where the question said
+    `install`)."""
+    log(out, f"Pausing reconciliation for package installation '{name}' in namespace '{namespace}'")
 
 
 async def _kick(args: Args, out: Output) -> None:
@@ -230,6 +237,7 @@ async def _kick(args: Args, out: Output) -> None:
         await _existing(api, namespace, name)
         out.line(f"Triggering reconciliation for package install '{name}' in namespace '{namespace}'")
         confirm(args, out)
+        _pausing(out, name, namespace)
         await api.cluster.patch(store.INSTALLS, namespace, name, PAUSE)
         try:
             if wait.enabled:

@@ -71,7 +71,8 @@ def progress(old: Obj, new: Obj, deploy_output: str) -> Progress:
     fetch, old_fetch = _stage(new, Stage.FETCH), _stage(old, Stage.FETCH)
     if fetch is not None:
         started, updated = str(fetch.get("startedAt", "")), str(fetch.get("updatedAt", ""))
-        if old_fetch is None or (_changed(old_fetch, fetch, "startedAt") and updated <= started):
+        # a new fetch seen for the first time: kctrl's watch sees it start even when a poll sees it ended
+        if old_fetch is None or _changed(old_fetch, fetch, "startedAt"):
             lines.append(LogLine("Fetch started", started))
         if _changed(old_fetch, fetch, "updatedAt"):
             if fetch.get("exitCode", 0) != 0 and updated >= started:
