@@ -19,8 +19,8 @@ class Answering:
         self.status = status
         self.paths: list[str] = []
 
-    async def request(self, method: str, path: str, **_: Any) -> Any:
-        self.paths.append(path)
+    async def group_version(self, group: str, version: str) -> Any:
+        self.paths.append(f"/apis/{group}/{version}")
         if self.status:
             raise ClusterError("refused", status=self.status)
         return {"kind": "APIResourceList"}

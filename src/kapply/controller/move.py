@@ -12,17 +12,15 @@ from kapply.controller.vocabulary import VERSION, ApiGroups, Vocabulary
 from kapply.errors import ClusterError
 from kapply.resources.cluster import Cluster
 
-UNAVAILABLE = 503
-
 
 async def taken_data_group(cluster: Cluster, vocabulary: Vocabulary) -> str | None:
     """What to tell the user when the Packages' group version answers 503 (an APIService that does not answer
     serves it, rather than the CRDs); None when it answers (any other way: no CRDs is said elsewhere)."""
     group = vocabulary.package.group
     try:
-        await cluster.request("GET", f"/apis/{group}/{VERSION}")
+        await cluster.group_version(group, VERSION)
     except ClusterError as e:
-        if e.status == UNAVAILABLE:
+        if e.unavailable:
             return taken_message(group, vocabulary.api_groups)
     return None
 

@@ -642,6 +642,10 @@ class Cluster:
         token: str = answer["status"]["token"]
         return token
 
+    async def group_version(self, group: str, version: str) -> Obj:
+        """The resources one group version serves (its discovery document, `APIResourceList`), read afresh."""
+        return await self._object("GET", f"/apis/{group}/{version}")
+
     async def server_version(self) -> Obj:
         """The API server's `/version` (`gitVersion`, `major`, `minor`, ...)."""
         return await self._object("GET", "/version")
