@@ -35,6 +35,16 @@ class ClusterError(KapplyError):
         return ClusterError(str(self), status=self.status, reason=self.reason, detail=self.detail)
 
     @property
+    def unanswered(self) -> bool:
+        """No answer (a refused or broken connection, a timeout): the server may be back in a moment."""
+        return self.status == 0
+
+    @property
+    def unavailable(self) -> bool:
+        """503: the server (or the aggregated API behind it) cannot serve the request now."""
+        return self.status == 503
+
+    @property
     def unauthorized(self) -> bool:
         """401: the credentials are not (or no longer) taken."""
         return self.status == 401

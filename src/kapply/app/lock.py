@@ -39,6 +39,8 @@ from kapply.resources.cluster import Cluster
 TTL = timedelta(seconds=60)
 RENEW = 15.0
 INTERRUPTED_GRACE = 10.0  # seconds an interrupted holder spends releasing the app (else the hold lapses after TTL)
+RELEASE_GRACE = 10.0  # seconds a holder keeps trying to release the app while the API server does not answer
+RELEASE_RETRY = 0.5
 _log = logging.getLogger("kapply")
 
 
@@ -165,13 +167,21 @@ async def _renew(cluster: Cluster, app: App, holder: str) -> None:
 
 
 async def _release(cluster: Cluster, app: App, holder: str) -> None:
+    """Remove the hold. A run that failed because the API server went away (a restart) releases the hold when the
+    server is back within RELEASE_GRACE seconds, so that the user's rerun is not refused for TTL by a holder that
+    has exited; after that, or on any other refusal, the hold lapses after TTL."""
+
     def release(cm: Obj) -> None:
         annotations = cm["metadata"].get("annotations") or {}
         if held_by_other(cm, holder, datetime.now(UTC)) is None:
             annotations.pop(objects.DEPLOY_LOCK, None)
 
-    try:
-        await update_record(cluster, app, release)
-    except KapplyError as e:  # a deleted app has no record left; anything else lapses after TTL
-        if not isinstance(e, ClusterError | AppNotFoundError):
-            raise
+    deadline = asyncio.get_running_loop().time() + RELEASE_GRACE
+    while True:
+        try:
+            await update_record(cluster, app, release)
+            return
+        except (ClusterError, AppNotFoundError) as e:  # a deleted app has no record left
+            if not (isinstance(e, ClusterError) and e.unanswered) or asyncio.get_running_loop().time() >= deadline:
+                return
+        await asyncio.sleep(RELEASE_RETRY)
