@@ -3,15 +3,18 @@ connection was reset), never forever; and which failure a transport error is, in
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
 
+from kapply.errors import ClusterError
 from kapply.http import Failure, failure_of, in_words
-from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, RESET_DELAY, retry_delay
+from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, RESET_DELAY, once_answered, retry_delay
 
 KEY = ConnectionKey("127.0.0.1", 6443, True, True, None, None, None)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -106,3 +109,33 @@ def test_retries_end() -> None:
 )
 def test_failures_in_the_words_kapp_uses(error: BaseException, words: str) -> None:
     assert in_words(error, "10.0.0.1", 443) == words
+
+
+def answered_after(failures: list[ClusterError]) -> tuple[Callable[[], Awaitable[str]], list[int]]:
+    calls: list[int] = []
+
+    async def write() -> str:
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "done"
+
+    return write, calls
+
+
+def test_a_closing_write_is_made_once_the_api_server_answers_again() -> None:
+    """once_answered: what closes a failed run (its app-change, its hold) waits out a restart, within its grace."""
+    write, calls = answered_after([ClusterError("connection refused"), ClusterError("connection reset")])
+    assert asyncio.run(once_answered(write, grace=5, interval=0.01)) == "done"
+    assert len(calls) == 3
+
+
+def test_a_closing_write_the_server_refuses_or_that_outlasts_its_grace_fails() -> None:
+    write, calls = answered_after([ClusterError("forbidden", status=403)])
+    with pytest.raises(ClusterError):
+        asyncio.run(once_answered(write, grace=5, interval=0.01))
+    assert len(calls) == 1
+    write, calls = answered_after([ClusterError("connection refused")] * 1000)
+    with pytest.raises(ClusterError):
+        asyncio.run(once_answered(write, grace=0.05, interval=0.01))
+    assert 1 < len(calls) < 100

@@ -18,7 +18,7 @@ from kapply import objects
 from kapply.app.meta import AppMeta, ChangeMeta, now
 from kapply.app.record import CONFIGMAPS, App, save_meta
 from kapply.errors import KapplyError
-from kapply.resources.cluster import Cluster
+from kapply.resources.cluster import Cluster, once_answered
 
 DIFF_KEY = "diff"
 MAX_DIFF_BYTES = 512 * 1024  # a ConfigMap holds at most 1 MiB
@@ -90,10 +90,11 @@ async def finish(cluster: Cluster, app: App, name: str, successful: bool) -> App
 
 
 async def record_failure(cluster: Cluster, app: App, name: str, failure: KapplyError) -> None:
-    """Mark the change failed. If even that fails (the API server is gone), the failure that ended the run stays the
-    error the user sees, with this one noted under it."""
+    """Mark the change failed, once the API server answers again if it went away (within INTERRUPTED_GRACE seconds:
+    a restart). If even that fails, the failure that ended the run stays the error the user sees, with this one
+    noted under it."""
     try:
-        await finish(cluster, app, name, successful=False)
+        await once_answered(lambda: finish(cluster, app, name, successful=False), INTERRUPTED_GRACE)
     except KapplyError as e:
         failure.add_note(f"(recording the app-change as failed did not work either: {e})")
 

@@ -34,7 +34,7 @@ from kapply.app.meta import AppMeta
 from kapply.app.record import CONFIGMAPS, App, merge_labels, new_record, update_record
 from kapply.errors import AppNotFoundError, ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
-from kapply.resources.cluster import Cluster
+from kapply.resources.cluster import Cluster, once_answered
 
 TTL = timedelta(seconds=60)
 RENEW = 15.0
@@ -176,12 +176,8 @@ async def _release(cluster: Cluster, app: App, holder: str) -> None:
         if held_by_other(cm, holder, datetime.now(UTC)) is None:
             annotations.pop(objects.DEPLOY_LOCK, None)
 
-    deadline = asyncio.get_running_loop().time() + RELEASE_GRACE
-    while True:
-        try:
-            await update_record(cluster, app, release)
-            return
-        except (ClusterError, AppNotFoundError) as e:  # a deleted app has no record left
-            if not (isinstance(e, ClusterError) and e.unanswered) or asyncio.get_running_loop().time() >= deadline:
-                return
-        await asyncio.sleep(RELEASE_RETRY)
+    try:
+        await once_answered(lambda: update_record(cluster, app, release), RELEASE_GRACE, RELEASE_RETRY)
+    except KapplyError as e:  # a deleted app has no record left; anything else lapses after TTL
+        if not isinstance(e, ClusterError | AppNotFoundError):
+            raise

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, quote, urlencode
 from urllib.request import getproxies, proxy_bypass
 
@@ -150,6 +150,24 @@ def retry_delay(
     if (status != 429 and status < 500) or retry_after is None or not _SECONDS.fullmatch(retry_after.strip()):
         return None
     return min(MAX_DELAY, max(0.0, float(retry_after)))
+
+
+_T = TypeVar("_T")
+
+
+async def once_answered(write: Callable[[], Awaitable[_T]], grace: float, interval: float = 0.5) -> _T:
+    """`write()`, tried again every `interval` seconds for up to `grace` seconds while the API server does not
+    answer (a refused or broken connection: a restart). Not for a command's own requests, which fail at once as
+    client-go's do, but for the writes that close what a failed run opened (its app-change, its hold on the app),
+    which would otherwise stay behind once the server is back."""
+    deadline = asyncio.get_running_loop().time() + grace
+    while True:
+        try:
+            return await write()
+        except ClusterError as e:
+            if not e.unanswered or asyncio.get_running_loop().time() >= deadline:
+                raise
+        await asyncio.sleep(interval)
 
 
 def jittered(delay: float) -> float:
