@@ -34,7 +34,7 @@ from kapply.controller.vocabulary import CARVEL, Resource
 from tests.e2e.controller_harness import controller, controller_identity, create_if_missing, kapply, tool_env
 from tests.e2e.harness import Cluster
 from tests.e2e.package_cli_harness import PLAIN_HTTP
-from tests.e2e.packaging_harness import delete_and_wait, install_crds, packaging_controller
+from tests.e2e.packaging_harness import delete_and_wait, install_crds, packaging_controller, remove_carvel_crds
 
 TOOLS = ("kctrl", "kapply")
 
@@ -180,6 +180,7 @@ def carvel_controller(cluster: Cluster, kube: Client, namespace: str, directory:
     global_namespace = f"t-global-{uuid.uuid4().hex[:6]}"
     log = directory / "carvel-controller.log"
     with ExitStack() as stack:
+        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
         identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, _manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel", PLAIN_HTTP)
         flags += (f"--packaging-global-namespace={global_namespace}", "--package-install-default-sync-period=30s")

@@ -3,6 +3,7 @@ kapp-controller's packaging objects for them with only their apiVersion changed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -44,6 +45,57 @@ def install_crds(cluster: Cluster, kube: Client) -> None:
     """The App CRD (as the app kapply-crds) and the packaging CRDs (as docs/packages.md installs them)."""
     install_crd(cluster.kubeconfig, kube)
     kapply(cluster.kubeconfig, "deploy", "-a", CRD_APP, "-n", CRD_NAMESPACE, "-y", "-f", str(CRDS))
+
+
+CARVEL_CRD_APP = "kapply-carvel-crds"  # the app the carvel-mode tests install kapp-controller's CRDs as
+CARVEL_RESOURCES = (
+    "apps.kappctrl.k14s.io",
+    "packageinstalls.packaging.carvel.dev",
+    "packagerepositories.packaging.carvel.dev",
+    "packages.data.packaging.carvel.dev",
+    "packagemetadatas.data.packaging.carvel.dev",
+)
+
+
+def remove_carvel_crds(cluster: Cluster) -> None:
+    """Undo what a carvel-mode module installed: kapp-controller's CRDs share kapply's kinds and short names (`kubectl
+    get pkgi` would name either group), so a later test must not find them. Objects left with a finalizer of the
+    stopped controller would keep their CRD terminating: their finalizers are dropped first."""
+    env = {"KUBECONFIG": str(cluster.kubeconfig), "PATH": os.environ.get("PATH", "")}
+    for resource in CARVEL_RESOURCES:
+        listed = subprocess.run(
+            [
+                "kubectl",
+                "get",
+                resource,
+                "-A",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.namespace} {.metadata.name}\n{end}",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        for line in listed.stdout.splitlines() if listed.returncode == 0 else []:
+            namespace, name = line.split()
+            subprocess.run(
+                [
+                    "kubectl",
+                    "patch",
+                    resource,
+                    name,
+                    "-n",
+                    namespace,
+                    "--type=merge",
+                    "-p",
+                    '{"metadata":{"finalizers":null}}',
+                ],
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
+    kapply(cluster.kubeconfig, "delete", "-a", CARVEL_CRD_APP, "-n", CRD_NAMESPACE, "-y")
 
 
 def moved(text: str, namespace: str) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from tests.e2e.controller_harness import (
     tool_env,
 )
 from tests.e2e.harness import Cluster, eventually
+from tests.e2e.packaging_harness import remove_carvel_crds
 
 pytestmark = pytest.mark.e2e
 
@@ -214,6 +215,7 @@ def carvel(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFact
     create(kube, CARVEL.global_namespace, config_map_package(GLOBAL_REF, "1.0.0", "global-cm"))
     log = directory / "controller.log"
     with ExitStack() as stack:
+        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
         stack.callback(kube.delete, Namespace, namespace)
         stack.callback(kube.delete, Package, f"{GLOBAL_REF}.1.0.0", namespace=CARVEL.global_namespace)
         identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, manifests()))

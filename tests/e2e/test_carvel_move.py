@@ -37,6 +37,7 @@ from tests.e2e.controller_harness import (
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
+from tests.e2e.packaging_harness import remove_carvel_crds
 from tests.e2e.test_carvel_mode import App, Package, PackageInstall, create, delete_all, get, manifests
 
 pytestmark = pytest.mark.e2e
@@ -187,6 +188,7 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
     kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
     log = directory / "controller.log"
     with ExitStack() as stack:
+        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
         stack.callback(kube.delete, Namespace, namespace)
         create(kube, namespace, deployer(namespace))
         deployed_by_kapp_controller(cluster.kubeconfig, namespace, "moved.app", cm("moved-cm", hello="v0"), False)

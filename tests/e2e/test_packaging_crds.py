@@ -12,6 +12,7 @@ import asyncio
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -608,7 +609,9 @@ def test_statuses_are_subresources_with_kapp_controllers_shape(api: Api, namespa
         assert written["metadata"]["generation"] == 1
 
 
-def test_kubectl_waits_for_reconcile_succeeded_and_gets_by_short_name(cluster: Cluster, api: Api, namespace: str):
+def test_kubectl_waits_for_reconcile_succeeded_and_gets_by_short_name(
+    cluster: Cluster, api: Api, namespace: str, tmp_path: Path
+):
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not on PATH")
@@ -620,7 +623,8 @@ def test_kubectl_waits_for_reconcile_succeeded_and_gets_by_short_name(cluster: C
 
     def run(*args: str) -> str:
         done = subprocess.run(
-            [kubectl, "--kubeconfig", str(cluster.kubeconfig), "-n", namespace, *args],
+            # a discovery cache of its own: what kubectl cached before (another test's CRDs) is not what is served now
+            [kubectl, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(tmp_path), "-n", namespace, *args],
             capture_output=True,
             text=True,
             timeout=60,
