@@ -94,27 +94,38 @@ def assert_converged(kube: Client, namespace: str, count: int, value: str, outco
     assert sorted(c.get("successful") for c in inventory.changes) == sorted(outcomes), inventory.changes
 
 
-def assert_succeeded_or_named_the_request(code: int, deploy: KapplyProcess, kube: Client, namespace: str) -> None:
+def assert_succeeded_or_named_the_request(code: int, deploy: KapplyProcess, kube: Client, namespace: str) -> bool:
     """The run succeeded, or it failed with one message naming the request that failed, and its app-change says so
-    (or the message notes that recording it failed too)."""
+    (or the message notes that recording it failed too). One exception: when the request that failed is the one that
+    finishes the app-change itself, the server may have carried it out and only its answer was lost (the fault came
+    after the apply; docs/reliability.md, "Not guaranteed"): the change then says successful. Returns whether the
+    run's change is recorded successful."""
     print(f"the run under the fault: exit {code}, {deploy.stderr.strip() or 'no error'}")
     assert "Traceback" not in deploy.stderr, deploy.stderr
     if code == 0:
-        return
+        return True
     assert code == 1, deploy.stdout + deploy.stderr
     assert FAILED_REQUEST.search(deploy.stderr), deploy.stderr
-    if "recording the app-change as failed did not work either" not in deploy.stderr:
-        (change,) = Inventory.of(kube, namespace).changes
-        assert change.get("successful") is False and change["finishedAt"] != UNFINISHED, f"not recorded: {change}"
+    if "recording the app-change as failed did not work either" in deploy.stderr:
+        return False
+    (change,) = Inventory.of(kube, namespace).changes
+    assert change["finishedAt"] != UNFINISHED, f"not recorded: {change}"
+    if change.get("successful") is True:
+        assert re.search(rf"Request PUT /api/v1/namespaces/{namespace}/configmaps/{APP}-change-", deploy.stderr), (
+            f"recorded successful, but the failed request was not the change's own: {change}\n{deploy.stderr}"
+        )
+        return True
+    assert change.get("successful") is False, f"not recorded: {change}"
+    return False
 
 
-def rerun_converges(kapply: KapplyRunner, kube: Client, namespace: str, count: int, first_code: int) -> None:
+def rerun_converges(kapply: KapplyRunner, kube: Client, namespace: str, count: int, first_ok: bool) -> None:
     """A rerun applies what the first run did not (nothing if it succeeded: a request that timed out may still have
     been carried out), and a third run finds nothing to do."""
     rerun = kapply.deploy(namespace, manifest(count, "one"), app=APP)
     reapplied = applied_something(rerun.stdout)
-    assert first_code != 0 or not reapplied, rerun.stdout
-    assert_converged(kube, namespace, count, "one", [first_code == 0] + [True] * reapplied)
+    assert not first_ok or not reapplied, rerun.stdout
+    assert_converged(kube, namespace, count, "one", [first_ok] + [True] * reapplied)
     again = kapply.deploy(namespace, manifest(count, "one"), app=APP)
     assert not applied_something(again.stdout), again.stdout
 
@@ -149,8 +160,8 @@ def test_an_api_server_stalled_past_the_request_timeout_mid_deploy(
         with paused(script, "kube-apiserver"):
             time.sleep(STALL)  # the stall is the fault: nothing to poll for
         code = deploy.finish(timeout=240)
-    assert_succeeded_or_named_the_request(code, deploy, kube, namespace)
-    rerun_converges(kapply, kube, namespace, 50, code)
+    first_ok = assert_succeeded_or_named_the_request(code, deploy, kube, namespace)
+    rerun_converges(kapply, kube, namespace, 50, first_ok)
 
 
 @pytest.mark.timeout(600)
@@ -164,8 +175,8 @@ def test_an_api_server_killed_mid_deploy_and_restarted(
             time.sleep(3)  # down for a few seconds: the fault itself
         code = deploy.finish(timeout=240)
     assert healthy(script)
-    assert_succeeded_or_named_the_request(code, deploy, kube, namespace)
-    rerun_converges(kapply, kube, namespace, 50, code)
+    first_ok = assert_succeeded_or_named_the_request(code, deploy, kube, namespace)
+    rerun_converges(kapply, kube, namespace, 50, first_ok)
 
 
 def test_deploys_succeed_through_429_storms(cluster: Cluster, kube: Client, namespace: str, tmp_path: Path):
