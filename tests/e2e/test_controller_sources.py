@@ -354,8 +354,8 @@ MALFORMED = {
         "Expected spec.template[0].ytt to be a map, got str",
     ),
     "unknown-fetch": (
-        {"fetch": [{"helmChart": {"name": "x", "repository": {"url": "https://example.invalid/charts"}}}]},
-        "Fetching (0): Unsupported way to fetch templates (helmChart; kapply fetches inline, image, http, git, "
+        {"fetch": [{"svn": {"url": "https://example.invalid/charts"}}]},
+        "Fetching (0): Unsupported way to fetch templates (svn; kapply fetches inline, image, http, git, helmChart, "
         "imgpkgBundle)",
     ),
     "bogus-sync-period": ({"syncPeriod": "bogus"}, "Expected spec.syncPeriod to be a duration"),

@@ -160,9 +160,9 @@ def test_a_malformed_source_fails_naming_its_field(entry: Obj, message: str) -> 
     assert error_of(entry).startswith(message)
 
 
-def test_helm_chart_is_still_refused_and_the_message_lists_what_kapply_fetches() -> None:
-    assert error_of({"inline": {}}, {"helmChart": {"name": "redis"}}) == (
-        "Fetching (1): Unsupported way to fetch templates (helmChart; kapply fetches inline, image, http, git, "
+def test_an_unknown_source_is_refused_and_the_message_lists_what_kapply_fetches() -> None:
+    assert error_of({"inline": {}}, {"svn": {"url": "x"}}) == (
+        "Fetching (1): Unsupported way to fetch templates (svn; kapply fetches inline, image, http, git, helmChart, "
         "imgpkgBundle)"
     )
 

@@ -322,9 +322,9 @@ def test_each_stage_has_a_list_of_at_least_one_option_each_a_map(stage: str) -> 
 @pytest.mark.parametrize(
     ("entry", "known"),
     [
-        ({"helmChart": {"name": "x"}}, "helmChart"),
-        ({"helmChart": {}, "path": "x"}, "helmChart"),
-        ({"helmChart": {}, "sops": {}}, "helmChart, sops"),
+        ({"svn": {"url": "x"}}, "svn"),
+        ({"svn": {}, "path": "x"}, "svn"),
+        ({"svn": {}, "sops": {}}, "svn, sops"),
         ({}, "nothing"),
         ({"path": "only-a-path"}, "nothing"),
     ],
@@ -333,7 +333,7 @@ def test_an_unsupported_fetch_kind_is_refused_naming_what_it_is(entry: Obj, know
     app = with_spec(lambda s: s.update(fetch=[{"inline": {}}, entry]))
     assert error_of(app) == (
         f"Fetching (1): Unsupported way to fetch templates ({known}; kapply fetches inline, image, http, git, "
-        "imgpkgBundle)"
+        "helmChart, imgpkgBundle)"
     )
 
 

@@ -20,6 +20,8 @@ Everything an App fetches is untrusted input, and the controller holds far more 
 - http sources are downloaded (bounded in bytes and time, redirects followed by hand, credentials sent to the URL's own
   origin only), their sha256 checked, then unpacked as vendir does (a zip, else a tar, gzipped or not, else the file
   itself) by the same rules as image layers: a zip's entries go through them as a tar's would.
+- helmChart sources (kapply.controller.fetch_helm) are a repository's index.yaml and a chart archive downloaded as
+  http sources are, or a chart artifact pulled from a registry as images are, then unpacked by the same rules.
 - Each of these is fetched into a temporary directory of its own, checked (`check_tree`), and its `subPath` (or all of
   it) copied into place, as for git.
 
@@ -56,6 +58,7 @@ from urllib.request import getproxies, proxy_bypass
 import yaml
 import yarl
 
+from kapply.controller import fetch_helm
 from kapply.controller.runner import ToolError, run
 from kapply.controller.settings import FETCH_TIMEOUT, Settings
 from kapply.controller.spec import FetchSource, Git, Http, Inline, SourceRef, TagSelection
@@ -998,6 +1001,10 @@ async def fetch(
         elif source.http is not None:
             sha256 = await _http(target, source.http, read, policy, f"spec.fetch[{index}].http", source.path)
             entry["http"] = {"url": public_url(source.http.url), "sha256": sha256}
+        elif source.helm_chart is not None:
+            where = f"spec.fetch[{index}].helmChart"
+            chart = source.helm_chart
+            entry["helmChart"] = await fetch_helm.fetch_chart(target, chart, read, policy, where, source.path)
         lock.append(entry)
     if len(sources) > 1:
         check_tree(root, policy.limits)

@@ -93,6 +93,17 @@ class Http:
 
 
 @dataclass(frozen=True, slots=True)
+class HelmChart:
+    """A chart by name and version from a helm repository (`repository.url` over http or https, its index.yaml) or
+    an OCI registry (`oci://host/path`); kapply.controller.fetch_helm fetches it."""
+
+    name: str
+    url: str  # repository.url
+    version: str = ""  # exact, or a range; empty: the highest version that is no prerelease (helm's rule)
+    secret: str = ""  # repository.secretRef.name: username/password (or registry credentials for oci://)
+
+
+@dataclass(frozen=True, slots=True)
 class FetchSource:
     path: str  # the directory under the fetch root ("" for a single source)
     inline: Inline | None = None
@@ -100,6 +111,7 @@ class FetchSource:
     image: Image | None = None
     imgpkg_bundle: ImgpkgBundle | None = None
     http: Http | None = None
+    helm_chart: HelmChart | None = None
 
 
 class TemplateTool(StrEnum):
@@ -318,6 +330,22 @@ def _http(item: dict[str, Any], where: str) -> Http:
     )
 
 
+HELM_VERSIONS = ("", "3")  # vendir's `helmVersion`: kapply fetches charts as helm 3 does
+
+
+def _helm_chart(item: dict[str, Any], where: str) -> HelmChart:
+    repository = read_map(item.get("repository"), f"{where}.repository")
+    helm_version = read_str(item.get("helmVersion"), f"{where}.helmVersion")
+    if helm_version not in HELM_VERSIONS:
+        raise SpecError(f"Unsupported helm version '{helm_version}' in {where}.helmVersion (kapply fetches as helm 3)")
+    return HelmChart(
+        _required(item, "name", where),
+        _required(repository, "url", f"{where}.repository"),
+        read_str(item.get("version"), f"{where}.version"),
+        _secret(repository, f"{where}.repository"),
+    )
+
+
 class SourceKind(StrEnum):
     """The sources kapply fetches, in the order kapp-controller looks for them in a fetch item (the first found is
     used)."""
@@ -326,6 +354,7 @@ class SourceKind(StrEnum):
     IMAGE = "image"
     HTTP = "http"
     GIT = "git"
+    HELM_CHART = "helmChart"
     IMGPKG_BUNDLE = "imgpkgBundle"
 
 
@@ -340,6 +369,8 @@ def _source(path: str, kind: SourceKind, value: Any, where: str) -> FetchSource:
             return FetchSource(path, http=_http(item, where))
         case SourceKind.GIT:
             return FetchSource(path, git=_git(item, where))
+        case SourceKind.HELM_CHART:
+            return FetchSource(path, helm_chart=_helm_chart(item, where))
         case SourceKind.IMGPKG_BUNDLE:
             return FetchSource(path, imgpkg_bundle=_imgpkg_bundle(item, where))
 
