@@ -417,9 +417,11 @@ def test_a_template_step_must_be_a_map() -> None:
     assert error_of(app) == "Expected spec.template[0].ytt to be a map, got str"
 
 
-def test_values_from_needs_a_secret_config_map_or_path() -> None:
-    app = with_spec(lambda s: s.update(template=[{"ytt": {"valuesFrom": [{"downwardAPI": {}}]}}]))
-    assert error_of(app) == "Expected spec.template[0].ytt.valuesFrom[0] to have secretRef, configMapRef or path"
+def test_values_from_needs_a_secret_config_map_path_or_downward_api() -> None:
+    app = with_spec(lambda s: s.update(template=[{"ytt": {"valuesFrom": [{"fieldRef": {}}]}}]))
+    assert error_of(app) == (
+        "Expected spec.template[0].ytt.valuesFrom[0] to have secretRef, configMapRef, path or downwardAPI"
+    )
 
 
 def test_values_from_names_must_be_valid_names() -> None:

@@ -315,7 +315,7 @@ def test_a_kustomization_refused_means_kustomize_never_runs(
             "Templating dir: Invalid path: link/cm.yaml (a symlink on it leads outside the fetch directory)",
         ),
         (TemplateStep(TemplateTool.KUSTOMIZE, kustomize_path="link"), "Templating dir: Invalid path: link ("),
-        (TemplateStep(TemplateTool.HELM, chart_path="/etc"), "Templating helm chart: Invalid path: /etc"),
+        (TemplateStep(TemplateTool.HELM, chart_path="/../etc"), "Templating helm chart: Invalid path: /../etc"),
         (
             TemplateStep(TemplateTool.HELM, values_from=(ValuesSource(path="link/cm.yaml"),)),
             "Templating helm chart: Invalid path: link/cm.yaml (",
@@ -329,7 +329,8 @@ def test_a_kustomization_refused_means_kustomize_never_runs(
             "Templating dir: Invalid path: link/cm.yaml (a symlink on it leads outside the fetch directory)",
         ),
         (TemplateStep(TemplateTool.KBLD, paths=("-", "/etc/hosts")), "Templating dir: Expected stdin to be available"),
-        (TemplateStep(TemplateTool.KBLD, paths=("/etc/hosts",)), "Templating dir: Invalid path: /etc/hosts"),
+        (TemplateStep(TemplateTool.KBLD, paths=("/../etc/hosts",)), "Templating dir: Invalid path: /../etc/hosts"),
+        (TemplateStep(TemplateTool.YTT, paths=("a/../../x",)), "Templating dir: Invalid path: a/../../x"),
     ],
 )
 def test_template_paths_are_confined(tmp_path: Path, root: Path, step: TemplateStep, message: str):
@@ -359,6 +360,21 @@ def test_kbld_paths_are_absolute_so_none_is_an_option_or_a_url(root: Path):
         *("-f", str(root.resolve() / "config")),
         "--build=false",
     ]
+
+
+def test_absolute_paths_are_read_within_the_fetch_directory_as_kapp_controller_reads_them(root: Path):
+    """kapp-controller's ScopedPath joins a path to the fetch directory: `/service` is its `service`, never the
+    machine's; `a/../b` is `b`."""
+    tree(root, {"service/a.yml": "", "b.yml": ""})
+    base = root.resolve()
+    assert kbld_args(("/service", "/service/a.yml", "a/../b.yml", "/"), root, stdin=False) == [
+        *("-f", str(base / "service")),
+        *("-f", str(base / "service/a.yml")),
+        *("-f", str(base / "b.yml")),
+        *("-f", str(base)),
+        "--build=false",
+    ]
+    assert kbld_args(("/etc/hosts",), root, stdin=False)[1] == str(base / "etc/hosts")
 
 
 def test_kbld_runs_in_the_fetch_directory_with_the_scrubbed_environment(

@@ -443,7 +443,13 @@ GIT_SECRET_KEYS = frozenset({"ssh-privatekey", "ssh-knownhosts", "username", "pa
 
 async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSource, pin: Pin) -> dict[str, str]:
     env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    if git.lfs_skip_smudge:  # kapply's git has no LFS filter configured anyway: LFS files stay pointers
+        env["GIT_LFS_SKIP_SMUDGE"] = "1"
     key = known = None
+    if git.force_http_basic_auth and (not git.secret or transport is not Transport.HTTPS):
+        raise FetchError(
+            "Expected forceHTTPBasicAuth to be used with an https URL and a secretRef (username, password)"
+        )
     if git.secret:
         credentials = dict(await source_data(SourceRef("Secret", git.secret), read))
         text = {k: credential(credentials, k, git.secret) for k in sorted(credentials) if k in GIT_SECRET_KEYS}
@@ -459,6 +465,16 @@ async def _git_env(git: Git, transport: Transport, secrets: Path, read: ReadSour
             askpass.write_text('#!/bin/sh\ncase "$1" in Username*) echo "$GIT_USER";; *) echo "$GIT_PASS";; esac\n')
             askpass.chmod(0o700)
             env |= {"GIT_ASKPASS": str(askpass), "GIT_USER": text["username"], "GIT_PASS": text.get("password", "")}
+            if git.force_http_basic_auth:  # sent with the first request, as vendir's http.extraHeader (in the
+                # environment, never on a command line); redirects are not followed (Pin), so it goes to this host only
+                basic = base64.b64encode(f"{text['username']}:{text.get('password', '')}".encode()).decode()
+                env |= {
+                    "GIT_CONFIG_COUNT": "1",
+                    "GIT_CONFIG_KEY_0": "http.extraHeader",
+                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+                }
+        if git.force_http_basic_auth and "username" not in text:
+            raise FetchError(f"Expected secret '{git.secret}' to have username and password (forceHTTPBasicAuth)")
     env["GIT_SSH_COMMAND"] = _ssh_command(key, known, pin)
     return env
 
@@ -473,11 +489,27 @@ def _size(directory: Path) -> int:
     return total
 
 
-async def _clone(url: str, clone: Path, options: tuple[str, ...], env: dict[str, str], limits: Limits) -> None:
+async def _clone(
+    url: str, clone: Path, options: tuple[str, ...], env: dict[str, str], limits: Limits, depth: int | None = None
+) -> None:
     """git clone, stopped when what it downloads passes the byte limit (a pack is compressed: the files' sizes are
-    checked from the tree before they are written)."""
+    checked from the tree before they are written). `depth`: that many commits of every branch and tag (vendir's
+    `fetch --depth`), else all."""
+    shallow = (f"--depth={depth}", "--no-single-branch") if depth else ()
     task = asyncio.ensure_future(
-        run("git", *options, "clone", "--quiet", "--no-checkout", "--", url, str(clone), cwd=clone.parent, env=env)
+        run(
+            "git",
+            *options,
+            "clone",
+            "--quiet",
+            "--no-checkout",
+            *shallow,
+            "--",
+            url,
+            str(clone),
+            cwd=clone.parent,
+            env=env,
+        )
     )
     try:
         while not task.done():
@@ -540,7 +572,10 @@ async def _git(target: Path, git: Git, read: ReadSource, policy: FetchPolicy, wh
         env = await _git_env(git, transport, scratch / "secrets", read, pin)
         clone = scratch / "repo"
         try:
-            await _clone(url, clone, options, env, policy.limits)
+            await _clone(url, clone, options, env, policy.limits, git.depth)
+            if git.ref_selection is not None:
+                listed = await run("git", *options, "tag", "--list", cwd=clone, env=env)
+                ref = f"refs/tags/{select_tag(listed.stdout.split(), git.ref_selection)}"
             commit = await _commit(clone, ref, options, env)
             listing = await run("git", *options, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, cwd=clone, env=env)
             check_listing(listing.stdout, policy.limits)

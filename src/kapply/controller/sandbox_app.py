@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from kapply.controller import runner
+from kapply.controller.downward import AppContext
 from kapply.controller.fetch import FetchPolicy, ReadSource, fetch
 from kapply.controller.sandbox import SandboxFailed, Stage
 from kapply.controller.spec import TemplateTool, parse_spec
@@ -59,12 +60,14 @@ def _from_json(cls: type, data: Obj) -> object:
     return cls(**values)
 
 
-def request(app: Obj, policy: FetchPolicy) -> Obj:
-    """The job's request for `app` (only what the job reads of it: no status, no managed fields)."""
+def request(app: Obj, policy: FetchPolicy, context: AppContext | None = None) -> Obj:
+    """The job's request for `app` (only what the job reads of it: no status, no managed fields); `context`, what
+    downward API values read of the App and its cluster (the App's metadata alone when not given)."""
     meta = app["metadata"]
     return {
         "app": {"metadata": {"name": meta["name"], "namespace": meta["namespace"]}, "spec": app.get("spec")},
         "policy": policy_to_json(policy),
+        "context": (context or AppContext.of(app)).to_json(),
     }
 
 
@@ -81,7 +84,8 @@ async def run(request: Obj, root: Path, read: ReadSource, fetched: Callable[[str
     runner.confine_template_stage([PROGRAMS[step.tool] for step in spec.template])
     meta = app["metadata"]
     try:
-        manifests = await template(spec.template, root, read, meta["name"], meta["namespace"])
+        context = AppContext.from_json(request["context"])
+        manifests = await template(spec.template, root, read, meta["name"], meta["namespace"], context)
     except KapplyError as e:
         raise SandboxFailed(Stage.TEMPLATE, str(e), getattr(e, "stderr", "")) from None
     return {"lock": lock, "manifests": manifests}

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from kapply.api import DriftPolicy
+from kapply.controller.downward import DownwardError, DownwardItem, DownwardKind, check_name, parse_field_path
 from kapply.controller.vocabulary import KAPPLY
 from kapply.errors import KapplyError
 from kapply.objects import Obj
@@ -58,6 +59,10 @@ class Git:
     ref: str = ""  # a branch, tag or commit; kapp-controller's `origin/main` form is accepted
     sub_path: str = ""
     secret: str = ""  # secretRef.name: username/password or ssh-privatekey
+    ref_selection: TagSelection | None = None  # the highest tag that is a version within the constraints
+    lfs_skip_smudge: bool = False  # kapply never runs git-lfs: LFS files stay pointers either way
+    force_http_basic_auth: bool = False  # send the secret's username/password at once (no 401 first)
+    depth: int | None = None  # commits fetched per branch and tag (None, 0: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,7 @@ class ValuesSource:
     secret: str = ""
     config_map: str = ""
     path: str = ""
+    downward: tuple[DownwardItem, ...] | None = None  # downwardAPI.items
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +144,11 @@ class TemplateStep:
     release_name: str = ""  # helmTemplate: name (default: the App's)
     release_namespace: str = ""  # helmTemplate: namespace (default: the App's)
     kustomize_path: str = ""  # kustomize: the kustomization's directory in the fetch root (kapply's field)
+    ignore_unknown_comments: bool = False  # ytt: --ignore-unknown-comments
+    strict: bool = False  # ytt: --strict
+    file_marks: tuple[str, ...] = ()  # ytt: --file-mark each
+    kubernetes_version: bool = False  # helmTemplate: --kube-version with the cluster's version
+    kubernetes_apis: bool = False  # helmTemplate: --api-versions with the cluster's group versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,11 +304,22 @@ def _tag_selection(value: Any, where: str) -> TagSelection | None:
 
 
 def _git(item: dict[str, Any], where: str) -> Git:
+    ref = read_str(item.get("ref"), f"{where}.ref")
+    selection = _tag_selection(item.get("refSelection"), f"{where}.refSelection")
+    if ref and selection is not None:
+        raise SpecError(f"Expected only one of {where}.ref or {where}.refSelection")
+    depth = item.get("depth")
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+        raise SpecError(f"Expected {where}.depth to be a non-negative integer, got {json.dumps(depth)[:80]}")
     return Git(
         _required(item, "url", where),
-        read_str(item.get("ref"), f"{where}.ref"),
+        ref,
         read_str(item.get("subPath"), f"{where}.subPath"),
         _secret(item, where),
+        selection,
+        read_bool(item.get("lfsSkipSmudge"), f"{where}.lfsSkipSmudge"),
+        read_bool(item.get("forceHTTPBasicAuth"), f"{where}.forceHTTPBasicAuth"),
+        depth,
     )
 
 
@@ -413,9 +435,55 @@ def _values_from(value: Any, where: str) -> tuple[ValuesSource, ...]:
             out.append(ValuesSource(secret=ref.name) if ref.kind == "Secret" else ValuesSource(config_map=ref.name))
         elif "path" in item:
             out.append(ValuesSource(path=read_str(item["path"], f"{where}[{i}].path")))
+        elif "downwardAPI" in item:
+            out.append(ValuesSource(downward=_downward(item["downwardAPI"], f"{where}[{i}].downwardAPI")))
         else:
-            raise SpecError(f"Expected {where}[{i}] to have secretRef, configMapRef or path")
+            raise SpecError(f"Expected {where}[{i}] to have secretRef, configMapRef, path or downwardAPI")
     return tuple(out)
+
+
+def _version(value: Any, where: str) -> str:
+    return read_str(read_map(value, where).get("version"), f"{where}.version")
+
+
+def _downward_item(value: Any, where: str) -> DownwardItem:
+    """One item, checked as kapp-controller checks it when it templates (the name, the field path's syntax)."""
+    item = read_map(value, where)
+    name = read_str(item.get("name"), f"{where}.name")
+    try:
+        check_name(name)
+        if field_path := read_str(item.get("fieldPath"), f"{where}.fieldPath"):
+            return DownwardItem(name, DownwardKind.FIELD_PATH, field_path=parse_field_path(field_path))
+    except DownwardError as e:
+        raise SpecError(f"{where}: {e}") from None
+    if item.get("kubernetesVersion") is not None:
+        version = _version(item["kubernetesVersion"], f"{where}.kubernetesVersion")
+        return DownwardItem(name, DownwardKind.KUBERNETES_VERSION, version=version)
+    if item.get("kappControllerVersion") is not None:
+        version = _version(item["kappControllerVersion"], f"{where}.kappControllerVersion")
+        return DownwardItem(name, DownwardKind.KAPP_CONTROLLER_VERSION, version=version)
+    if item.get("kubernetesAPIs") is not None:
+        apis = read_map(item["kubernetesAPIs"], f"{where}.kubernetesAPIs")
+        given = apis.get("groupVersions")
+        group_versions = None if given is None else read_strings(given, f"{where}.kubernetesAPIs.groupVersions")
+        return DownwardItem(name, DownwardKind.KUBERNETES_APIS, group_versions=group_versions)
+    raise SpecError(
+        f"{where}: Invalid downward API item given (expected fieldPath, kubernetesVersion, "
+        "kappControllerVersion or kubernetesAPIs)"
+    )
+
+
+def _downward(value: Any, where: str) -> tuple[DownwardItem, ...]:
+    items = read_map(value, where).get("items")
+    return tuple(_downward_item(raw, f"{where}.items[{i}]") for i, raw in enumerate(read_list(items, f"{where}.items")))
+
+
+def _present(item: dict[str, Any], key: str, where: str) -> bool:
+    """Whether `key` (a map) is set: kapp-controller then passes the cluster's value, whatever the map holds."""
+    if item.get(key) is None:
+        return False
+    read_map(item[key], f"{where}.{key}")
+    return True
 
 
 def _template(value: Any) -> tuple[TemplateStep, ...]:
@@ -430,6 +498,11 @@ def _template(value: Any) -> tuple[TemplateStep, ...]:
                     paths=read_strings(ytt.get("paths"), f"{where}.ytt.paths"),
                     inline=_inline(ytt["inline"], f"{where}.ytt.inline") if "inline" in ytt else None,
                     values_from=_values_from(ytt.get("valuesFrom"), f"{where}.ytt.valuesFrom"),
+                    ignore_unknown_comments=read_bool(
+                        ytt.get("ignoreUnknownComments"), f"{where}.ytt.ignoreUnknownComments"
+                    ),
+                    strict=read_bool(ytt.get("strict"), f"{where}.ytt.strict"),
+                    file_marks=read_strings(ytt.get("fileMarks"), f"{where}.ytt.fileMarks"),
                 )
             )
         elif "kustomize" in item:
@@ -448,6 +521,8 @@ def _template(value: Any) -> tuple[TemplateStep, ...]:
                     release_name=read_str(helm.get("name"), f"{where}.helmTemplate.name"),
                     release_namespace=read_str(helm.get("namespace"), f"{where}.helmTemplate.namespace"),
                     values_from=_values_from(helm.get("valuesFrom"), f"{where}.helmTemplate.valuesFrom"),
+                    kubernetes_version=_present(helm, "kubernetesVersion", f"{where}.helmTemplate"),
+                    kubernetes_apis=_present(helm, "kubernetesAPIs", f"{where}.helmTemplate"),
                 )
             )
         elif "kbld" in item:

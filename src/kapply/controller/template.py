@@ -17,6 +17,7 @@ digest of any other tag, as kapp-controller's kbld does.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import tempfile
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from kapply.controller.downward import AppContext, DownwardError, values_file
 from kapply.controller.fetch import FetchError, ReadSource, confined, source_data
 from kapply.controller.runner import ToolError, run
 from kapply.controller.spec import SourceRef, TemplateStep, TemplateTool, ValuesSource
@@ -37,12 +39,40 @@ class TemplateError(KapplyError):
         self.stderr = stderr
 
 
-async def _values_files(values: tuple[ValuesSource, ...], root: Path, scratch: Path, read: ReadSource) -> list[str]:
-    """One file per data key of each referenced ConfigMap or Secret (sorted), and the given paths, in order."""
+def scoped(root: Path, path: str) -> Path:
+    """A path a template step names, read as kapp-controller's memdir.ScopedPath reads it: joined to the fetch
+    directory `root` and cleaned, so that an absolute path (`/service`) is within root, never the machine's, and
+    `a/../b` is `b`; one that leaves root is refused (`Invalid path: ...`), as is one through a symlink leading out
+    (`confined`)."""
+    base = str(root).rstrip("/") or "/"
+    joined = posixpath.normpath(f"{base}/{path}")
+    if "\0" in path or (joined != base and not joined.startswith(base + "/")):
+        raise FetchError(f"Invalid path: {path}")
+    return confined(root, posixpath.relpath(joined, base))
+
+
+async def _values_files(
+    values: tuple[ValuesSource, ...], root: Path, scratch: Path, read: ReadSource, app: AppContext | None = None
+) -> list[str]:
+    """One file per data key of each referenced ConfigMap or Secret (sorted), the given paths, and one file per
+    downward API item (values taken from `app`, the App and its cluster), in order."""
     files: list[str] = []
     for index, source in enumerate(values):
         if source.path:
-            files.append(str(confined(root, source.path)))
+            files.append(str(scoped(root, source.path)))
+            continue
+        if source.downward is not None:
+            directory = scratch / f"values-{index}"
+            directory.mkdir(parents=True, exist_ok=True)
+            for number, item in enumerate(source.downward):
+                if app is None:
+                    raise FetchError("Writing paths: the App's metadata is not known to this template step")
+                try:
+                    text = values_file(item, app)
+                except DownwardError as e:
+                    raise FetchError(f"Writing paths: {e}") from None
+                (directory / f"downwardapi_{number}.yaml").write_text(text)
+                files.append(str(directory / f"downwardapi_{number}.yaml"))
             continue
         ref = SourceRef("Secret", source.secret) if source.secret else SourceRef("ConfigMap", source.config_map)
         for key, content in await source_data(ref, read):
@@ -53,13 +83,17 @@ async def _values_files(values: tuple[ValuesSource, ...], root: Path, scratch: P
     return files
 
 
-async def _ytt(step: TemplateStep, root: Path, stdin: str | None, scratch: Path, read: ReadSource) -> str:
-    # Paths are absolute (confined resolves them): none can be taken for an option.
-    args: list[str] = []
+async def _ytt(
+    step: TemplateStep, root: Path, stdin: str | None, scratch: Path, read: ReadSource, app: AppContext | None = None
+) -> str:
+    # Paths are absolute (scoped resolves them): none can be taken for an option; file marks are `--file-mark=...`.
+    args: list[str] = ["--ignore-unknown-comments"] if step.ignore_unknown_comments else []
+    if step.strict:
+        args += ["--strict"]
     if stdin is not None:
         args += ["-f", "-"]
     else:
-        args += [a for path in (step.paths or (".",)) for a in ("-f", str(confined(root, path)))]
+        args += [a for path in (step.paths or (".",)) for a in ("-f", str(scoped(root, path)))]
     if step.inline is not None:
         inline = scratch / "ytt-inline"
         for relative, content in step.inline.paths:
@@ -72,7 +106,8 @@ async def _ytt(step: TemplateStep, root: Path, stdin: str | None, scratch: Path,
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(value)
         args += ["-f", str(inline)]
-    for values in await _values_files(step.values_from, root, scratch, read):
+    args += [f"--file-mark={mark}" for mark in step.file_marks]
+    for values in await _values_files(step.values_from, root, scratch, read, app):
         args += [f"--data-values-file={values}"]
     return (await run("ytt", *args, cwd=root, stdin=stdin)).stdout
 
@@ -279,13 +314,25 @@ async def _kustomize(step: TemplateStep, root: Path, stdin: str | None) -> str:
 
 
 async def _helm(
-    step: TemplateStep, root: Path, stdin: str | None, scratch: Path, read: ReadSource, name: str, namespace: str
+    step: TemplateStep,
+    root: Path,
+    stdin: str | None,
+    scratch: Path,
+    read: ReadSource,
+    name: str,
+    namespace: str,
+    app: AppContext | None = None,
 ) -> str:
     if stdin is not None:
         raise TemplateError("Templating stream is not supported by helm: make it the first template step")
-    chart = confined(root, step.chart_path or ".")
+    chart = scoped(root, step.chart_path or ".")
     args = ["template", f"--namespace={step.release_namespace or namespace}", "--include-crds"]
-    args += [f"--values={values}" for values in await _values_files(step.values_from, root, scratch, read)]
+    args += [f"--values={values}" for values in await _values_files(step.values_from, root, scratch, read, app)]
+    # kapp-controller passes the cluster's version and group versions whenever the fields are set
+    if step.kubernetes_version and app is not None and app.kubernetes_version:
+        args += [f"--kube-version={app.kubernetes_version}"]
+    if step.kubernetes_apis and app is not None:
+        args += [f"--api-versions={group_version}" for group_version in app.kubernetes_apis]
     args += ["--", step.release_name or name, str(chart)]
     home = scratch / "helm-home"  # no user configuration, plugins, repositories or cache shared between Apps
     env = {
@@ -306,13 +353,14 @@ STDIN = "-"
 
 
 def kbld_args(paths: tuple[str, ...], root: Path, stdin: bool) -> list[str]:
-    """kapp-controller's `kbld -f <path>... --build=false`: each path confined to the fetch directory `root` (and so
-    absolute: none can be taken for an option or a URL), "-" the previous step's output; without paths, that output,
-    or for a first step the whole fetch directory."""
+    """kapp-controller's `kbld -f <path>... --build=false`: each path within the fetch directory `root` (`scoped`:
+    `/service` is root's `service`; every path given to kbld is absolute, so none can be taken for an option or a
+    URL), "-" the previous step's output; without paths, that output, or for a first step the whole fetch
+    directory."""
     args: list[str] = []
     for path in paths or ((STDIN,) if stdin else (".",)):
         if path != STDIN:
-            args += ["-f", str(confined(root, path))]
+            args += ["-f", str(scoped(root, path))]
         elif stdin:
             args += ["-f", STDIN]
         else:
@@ -336,22 +384,29 @@ _PREFIX = {
 }
 
 
-async def template(steps: tuple[TemplateStep, ...], root: Path, read: ReadSource, name: str, namespace: str) -> str:
+async def template(
+    steps: tuple[TemplateStep, ...],
+    root: Path,
+    read: ReadSource,
+    name: str,
+    namespace: str,
+    app: AppContext | None = None,
+) -> str:
     """The YAML the steps produce from the fetch directory `root`. `name` and `namespace` are the App's (helm's
-    release defaults)."""
+    release defaults); `app` is what downward API values and helm's cluster version and APIs are taken from."""
     stdin: str | None = None
     with tempfile.TemporaryDirectory(prefix="kapply-template-") as scratch_dir:
         for step in steps:
             scratch = Path(tempfile.mkdtemp(dir=scratch_dir))  # each step's own: files of one never mix with another's
             try:
                 if step.tool is TemplateTool.YTT:
-                    stdin = await _ytt(step, root, stdin, scratch, read)
+                    stdin = await _ytt(step, root, stdin, scratch, read, app)
                 elif step.tool is TemplateTool.KUSTOMIZE:
                     stdin = await _kustomize(step, root, stdin)
                 elif step.tool is TemplateTool.KBLD:
                     stdin = await kbld(step.paths, root, stdin)
                 else:
-                    stdin = await _helm(step, root, stdin, scratch, read, name, namespace)
+                    stdin = await _helm(step, root, stdin, scratch, read, name, namespace, app)
             except (ToolError, FetchError) as e:
                 raise TemplateError(f"{_PREFIX[step.tool]}: {e}", e.stderr) from e
     return stdin or ""
