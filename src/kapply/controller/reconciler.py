@@ -24,6 +24,7 @@ from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
 from kapply.controller.deploy import Deployed, DeployFailed, DeployRequest, Hooks, deploy, field_key
+from kapply.controller.downward import ClusterFacts
 from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
 from kapply.controller.metrics import AppCount, Clock, KindSeries, Timed
@@ -105,6 +106,7 @@ class Reconciler:
         self.read_source = read_source
         self.tokens = Tokens(api, watch=cache is not None)  # with main.py's cache, accounts are watched too
         self.events = Recorder(api.cluster, self.settings.vocabulary.app)
+        self.facts = ClusterFacts()  # the cluster's version and APIs, for the template steps that read them
         self.memory: dict[Key, ghosts.Memory] = {}
         self.owners: dict[Key, owners.Owners] = {}  # each App's owned fields (controller/owners.py)
         self._clients: dict[tuple[str, str, str], AsyncClient] = {}
@@ -170,7 +172,7 @@ class Reconciler:
         except KapplyError as e:
             clock.stop()
             return await self._fail(app, status, spec, Failed(str(e), str(e)))
-        templated = await self._fetch_and_template(app, client, clock)
+        templated = await self._fetch_and_template(app, spec, client, clock)
         if isinstance(templated, Failed):
             clock.stop()
             return await self._fail(app, status, spec, templated)
@@ -181,15 +183,23 @@ class Reconciler:
             return await self._fail(app, status, spec, deployed)
         return await self._succeeded(app, spec, status, previous, deployed)
 
-    async def _fetch_and_template(self, app: Obj, client: AsyncClient, clock: Clock) -> Templated | Failed:
+    async def _fetch_and_template(
+        self, app: Obj, spec: AppSpec, client: AsyncClient, clock: Clock
+    ) -> Templated | Failed:
         """The fetch and template stages, in the sandbox, reading with the App's own client; `clock` times each."""
         started = app_status.now()
         clock.begin()
         read = self.read_source(client, app["metadata"]["namespace"])
         policy = FetchPolicy.from_settings(self.settings)
         try:
+            context = await self.facts.context(app, spec.template, client)
+        except KapplyError as e:  # the cluster's version or APIs, which a template step asks for
+            clock.end(Timed.TEMPLATE)
+            error = f"Templating: Getting the cluster's version and APIs: {e}"
+            return Failed(error, str(e), {"template": app_status.Stage(1, error=error).to_status(with_stdout=False)})
+        try:
             lock, manifests = sandbox_app.result(
-                await self._sandbox().run("app", sandbox_app.request(app, policy), read, clock.fetched)
+                await self._sandbox().run("app", sandbox_app.request(app, policy, context), read, clock.fetched)
             )
         except SandboxFailed as e:
             clock.end(Timed.FETCH if e.stage is Stage.FETCH else Timed.TEMPLATE)
