@@ -191,6 +191,20 @@ class Transcript:
 
         return ProgressLines(self._out)
 
+    def resources(self, app: str, resources: Sequence[Obj], *, tree: bool = False, status: bool = False) -> None:
+        """`kapp inspect`'s output for `app`'s resources: its table (`tree`: as a tree; `status`: their status)."""
+        from kapply.ui.resources import resources_table, status_table
+
+        source = f"app '{app}'"
+        self._out.table(status_table(source, resources) if status else resources_table(source, resources, tree=tree))
+
+    def raw(self, resources: Sequence[Obj]) -> None:
+        """`kapp inspect --raw`'s output: each resource's YAML."""
+        from kapply.ui.resources import raw, raw_order
+
+        for obj in raw_order(resources):
+            self._out.block(raw(obj))
+
     def finish(self) -> None:
         self._out.finish()
 

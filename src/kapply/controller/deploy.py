@@ -90,6 +90,7 @@ class Deployed:
     known: tuple[owners.Known, ...] = ()
     cluster: tuple[owners.Known, ...] = ()
     held: tuple[owners.Hold, ...] = ()
+    associated: Obj = field(default_factory=dict)  # status.deploy.kapp.associatedResources
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,7 @@ class Quiet:
     owned: tuple[Obj, ...] = ()
     known: tuple[owners.Known, ...] = ()
     cluster: tuple[owners.Known, ...] = ()
+    associated: Obj = field(default_factory=dict)
 
     def holds(
         self, client: AsyncClient, digest: str, desired: tuple[str, DeployOptions], owned: tuple[Obj, ...]
@@ -126,7 +128,9 @@ class Quiet:
         )
 
     def deployed(self) -> Deployed:
-        return Deployed(0, False, self.output, self.digest, (), (), self, self.known, self.cluster)
+        return Deployed(
+            0, False, self.output, self.digest, (), (), self, self.known, self.cluster, associated=self.associated
+        )
 
 
 class DeployFailed(KapplyError):
@@ -209,10 +213,34 @@ async def deploy(request: DeployRequest, hooks: Hooks) -> Deployed:
             owners.rules(cluster, held),
             known,
             cluster,
+            associated_resources(plan),
         )
     return Deployed(
-        len(plan.changes), changed, out.text, digest, found.drift, found.ghosts, remembered, known, cluster, new
+        len(plan.changes),
+        changed,
+        out.text,
+        digest,
+        found.drift,
+        found.ghosts,
+        remembered,
+        known,
+        cluster,
+        new,
+        associated_resources(plan),
     )
+
+
+def associated_resources(plan: Plan) -> Obj:
+    """`status.deploy.kapp.associatedResources` as kapp-controller writes it from the app's metadata after a deploy:
+    the app's label, the namespaces of its resources (`(cluster)` for cluster-scoped ones) and the kinds it uses,
+    sorted as kapp sorts them (`Kind.group`)."""
+    kinds = sorted({(gvk[0], gvk[2]) for gvk in plan.used}, key=lambda gk: f"{gk[1]}.{gk[0]}" if gk[0] else gk[1])
+    out: Obj = {"label": plan.app.meta.label_selector}
+    if plan.namespaces:
+        out["namespaces"] = list(plan.namespaces)
+    if kinds:
+        out["groupKinds"] = [{"group": group, "kind": kind} for group, kind in kinds]
+    return out
 
 
 async def _known_owners(

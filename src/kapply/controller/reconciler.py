@@ -23,10 +23,11 @@ from kapply.controller import status as app_status
 from kapply.controller.cache import Cache, app_client
 from kapply.controller.credentials import Tokens
 from kapply.controller.delete import delete
-from kapply.controller.deploy import Deployed, DeployFailed, DeployRequest, Hooks, deploy, field_key
+from kapply.controller.deploy import Deployed, DeployFailed, DeployRequest, Hooks, deploy, field_key, kapp_app_name
 from kapply.controller.downward import ClusterFacts
 from kapply.controller.events import Recorder
 from kapply.controller.fetch import FetchPolicy, ReadSource
+from kapply.controller.inspect import inspect
 from kapply.controller.metrics import AppCount, Clock, KindSeries, Timed
 from kapply.controller.sandbox import Sandbox, SandboxFailed, Stage, shared
 from kapply.controller.settings import Settings
@@ -179,9 +180,33 @@ class Reconciler:
         status = {**status, **templated.stages}
         deployed = await self._deploy(app, spec, client, templated.manifests, status, clock)
         clock.stop()
+        status = await self._inspected(app, spec, client, status, previous, deployed)
         if isinstance(deployed, Failed):
             return await self._fail(app, status, spec, deployed)
         return await self._succeeded(app, spec, status, previous, deployed)
+
+    async def _inspected(
+        self, app: Obj, spec: AppSpec, client: AsyncClient, status: Obj, previous: Obj, deployed: Done | Failed
+    ) -> Obj:
+        """The status with `inspect` (kapp-controller's `kapp inspect` after each pass), or without it when the App
+        does not ask for it. A sync that deployed nothing for a spec already reconciled keeps the last one: listing
+        the App's resources asks the API server once per type, and an idle sync asks it nothing."""
+        if not spec.deploy.inspect:
+            return {k: v for k, v in status.items() if k != "inspect"}
+        idle = (
+            isinstance(deployed, Done)
+            and not deployed.deployed.changed
+            and previous.get("observedGeneration") == status["observedGeneration"]
+            and previous.get("friendlyDescription") == "Reconcile succeeded"
+            and "inspect" in previous
+        )
+        if idle:
+            return status
+        name, namespace = app["metadata"]["name"], app["metadata"]["namespace"]
+        return {
+            **status,
+            "inspect": await inspect(client, kapp_app_name(name), namespace, spec.deploy.inspect_raw_options),
+        }
 
     async def _fetch_and_template(
         self, app: Obj, spec: AppSpec, client: AsyncClient, clock: Clock
@@ -237,7 +262,10 @@ class Reconciler:
             self.observe_deploy(time.monotonic() - deploying, False)
             error = f"Deploying: {e}"
             stage = app_status.Stage(1, stdout=e.output, stderr=f"kapply: Error: {e}", error=error, started_at=started)
-            return Failed(error, str(e), {"deploy": stage.to_status(finished=True)})
+            kept = ((app.get("status") or {}).get("deploy") or {}).get("kapp")  # as kapp-controller keeps it
+            return Failed(
+                error, str(e), {"deploy": {**stage.to_status(finished=True), **({"kapp": kept} if kept else {})}}
+            )
         clock.end(Timed.DEPLOY)
         self.observe_deploy(time.monotonic() - deploying, True)
         return Done(deployed, started)
@@ -291,9 +319,12 @@ class Reconciler:
             # Nothing deployed for a spec already reconciled: the status stays as it is (no write at all) unless what
             # it reports changed. A new spec that deploys nothing (a rebase rule that ends a ghost diff) is still
             # written as reconciled.
-            await self._write_status(app, app_status.with_reports(previous, reports))
+            await self._write_status(
+                app, app_status.with_reports(app_status.with_associated(previous, deployed.associated), reports)
+            )
         else:
             stage = app_status.Stage(0, stdout=deployed.output, started_at=done.started).to_status(finished=True)
+            stage = app_status.with_associated({"deploy": stage}, deployed.associated)["deploy"]
             await self._write_status(
                 app, app_status.with_reports(app_status.succeeded({**status, "deploy": stage}), reports)
             )

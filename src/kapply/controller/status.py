@@ -180,6 +180,14 @@ def with_reports(status: Obj, reports: Mapping[str, Obj]) -> Obj:
     return out
 
 
+def with_associated(status: Obj, associated: Obj) -> Obj:
+    """The status with `deploy.kapp.associatedResources` set (kapp-controller's: the app's label, namespaces and
+    kinds), when there is a deploy entry and something to set."""
+    if not associated or not isinstance(status.get("deploy"), dict):
+        return status
+    return {**status, "deploy": {**status["deploy"], "kapp": {"associatedResources": associated}}}
+
+
 def _listed(items: Sequence[FieldReport], limit: int = 5) -> str:
     shown = [f"{i.resource} {i.path} (written by {i.written_by})" for i in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
