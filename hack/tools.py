@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Build the templating tools kapply's controller runs, helm, kustomize and kbld, and the tests' OCI registry, crane.
+"""Build the templating tools kapply's controller runs, helm, kustomize, kbld, cue and sops, and two programs only the
+tests run: crane (their OCI registry) and age-keygen (their sops keys).
 
 Like the control plane (hack/cluster.py, whose build helpers this reuses), each
 is built with the machine's Go from the Go module proxy at a pinned version,
@@ -7,13 +8,16 @@ into $KAPPLY_CACHE (default ~/.cache/kapply)/<tool>-<version>/bin/<tool>, and
 never rebuilt once there.
 
 Usage:
-    tools.py build [helm|kustomize|kbld|crane ...]   build the named tools (default: all) unless built
-    tools.py path TOOL                               print the binary's path; exit 1 if not built
-    tools.py env                                     print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_KBLD=...
-                                                     / KAPPLY_CRANE=... for the built ones
+    tools.py build [helm|kustomize|kbld|cue|sops|crane|age-keygen ...]   build the named tools (default: all)
+                                                                         unless built
+    tools.py path TOOL        print the binary's path; exit 1 if not built
+    tools.py env              print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_KBLD=... / KAPPLY_CUE=...
+                              / KAPPLY_SOPS=... / KAPPLY_CRANE=... / KAPPLY_AGE_KEYGEN=... for the built ones
 
 crane (go-containerregistry's CLI) is not run by kapply: the tests run `crane registry serve` as the OCI
 registry that kapply.oci pulls from, and push images and imgpkg bundles to it with `crane` (tests/e2e/registry.py).
+Nor is age-keygen (filippo.io/age): the tests make the age keys of their sops-encrypted files with it (sops itself
+cannot make keys).
 
 This script uses the standard library only, so it runs before the project's
 virtualenv exists.
@@ -35,11 +39,15 @@ import cluster  # noqa: E402  (hack/cluster.py: Build, bin_dir, go_mod_download,
 # local, so Go fetches no newer toolchain): helm v3.22.0 says `go 1.26.0`; kustomize v5.8.3 says `go 1.27.0`, so
 # kustomize stays at v5.8.2 (`go 1.26.0`). helm v4 is out, but kapp-controller's App CR templates with helm v3.
 # go-containerregistry v0.22.1, the newest release, says `go 1.25.0` (and `toolchain go1.26.6`, which Go 1.26 meets).
-# kbld v0.46.0 says `go 1.23.8`.
+# kbld v0.46.0 says `go 1.23.8`. cue v0.17.1 says `go 1.25.0` (kapp-controller 0.53 ships v0.9.2: `cue export` is
+# the same command); sops v3.13.3 says `go 1.25.8` (kapp-controller's is v3.9.0); age v1.3.2 says `go 1.25.0`.
 HELM_VERSION = "v3.22.0"
 KUSTOMIZE_VERSION = "v5.8.2"
 KBLD_VERSION = "v0.46.0"
+CUE_VERSION = "v0.17.1"
+SOPS_VERSION = "v3.13.3"
 CRANE_VERSION = "v0.22.1"
+AGE_VERSION = "v1.3.2"
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class Tool:
 
     @property
     def env_var(self) -> str:
-        return f"KAPPLY_{self.name.upper()}"
+        return f"KAPPLY_{self.name.upper().replace('-', '_')}"
 
 
 TOOLS = {
@@ -62,12 +70,15 @@ TOOLS = {
             "kustomize", KUSTOMIZE_VERSION, "sigs.k8s.io/kustomize/kustomize/v5", "sigs.k8s.io/kustomize/kustomize/v5"
         ),
         Tool("kbld", KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
+        Tool("cue", CUE_VERSION, "cuelang.org/go", "cuelang.org/go/cmd/cue"),
+        Tool("sops", SOPS_VERSION, "github.com/getsops/sops/v3", "github.com/getsops/sops/v3/cmd/sops"),
         Tool(
             "crane",
             CRANE_VERSION,
             "github.com/google/go-containerregistry",
             "github.com/google/go-containerregistry/cmd/crane",
         ),
+        Tool("age-keygen", AGE_VERSION, "filippo.io/age", "filippo.io/age/cmd/age-keygen"),
     ]
 }
 
@@ -150,15 +161,23 @@ def kbld_ldflags(version: str) -> str:
     return f"-s -w -X carvel.dev/kbld/pkg/kbld/version.Version={version.removeprefix('v')}"
 
 
+def age_ldflags(version: str) -> str:
+    """age's release builds stamp the tag into its commands' main.Version (`age-keygen --version`)."""
+    return f"-s -w -X main.Version={version}"
+
+
 def build_spec(tool: Tool, gomod: str) -> cluster.Build:
     """The cluster.Build for a tool, given the go.mod of its module at the pinned version.
-    kustomize needs no stamps: it reads its version from the Go build info of the dependency."""
+    kustomize and cue need no stamps: they read their version from the Go build info of the dependency; sops's is
+    a variable its source sets."""
     if tool.name == "helm":
         ldflags = helm_ldflags(tool.version, gomod)
     elif tool.name == "crane":
         ldflags = crane_ldflags(tool.version)
     elif tool.name == "kbld":
         ldflags = kbld_ldflags(tool.version)
+    elif tool.name == "age-keygen":
+        ldflags = age_ldflags(tool.version)
     else:
         ldflags = "-s -w"
     return cluster.Build(

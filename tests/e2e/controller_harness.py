@@ -343,13 +343,20 @@ def controller_identity(kube: Client, admin_kubeconfig: Path, directory: Path, r
                     raise
 
 
-TOOL_VARIABLES = {"ytt": "KAPPLY_YTT", "helm": "KAPPLY_HELM", "kustomize": "KAPPLY_KUSTOMIZE", "kbld": "KAPPLY_KBLD"}
+TOOL_VARIABLES = {
+    "ytt": "KAPPLY_YTT",
+    "helm": "KAPPLY_HELM",
+    "kustomize": "KAPPLY_KUSTOMIZE",
+    "kbld": "KAPPLY_KBLD",
+    "cue": "KAPPLY_CUE",
+    "sops": "KAPPLY_SOPS",
+}
 
 
 def tool_env(*tools: str) -> dict[str, str]:
-    """$KAPPLY_YTT, $KAPPLY_HELM, $KAPPLY_KUSTOMIZE, $KAPPLY_KBLD (those of `tools`) for a controller: the tool the
-    environment names (a named file that is missing fails the test), else the one on PATH; skips the test when one
-    is nowhere."""
+    """$KAPPLY_YTT, $KAPPLY_HELM, $KAPPLY_KUSTOMIZE, $KAPPLY_KBLD, $KAPPLY_CUE, $KAPPLY_SOPS (those of `tools`) for a
+    controller: the tool the environment names (a named file that is missing fails the test), else the one on PATH;
+    skips the test when one is nowhere."""
     return {TOOL_VARIABLES[tool]: str(external_tool(tool, TOOL_VARIABLES[tool])) for tool in tools}
 
 

@@ -1,14 +1,23 @@
-"""helm, kustomize and kbld, as hack/tools.py builds them for kapply's controller, report their pinned
-versions and render manifests. They need no cluster; they are built here if missing (slow)."""
+"""helm, kustomize, kbld, cue and sops, as hack/tools.py builds them for kapply's controller, report their pinned
+versions and render manifests (cue and sops through kapply's own template steps, with keys age-keygen and gpg make).
+They need no cluster; they are built here if missing (slow)."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from kapply.controller.spec import SopsKeys, SopsKind, TemplateStep, TemplateTool, ValuesSource
+from kapply.controller.template import template
+from kapply.objects import Obj
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # the first test may wait for the builds
 
@@ -34,11 +43,19 @@ def pinned_version(tool: str) -> str:
 
 @pytest.fixture(scope="session")
 def template_tools() -> dict[str, Path]:
-    """KAPPLY_HELM / KAPPLY_KUSTOMIZE / KAPPLY_KBLD (and KAPPLY_CRANE, the tests' registry) -> binary, built through
-    the script unless they are."""
+    """KAPPLY_HELM / KAPPLY_KUSTOMIZE / KAPPLY_KBLD / KAPPLY_CUE / KAPPLY_SOPS (and KAPPLY_CRANE, the tests' registry,
+    and KAPPLY_AGE_KEYGEN, their sops keys) -> binary, built through the script unless they are."""
     subprocess.run([sys.executable, str(SCRIPT), "build"], check=True)  # builds nothing when built
     paths = dict(line.split("=", 1) for line in script("env").splitlines())
-    assert set(paths) == {"KAPPLY_HELM", "KAPPLY_KUSTOMIZE", "KAPPLY_KBLD", "KAPPLY_CRANE"}
+    assert set(paths) >= {
+        "KAPPLY_HELM",
+        "KAPPLY_KUSTOMIZE",
+        "KAPPLY_KBLD",
+        "KAPPLY_CUE",
+        "KAPPLY_SOPS",
+        "KAPPLY_CRANE",
+        "KAPPLY_AGE_KEYGEN",
+    }
     return {name: Path(path) for name, path in paths.items()}
 
 
@@ -145,3 +162,89 @@ def test_kbld_reports_its_pinned_version_and_rewrites_an_image_its_lock_names(te
     )
     out = run(kbld, "-f", pod, "-f", lock, "--build=false", env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
     assert f"image: registry.example/app@{digest}" in out
+
+
+def secret_reader(**secrets: dict[str, bytes]):
+    async def read(kind: str, name: str) -> Obj | None:
+        data = secrets.get(name) if kind == "Secret" else None
+        return None if data is None else {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+
+    return read
+
+
+def test_cue_reports_its_pinned_version_and_kapplys_cue_step_exports_with_values(template_tools, tmp_path, monkeypatch):
+    cue = template_tools["KAPPLY_CUE"]
+    assert run(cue, "version").splitlines()[0] == f"cue version {pinned_version('cue')}"
+    monkeypatch.setenv("KAPPLY_CUE", str(cue))
+    root = tmp_path / "root"
+    (root / "config").mkdir(parents=True)
+    (root / "config" / "cm.cue").write_text(
+        'package cm\n\nvalues: {greeting: string | *"hello"}\n'
+        'cm: {apiVersion: "v1", kind: "ConfigMap", metadata: name: "greeting", data: greeting: values.greeting}\n'
+    )
+    step = TemplateStep(
+        TemplateTool.CUE,
+        paths=("config",),
+        input_expression="values:",
+        output_expression="cm",
+        values_from=(ValuesSource(secret="vals"),),
+    )
+    read = secret_reader(vals={"vals.yaml": b"greeting: hi\n"})
+    out = asyncio.run(template((step,), root, read, "app", "ns"))
+    assert yaml.safe_load(out) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "greeting"},
+        "data": {"greeting": "hi"},
+    }
+
+
+def test_sops_reports_its_pinned_version_and_kapplys_sops_step_decrypts_with_an_age_key(
+    template_tools, tmp_path, monkeypatch
+):
+    sops = template_tools["KAPPLY_SOPS"]
+    version = pinned_version("sops")
+    assert run(sops, "--version", "--disable-version-check").splitlines()[0] == f"sops {version.removeprefix('v')}"
+    assert run(template_tools["KAPPLY_AGE_KEYGEN"], "--version").strip() == pinned_version("age-keygen")
+    key = run(template_tools["KAPPLY_AGE_KEYGEN"])  # "# created: ...\n# public key: age1...\nAGE-SECRET-KEY-1..."
+    recipient = key.split("# public key: ")[1].split()[0]
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "secret.yaml").write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {a: hunter2}\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    encrypted = run(sops, "--encrypt", "--age", recipient, root / "secret.yaml", env=env)
+    (root / "secret.yaml").unlink()
+    (root / "secret.sops.yaml").write_text(encrypted)
+    assert "hunter2" not in encrypted
+    monkeypatch.setenv("KAPPLY_SOPS", str(sops))
+    step = TemplateStep(TemplateTool.SOPS, sops_keys=SopsKeys(SopsKind.AGE, "age"))
+    assert asyncio.run(template((step,), root, secret_reader(age={"key.txt": key.encode()}), "app", "ns")) == ""
+    assert yaml.safe_load((root / "secret.yaml").read_text())["stringData"] == {"a": "hunter2"}
+    assert not (root / "secret.sops.yaml").exists()
+
+
+@pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg makes the PGP key")
+def test_kapplys_sops_step_decrypts_with_armored_pgp_private_keys_without_gpg(template_tools, tmp_path, monkeypatch):
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    gpg_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GNUPGHOME": str(home)}
+    unattended = ("--batch", "--pinentry-mode", "loopback", "--passphrase", "")
+    run(
+        "gpg", *unattended, "--quick-gen-key", "kapply <t@kapply.test>", "rsa2048", "encrypt,sign", "never", env=gpg_env
+    )
+    listed = run("gpg", "--list-keys", "--with-colons", env=gpg_env)
+    fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
+    private = run("gpg", "--batch", "--armor", "--export-secret-keys", fingerprint, env=gpg_env)
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "cm.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n")
+    encrypted = run(
+        template_tools["KAPPLY_SOPS"], "--encrypt", "--pgp", fingerprint, root / "sub" / "cm.yml", env=gpg_env
+    )
+    (root / "sub" / "cm.yml").unlink()
+    (root / "sub" / "cm.sops.yml").write_text(encrypted)
+    monkeypatch.setenv("KAPPLY_SOPS", str(template_tools["KAPPLY_SOPS"]))
+    step = TemplateStep(TemplateTool.SOPS, paths=("sub",), sops_keys=SopsKeys(SopsKind.PGP, "gpg"))
+    read = secret_reader(gpg={"private.asc": private.encode()})
+    asyncio.run(template((step,), root, read, "app", "ns"))  # sops finds no gpg: its PATH is empty
+    assert yaml.safe_load((root / "sub" / "cm.yml").read_text())["data"] == {"a": "b"}

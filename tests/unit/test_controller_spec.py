@@ -395,13 +395,13 @@ def test_no_template_option_is_refused(template: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("entry", "known"), [({"jsonnet": {}}, "jsonnet"), ({"sops": {}, "cue": {}}, "sops, cue"), ({}, "nothing")]
+    ("entry", "known"), [({"jsonnet": {}}, "jsonnet"), ({"jsonnet": {}, "helm": {}}, "jsonnet, helm"), ({}, "nothing")]
 )
 def test_an_unsupported_template_kind_is_refused_naming_what_it_is(entry: Obj, known: str) -> None:
     app = with_spec(lambda s: s.update(template=[{"ytt": {}}, entry]))
     assert error_of(app) == (
         f"Templating (1): Unsupported way to template ({known}; "
-        "kapply templates with ytt, kustomize, helmTemplate, kbld)"
+        "kapply templates with ytt, kustomize, helmTemplate, kbld, sops, cue)"
     )
 
 

@@ -61,6 +61,9 @@ def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
     assert re.fullmatch(r"v5\.\d+\.\d+", tools.KUSTOMIZE_VERSION)
     assert re.fullmatch(r"v0\.\d+\.\d+", tools.CRANE_VERSION)
     assert re.fullmatch(r"v0\.\d+\.\d+", tools.KBLD_VERSION)
+    assert re.fullmatch(r"v0\.\d+\.\d+", tools.CUE_VERSION)
+    assert re.fullmatch(r"v3\.\d+\.\d+", tools.SOPS_VERSION)
+    assert re.fullmatch(r"v1\.\d+\.\d+", tools.AGE_VERSION)
     assert {n: (t.version, t.module, t.package) for n, t in tools.TOOLS.items()} == {
         "helm": (tools.HELM_VERSION, "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm"),
         "kustomize": (
@@ -69,12 +72,17 @@ def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
             "sigs.k8s.io/kustomize/kustomize/v5",
         ),
         "kbld": (tools.KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
+        "cue": (tools.CUE_VERSION, "cuelang.org/go", "cuelang.org/go/cmd/cue"),
+        "sops": (tools.SOPS_VERSION, "github.com/getsops/sops/v3", "github.com/getsops/sops/v3/cmd/sops"),
         "crane": (
             tools.CRANE_VERSION,
             "github.com/google/go-containerregistry",
             "github.com/google/go-containerregistry/cmd/crane",
         ),
+        "age-keygen": (tools.AGE_VERSION, "filippo.io/age", "filippo.io/age/cmd/age-keygen"),
     }
+    # an environment variable's name has no "-"
+    assert tools.TOOLS["age-keygen"].env_var == "KAPPLY_AGE_KEYGEN" and tools.TOOLS["cue"].env_var == "KAPPLY_CUE"
 
 
 def test_binaries_live_in_the_shared_cache_next_to_the_control_plane(tools):
@@ -153,6 +161,16 @@ def test_build_spec_requires_the_pinned_module_and_builds_its_main_package(tools
     # as kbld's hack/build.sh: `kbld version` says 0.46.0
     assert kbld.ldflags == f"-s -w -X carvel.dev/kbld/pkg/kbld/version.Version={tools.KBLD_VERSION[1:]}"
 
+    # cue reads its version from the Go build info; sops's is a variable of its source
+    for name, module in (("cue", "cuelang.org/go"), ("sops", "github.com/getsops/sops/v3")):
+        spec = tools.build_spec(tools.TOOLS[name], f"module {module}\n\ngo 1.25.0\n")
+        assert spec.requires == {module: tools.TOOLS[name].version}
+        assert spec.binaries == {name: tools.TOOLS[name].package} and spec.ldflags == "-s -w"
+
+    age = tools.build_spec(tools.TOOLS["age-keygen"], "module filippo.io/age\n\ngo 1.25.0\n")
+    assert age.binaries == {"age-keygen": "filippo.io/age/cmd/age-keygen"}
+    assert age.ldflags == f"-s -w -X main.Version={tools.AGE_VERSION}"  # `age-keygen --version`
+
 
 def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(tools, tmp_path):
     result = run_script(tmp_path, "path", "helm")
@@ -174,5 +192,5 @@ def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(to
 def test_unknown_tools_are_refused(tmp_path):
     result = run_script(tmp_path, "build", "helm", "kubectl")
     assert result.returncode == 2
-    assert "unknown tool kubectl (known: helm, kustomize, kbld, crane)" in result.stderr
+    assert "unknown tool kubectl (known: helm, kustomize, kbld, cue, sops, crane, age-keygen)" in result.stderr
     assert not (tmp_path / "build").exists()  # nothing was built, not even helm

@@ -1,4 +1,4 @@
-"""The programs the controller runs to fetch and template (git, ytt, kustomize, helm, kbld): found through an
+"""The programs the controller runs to fetch and template (git, ytt, kustomize, helm, kbld, cue, sops): found through an
 environment variable or PATH, run with a time limit, their output captured. kapp-controller bundles them; kapply uses
 the ones the machine (or the controller's image) has, and says clearly when one is missing.
 
@@ -47,8 +47,9 @@ ALLOWED = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SSL_CERT_FILE"
 PROXIES = frozenset({"http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"})
 NO_PROXY = frozenset({"no_proxy", "NO_PROXY"})
 # Template tools that never need the network: kustomize's remote bases and helm's repositories are refused anyway (a
-# network namespace makes that structural); git fetches, and kbld asks registries for the digests of tags.
-OFFLINE = frozenset({"ytt", "helm", "kustomize"})
+# network namespace makes that structural), cue has no module registry and sops decrypts with the keys it is given
+# (not a KMS or Vault a file names); git fetches, and kbld asks registries for the digests of tags.
+OFFLINE = frozenset({"ytt", "helm", "kustomize", "cue", "sops"})
 
 
 @dataclass(slots=True)

@@ -27,6 +27,8 @@ PROGRAMS = {
     TemplateTool.KUSTOMIZE: "kustomize",
     TemplateTool.HELM: "helm",
     TemplateTool.KBLD: "kbld",
+    TemplateTool.SOPS: "sops",
+    TemplateTool.CUE: "cue",
 }
 
 

@@ -124,6 +124,8 @@ class TemplateTool(StrEnum):
     KUSTOMIZE = "kustomize"
     HELM = "helmTemplate"
     KBLD = "kbld"
+    SOPS = "sops"
+    CUE = "cue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,19 @@ class ValuesSource:
     config_map: str = ""
     path: str = ""
     downward: tuple[DownwardItem, ...] | None = None  # downwardAPI.items
+
+
+class SopsKind(StrEnum):
+    """The keys a sops step decrypts with (kapp-controller's: pgp wins when both are given)."""
+
+    PGP = "pgp"
+    AGE = "age"
+
+
+@dataclass(frozen=True, slots=True)
+class SopsKeys:
+    kind: SopsKind
+    secret: str  # privateKeysSecretRef.name: a Secret whose every value is keys (armored PGP, or age identities)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +164,9 @@ class TemplateStep:
     file_marks: tuple[str, ...] = ()  # ytt: --file-mark each
     kubernetes_version: bool = False  # helmTemplate: --kube-version with the cluster's version
     kubernetes_apis: bool = False  # helmTemplate: --api-versions with the cluster's group versions
+    input_expression: str = ""  # cue: where the values files go (`cue export --path`)
+    output_expression: str = ""  # cue: what is exported (`cue export --expression`)
+    sops_keys: SopsKeys | None = None  # sops: the private keys (sops's `paths` are `paths`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,6 +496,21 @@ def _downward(value: Any, where: str) -> tuple[DownwardItem, ...]:
     return tuple(_downward_item(raw, f"{where}.items[{i}]") for i, raw in enumerate(read_list(items, f"{where}.items")))
 
 
+def _sops(value: Any, where: str) -> TemplateStep:
+    """A sops step: `pgp` or `age` keys (pgp first, as kapp-controller looks), each from a Secret that must be named
+    (kapp-controller crashes on a missing privateKeysSecretRef)."""
+    sops = read_map(value, where)
+    kind = next((k for k in SopsKind if sops.get(k.value) is not None), None)
+    if kind is None:
+        raise SpecError(f"Expected {where} to have pgp or age (Unsupported SOPS strategy)")
+    keys = read_map(sops[kind.value], f"{where}.{kind.value}")
+    ref = read_map(keys.get("privateKeysSecretRef"), f"{where}.{kind.value}.privateKeysSecretRef")
+    secret = _name(ref.get("name"), f"{where}.{kind.value}.privateKeysSecretRef.name")
+    return TemplateStep(
+        TemplateTool.SOPS, paths=read_strings(sops.get("paths"), f"{where}.paths"), sops_keys=SopsKeys(kind, secret)
+    )
+
+
 def _present(item: dict[str, Any], key: str, where: str) -> bool:
     """Whether `key` (a map) is set: kapp-controller then passes the cluster's value, whatever the map holds."""
     if item.get(key) is None:
@@ -528,11 +561,24 @@ def _template(value: Any) -> tuple[TemplateStep, ...]:
         elif "kbld" in item:
             kbld = read_map(item["kbld"], f"{where}.kbld")
             steps.append(TemplateStep(TemplateTool.KBLD, paths=read_strings(kbld.get("paths"), f"{where}.kbld.paths")))
+        elif "sops" in item:
+            steps.append(_sops(item["sops"], f"{where}.sops"))
+        elif "cue" in item:
+            cue = read_map(item["cue"], f"{where}.cue")
+            steps.append(
+                TemplateStep(
+                    TemplateTool.CUE,
+                    paths=read_strings(cue.get("paths"), f"{where}.cue.paths"),
+                    values_from=_values_from(cue.get("valuesFrom"), f"{where}.cue.valuesFrom"),
+                    input_expression=read_str(cue.get("inputExpression"), f"{where}.cue.inputExpression"),
+                    output_expression=read_str(cue.get("outputExpression"), f"{where}.cue.outputExpression"),
+                )
+            )
         else:
             known = ", ".join(item) or "nothing"
             raise SpecError(
                 f"Templating ({i}): Unsupported way to template ({known}; kapply templates with ytt, kustomize, "
-                "helmTemplate, kbld)"
+                "helmTemplate, kbld, sops, cue)"
             )
     return tuple(steps)
 

@@ -16,6 +16,7 @@ digest of any other tag, as kapp-controller's kbld does.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -30,6 +31,8 @@ from kapply.controller.downward import AppContext, DownwardError, values_file
 from kapply.controller.fetch import FetchError, ReadSource, confined, source_data
 from kapply.controller.runner import ToolError, run
 from kapply.controller.spec import SourceRef, TemplateStep, TemplateTool, ValuesSource
+from kapply.controller.template_cue import cue
+from kapply.controller.template_sops import sops
 from kapply.errors import KapplyError
 
 
@@ -381,6 +384,8 @@ _PREFIX = {
     TemplateTool.KUSTOMIZE: "Templating dir",
     TemplateTool.HELM: "Templating helm chart",
     TemplateTool.KBLD: "Templating dir",
+    TemplateTool.SOPS: "Decrypting dir",
+    TemplateTool.CUE: "Templating dir",
 }
 
 
@@ -405,6 +410,11 @@ async def template(
                     stdin = await _kustomize(step, root, stdin)
                 elif step.tool is TemplateTool.KBLD:
                     stdin = await kbld(step.paths, root, stdin)
+                elif step.tool is TemplateTool.SOPS:
+                    await sops(step, root, stdin, scratch, read)  # decrypts in place: the next step reads the files
+                elif step.tool is TemplateTool.CUE:
+                    values = functools.partial(_values_files, step.values_from, root, scratch, read, app)
+                    stdin = await cue(step, root, stdin, scratch, values)
                 else:
                     stdin = await _helm(step, root, stdin, scratch, read, name, namespace, app)
             except (ToolError, FetchError) as e:
