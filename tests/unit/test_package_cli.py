@@ -24,8 +24,9 @@ from kapply.cli.package.schema import default_values, schema_properties
 from kapply.cli.package.sources import SourceKind, repository_fetch, source_kind, updated_fetch
 from kapply.cli.package.tailing import LogLine, progress
 from kapply.cli.package.waiting import description
+from kapply.controller.vocabulary import CARVEL, KAPPLY
 from kapply.errors import ClusterError, KapplyError
-from kapply.packaging import names, store
+from kapply.packaging import names
 from kapply.ui import packages as ui
 from kapply.ui.output import Output
 from kapply.ui.table import render
@@ -150,7 +151,14 @@ def test_the_package_install_records_what_was_created_for_it() -> None:
         CreatedKind.SECRET,
     ]
     install = created.package_install(
-        made, "simple-app.corp.com", "1.0.0", made.service_account, made.values_secret, made.overlays_secret, kinds
+        KAPPLY.install,
+        made,
+        "simple-app.corp.com",
+        "1.0.0",
+        made.service_account,
+        made.values_secret,
+        made.overlays_secret,
+        kinds,
     )
     assert install["apiVersion"] == "packaging.kapply.dev/v1alpha1" and install["kind"] == "PackageInstall"
     assert install["spec"] == {
@@ -174,7 +182,8 @@ def test_the_package_install_records_what_was_created_for_it() -> None:
         (CreatedKind.SECRET, "pkg-demo-apps-values"),
     ]
     assert created.recorded(created.without_recorded(annotations, CreatedKind.SECRET))[-1][0] is not CreatedKind.SECRET
-    bare = created.package_install(made, "p.corp.com", ">= 0.0.0", "existing-sa", "", "", [])
+    bare = created.package_install(CARVEL.install, made, "p.corp.com", ">= 0.0.0", "existing-sa", "", "", [])
+    assert bare["apiVersion"] == "packaging.carvel.dev/v1alpha1"
     assert "annotations" not in bare["metadata"] and "values" not in bare["spec"]
 
 
@@ -196,7 +205,7 @@ def test_the_dry_run_shows_everything_install_would_create(tmp_path: Path) -> No
     values = tmp_path / "values.yml"
     values.write_text("hello_msg: hi\n")
     request = Request("pkg-demo", "simple-app.corp.com", "1.0.0", str(values), True, (), True)
-    documents = dry_run_documents(request, read_files(request), InstallNames("pkg-demo", "apps"), "")
+    documents = dry_run_documents(KAPPLY.install, request, read_files(request), InstallNames("pkg-demo", "apps"), "")
     assert [d["kind"] for d in documents] == [
         "ServiceAccount",
         "ClusterRole",
@@ -205,7 +214,9 @@ def test_the_dry_run_shows_everything_install_would_create(tmp_path: Path) -> No
         "PackageInstall",
     ]
     assert documents[3]["stringData"] == {"values.yaml": "hello_msg: hi\n"}
-    existing = dry_run_documents(request, read_files(request), InstallNames("pkg-demo", "apps"), "deployer")
+    existing = dry_run_documents(
+        KAPPLY.install, request, read_files(request), InstallNames("pkg-demo", "apps"), "deployer"
+    )
     assert [d["kind"] for d in existing] == ["Secret", "PackageInstall"]
     assert existing[-1]["spec"]["serviceAccountName"] == "deployer"
 
@@ -216,7 +227,7 @@ def test_install_creates_what_the_dry_run_shows_saying_what_it_creates_with_secr
     overlay.write_text("#@ load('@ytt:overlay', 'overlay')\n")
     request = Request("pkg-demo", "simple-app.corp.com", "1.0.0", str(values), True, (str(overlay),), True)
     names = InstallNames("pkg-demo", "apps")
-    made = _to_create(request, read_files(request), names, "", as_text=False)
+    made = _to_create(CARVEL.install, request, read_files(request), names, "", as_text=False)
     assert [said for said, _ in made] == [
         "Creating service account 'pkg-demo-apps-sa'",
         "Creating cluster admin role 'pkg-demo-apps-cluster-role'",
@@ -226,7 +237,10 @@ def test_install_creates_what_the_dry_run_shows_saying_what_it_creates_with_secr
         "Creating package install resource",
     ]
     assert made[3][1]["data"] == {"values.yaml": base64.b64encode(b"hello_msg: hi\n").decode()}
-    shown = dry_run_documents(request, read_files(request), names, "")
+    shown = dry_run_documents(CARVEL.install, request, read_files(request), names, "")
+    # as kctrl prints them: Go's empty fields of its typed objects
+    assert all(d["metadata"].pop("creationTimestamp") is None for d in shown)
+    assert shown[-1].pop("status") == {"conditions": None, "friendlyDescription": "", "observedGeneration": 0}
     assert [{k: v for k, v in d.items() if k not in ("data", "stringData")} for d in shown] == [
         {k: v for k, v in d.items() if k not in ("data", "stringData")} for _, d in made
     ]
@@ -338,9 +352,12 @@ def test_status_lines_carry_the_time_of_the_status_and_its_age() -> None:
     assert [ui.short_duration(s) for s in (5, 61, 7200, 90000, 400 * 86400)] == ["5s", "1m", "2h", "1d", "1y"]
 
 
-def test_kctrls_description_of_a_packaging_resource_names_kapplys_group() -> None:
-    assert description(names.PACKAGE_INSTALL, "apps", "pkg-demo") == (
+def test_kctrls_description_of_a_packaging_resource_names_the_groups_spoken() -> None:
+    assert description(KAPPLY.install, "apps", "pkg-demo") == (
         "packageinstall/pkg-demo (packaging.kapply.dev/v1alpha1) namespace: apps"
+    )
+    assert description(CARVEL.install, "apps", "pkg-demo") == (
+        "packageinstall/pkg-demo (packaging.carvel.dev/v1alpha1) namespace: apps"
     )
 
 
@@ -526,5 +543,5 @@ def test_a_namespace_sees_its_packages_and_the_global_namespaces(
         pkg(GLOBAL, "2.0.0", "global"),
     ]
     api = SimpleNamespace(cluster=Forbidden(objects, unlisted, unread))
-    found = asyncio.run(visible(api, store.PACKAGES, "apps"))  # type: ignore[arg-type]
+    found = asyncio.run(visible(api, KAPPLY.package.rtype, "apps", GLOBAL))  # type: ignore[arg-type]
     assert {p["metadata"]["name"].removeprefix(f"{CM}."): p["metadata"]["labels"]["note"] for p in found} == expected

@@ -30,6 +30,8 @@ def wait(interval: float, timeout: float, can_disable: bool = True) -> dict[str,
     return {"wait": ("", BOOL, True), **flags} if can_disable else flags
 
 
+# kapply's on every command: the groups to speak (kapply's or kapp-controller's), by default those the cluster serves
+API_GROUPS: dict[str, FlagSpec] = {"api-groups": ("", STR, "")}
 REPOSITORY = {"repository": ("r", STR, "")}
 SOURCE = {"url": ("", STR, ""), "semver-tag-constraints": ("", STR, ""), "secret-ref": ("", STR, "")}
 INSTALL = {"package-install": ("i", STR, "")}
@@ -187,7 +189,7 @@ def test_the_command_has_kctrls_aliases_and_exactly_its_flags(path: tuple[str, .
     for spelled in product(*words):
         assert _command(spelled) == command, spelled
     found = {f.name: (f.short, f.kind, f.default) for f in command.flags}
-    assert found == expected
-    assert {f.name for f in command.flags if "(kapply)" in f.help} == own
+    assert found == {**expected, **API_GROUPS}
+    assert {f.name for f in command.flags if "(kapply)" in f.help} == own | set(API_GROUPS)
     assert all(f.supported for f in command.flags)
     assert not {f.name for f in command.flags} & {f.name for f in global_flags()}, "global flags stay global"

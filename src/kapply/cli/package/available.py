@@ -1,6 +1,7 @@
 """`kapply package available list|get`: kctrl's commands for the Packages and PackageMetadatas a namespace sees: its
-own and those of the global namespace (`kapply-packaging-global`), its own winning, as kapp-controller's API shows
-them (a namespace annotated to exclude the global packages sees only its own)."""
+own and those of the global namespace (`kapply-packaging-global`, or kapp-controller's
+`kapp-controller-packaging-global` under its groups), its own winning, as kapp-controller's API shows them (a
+namespace annotated to exclude the global packages sees only its own)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
+    from kapply.controller.vocabulary import Resource, Vocabulary
     from kapply.resources.cluster import ResourceType
     from kapply.ui.output import Output
 
@@ -30,24 +32,28 @@ def get(args: Args, out: Output) -> None:
     run(_get(args, out))
 
 
+def speaks(vocabulary: Vocabulary) -> Resource:
+    """What decides the groups the available commands speak (kapply.cli.vocabulary_choice)."""
+    return vocabulary.package
+
+
 def _key(obj: Obj) -> str:
     """What makes two objects the same one across the namespace and the global namespace: the name (a Package's is
     `<refName>.<version>`)."""
     return str(obj["metadata"]["name"])
 
 
-async def visible(api: AsyncClient, rtype: ResourceType, namespace: str | None) -> list[Obj]:
-    """The objects of `rtype` the namespace sees (every namespace's own when None). A user who may not read the
-    Namespace (its opt-out annotation) or the global namespace sees what it may read."""
-    from kapply.packaging import names
+async def visible(api: AsyncClient, rtype: ResourceType, namespace: str | None, global_namespace: str) -> list[Obj]:
+    """The objects of `rtype` the namespace sees (every namespace's own when None), with `global_namespace`'s. A user
+    who may not read the Namespace (its opt-out annotation) or the global namespace sees what it may read."""
     from kapply.packaging.selection import NAMESPACES, excluded
 
     own = await api.cluster.list(rtype, namespace=namespace)
-    if namespace is None or namespace == names.DEFAULT_GLOBAL_NAMESPACE:
+    if namespace is None or namespace == global_namespace:
         return own
     if excluded(await _unless_forbidden(api.cluster.get(NAMESPACES, None, namespace), None)):
         return own
-    shared = await _unless_forbidden(api.cluster.list(rtype, namespace=names.DEFAULT_GLOBAL_NAMESPACE), [])
+    shared = await _unless_forbidden(api.cluster.list(rtype, namespace=global_namespace), [])
     merged = {_key(o): o for o in shared}
     merged.update((_key(o), o) for o in own)
     return list(merged.values())
@@ -66,19 +72,18 @@ async def _unless_forbidden(request: Awaitable[T], instead: T) -> T:
 
 
 async def _list(args: Args, out: Output) -> None:
-    from kapply.packaging import store
     from kapply.ui.packages import package_metadatas_table, packages_table
 
     every, package = args["all-namespaces"], args["package"]
-    async with connected(args, out) as (api, namespace):
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
         where = "all namespaces" if every else f"namespace '{namespace}'"
-        scope = None if every else namespace
+        scope, shared = None if every else namespace, vocabulary.global_namespace
         if args[SUMMARY] and not package:
-            found = await visible(api, store.PACKAGE_METADATAS, scope)
+            found = await visible(api, vocabulary.package_metadata.rtype, scope, shared)
             title = f"Available summarized packages in {where}"
             out.table(package_metadatas_table(found, title, show_namespace=every, wide=args["wide"]))
         else:
-            packages = await visible(api, store.PACKAGES, scope)
+            packages = await visible(api, vocabulary.package.rtype, scope, shared)
             chosen = [p for p in packages if not package or (p.get("spec") or {}).get("refName") == package]
             out.table(packages_table(chosen, f"Available packages in {where}", show_namespace=every))
         out.finish()
@@ -101,7 +106,7 @@ def _version_required(flag: str) -> KapplyError:
 
 async def _get(args: Args, out: Output) -> None:
     from kapply.cli.package.schema import check_properties, schema_properties
-    from kapply.packaging import names, store
+    from kapply.packaging import names
     from kapply.ui.packages import package_table, values_schema_table, versions_table
 
     name, version = split_name(required(args["package"], "Expected package name to be non-empty"))
@@ -110,11 +115,12 @@ async def _get(args: Args, out: Output) -> None:
         raise _version_required("--values-schema")
     if not version and defaults_file:
         raise _version_required("--default-values-file-output")
-    async with connected(args, out) as (api, namespace):
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        packages, shared = vocabulary.package.rtype, vocabulary.global_namespace
         package = None
         if version:
             wanted = names.package_name(name, version)
-            package = next((p for p in await visible(api, store.PACKAGES, namespace) if _key(p) == wanted), None)
+            package = next((p for p in await visible(api, packages, namespace, shared) if _key(p) == wanted), None)
             if package is None:
                 raise KapplyError(f"Package '{name}/{version}' not found in namespace '{namespace}'")
             schema = ((package.get("spec") or {}).get("valuesSchema") or {}).get("openAPIv3")
@@ -129,14 +135,10 @@ async def _get(args: Args, out: Output) -> None:
                 return
             if defaults_file:
                 _save_default_values(out, defaults_file, schema, _no_values(name, version, namespace))
-        metadata = next((m for m in await visible(api, store.PACKAGE_METADATAS, namespace) if _key(m) == name), None)
-        versions = (
-            []
-            if version
-            else [
-                p for p in await visible(api, store.PACKAGES, namespace) if (p.get("spec") or {}).get("refName") == name
-            ]
-        )
+        metadatas = await visible(api, vocabulary.package_metadata.rtype, namespace, shared)
+        metadata = next((m for m in metadatas if _key(m) == name), None)
+        listed = [] if version else await visible(api, packages, namespace, shared)
+        versions = [p for p in listed if (p.get("spec") or {}).get("refName") == name]
         if metadata is None and package is None and not versions:
             raise KapplyError(f"Package '{name}' not found in namespace '{namespace}'")
         out.table(package_table(name, metadata, package))

@@ -21,6 +21,14 @@ DRY_RUN = Flag(
     "dry-run", BOOL, False, "Print YAML for resources being applied to the cluster without applying them, optional"
 )
 WIDE = Flag("wide", BOOL, False, "Show additional info")
+# On every command that reads or writes the cluster: whose API groups to speak (kapply.cli.vocabulary_choice)
+API_GROUPS = Flag(
+    "api-groups",
+    STR,
+    "",
+    "API groups to speak: kapply (packaging.kapply.dev, ...) or carvel (kapp-controller's packaging.carvel.dev, ...); "
+    "default: kapply's if the cluster serves them, else kapp-controller's (kapply)",
+)
 
 # package repository
 REPOSITORY = Flag("repository", STR, "", "Set package repository name (required)", short="r")
@@ -100,9 +108,9 @@ def _command(
     aliases: tuple[str, ...] = (),
     example: str = "",
 ) -> Command:
-    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default); `example`:
-    its Examples (kctrl's, with kapply's name)."""
-    section = FlagSection("Flags", (*flags, tty_flag(tty)))
+    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default) and
+    `--api-groups`; `example`: its Examples (kctrl's, with kapply's name)."""
+    section = FlagSection("Flags", (*flags, tty_flag(tty), API_GROUPS))
     return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,), examples=example)
 
 

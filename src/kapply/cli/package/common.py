@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args
 from kapply.cli.common import client
-from kapply.cli.package.commands import WAIT, WAIT_CHECK_INTERVAL, WAIT_TIMEOUT
+from kapply.cli.package.commands import API_GROUPS, WAIT, WAIT_CHECK_INTERVAL, WAIT_TIMEOUT
 from kapply.errors import ClusterError, KapplyError
 from kapply.flags import NAMESPACE
 from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
+    from kapply.cli.vocabulary_choice import Needed
+    from kapply.controller.vocabulary import Vocabulary
     from kapply.resources.cluster import Cluster, ResourceType
     from kapply.ui.output import Output
 
@@ -69,19 +71,56 @@ def write_file(path: str, content: bytes | str, what: str) -> None:
         raise KapplyError(f"Writing {what} to '{path}': {e.strerror or e}") from None
 
 
+def as_go_prints(obj: Obj) -> Obj:
+    """The object as kctrl's `--dry-run` prints it: with the empty fields Go's YAML encoder writes of its typed objects
+    (`creationTimestamp: null`; a PackageRepository's or PackageInstall's empty status)."""
+    shown = {**obj, "metadata": {**obj["metadata"], "creationTimestamp": None}}
+    if obj["kind"] in ("PackageRepository", "PackageInstall"):
+        shown["status"] = {"conditions": None, "friendlyDescription": "", "observedGeneration": 0}
+    return shown
+
+
 def offline(args: Args) -> AsyncClient:
     """A client whose only use is the namespace (`-n`, else $KAPP_NAMESPACE, else the kubeconfig context's): for
     `--dry-run`, which never talks to the cluster."""
     return client(args, args[NAMESPACE])
 
 
+def explicit_vocabulary(args: Args) -> Vocabulary | None:
+    """The groups `--api-groups` names; None when not given."""
+    from kapply.cli.controller_flags import choice
+    from kapply.controller.vocabulary import VOCABULARIES, ApiGroups
+
+    text = args[API_GROUPS]
+    return VOCABULARIES[choice(ApiGroups, API_GROUPS, text)] if text else None
+
+
+async def vocabulary(args: Args, cluster: Cluster, needed: Needed) -> Vocabulary:
+    """The groups to speak: `--api-groups`, else those the cluster serves `needed` under (kapply's first)."""
+    from kapply.cli.vocabulary_choice import served_vocabulary
+
+    return explicit_vocabulary(args) or await served_vocabulary(cluster, needed)
+
+
+async def dry_run_vocabulary(args: Args, api: AsyncClient, needed: Needed) -> Vocabulary:
+    """A dry run's groups: `--api-groups`, else those the cluster serves if it answers, else kapply's (a dry run
+    needs no cluster, as kctrl's)."""
+    from kapply.controller.vocabulary import KAPPLY
+
+    try:
+        return await vocabulary(args, api.cluster, needed)
+    except ClusterError:
+        return KAPPLY
+
+
 @asynccontextmanager
-async def connected(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, str]]:
-    """A client, after saying which cluster (kctrl's `Target cluster ...` line), and the namespace to work in."""
+async def connected(args: Args, out: Output, needed: Needed) -> AsyncIterator[tuple[AsyncClient, str, Vocabulary]]:
+    """A client, after saying which cluster (kctrl's `Target cluster ...` line), the namespace to work in, and the
+    groups to speak (`vocabulary`, for the `needed` resource)."""
     async with client(args, args[NAMESPACE], out) as api:
         namespace = api.namespace()
         out.line(await api.target())
-        yield api, namespace
+        yield api, namespace, await vocabulary(args, api.cluster, needed)
 
 
 def log(out: Output, message: str) -> None:

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kapply.controller.vocabulary import Resource
 from kapply.objects import Obj
-from kapply.packaging.names import API_VERSION, PACKAGE_INSTALL, Extension, extension_keys
+from kapply.packaging.names import Extension, extension_keys
 
 PACKAGE_ANNOTATION = "packaging.carvel.dev/package"
 TANZU_PACKAGE_ANNOTATION = "tkg.tanzu.vmware.com/tanzu-package"  # the Tanzu CLI's, which kctrl writes too
@@ -162,6 +163,7 @@ def overlay_key(index: int, name: str) -> str:
 
 
 def package_install(
+    resource: Resource,
     names: InstallNames,
     package: str,
     version: str,
@@ -170,7 +172,8 @@ def package_install(
     overlays_secret: str,
     created: Sequence[CreatedKind],
 ) -> Obj:
-    """The PackageInstall `install` creates: kctrl's spec (any prerelease admitted) and annotations."""
+    """The PackageInstall `install` creates (`resource`: the groups' PackageInstall): kctrl's spec (any prerelease
+    admitted) and annotations."""
     spec: Obj = {
         "serviceAccountName": service_account_name,
         "packageRef": {"refName": package, "versionSelection": {"constraints": version, "prereleases": {}}},
@@ -182,4 +185,4 @@ def package_install(
     annotations = with_recorded(annotations, created, names)
     if annotations:
         metadata["annotations"] = annotations
-    return {"apiVersion": API_VERSION, "kind": PACKAGE_INSTALL.kind, "metadata": metadata, "spec": spec}
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata, "spec": spec}

@@ -24,6 +24,7 @@ from kapply.cli.package.common import (
     PAUSE,
     UNPAUSE,
     WaitFlags,
+    as_go_prints,
     check_shared_namespace,
     connected,
     create_or_update,
@@ -46,6 +47,7 @@ from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
+    from kapply.controller.vocabulary import Resource, Vocabulary
     from kapply.ui.output import Output
 
 OVERLAY_EXTENSIONS = (".yaml", ".yml")
@@ -145,13 +147,21 @@ def read_files(request: Request) -> Files:
     )
 
 
-def dry_run_documents(request: Request, files: Files, names: InstallNames, service_account: str) -> list[Obj]:
-    """What `install` would create, in order (kctrl's `--dry-run`; kapply adds the overlays Secret)."""
-    return [obj for _, obj in _to_create(request, files, names, service_account, as_text=True)]
+def speaks(vocabulary: Vocabulary) -> Resource:
+    """What decides the groups `install` and `installed update` speak (kapply.cli.vocabulary_choice)."""
+    return vocabulary.install
+
+
+def dry_run_documents(
+    resource: Resource, request: Request, files: Files, names: InstallNames, service_account: str
+) -> list[Obj]:
+    """What `install` would create, in order (kctrl's `--dry-run`; kapply adds the overlays Secret), as kctrl prints
+    them (`as_go_prints`); `resource`: the groups' PackageInstall."""
+    return [as_go_prints(obj) for _, obj in _to_create(resource, request, files, names, service_account, as_text=True)]
 
 
 def _to_create(
-    request: Request, files: Files, names: InstallNames, service_account: str, *, as_text: bool
+    resource: Resource, request: Request, files: Files, names: InstallNames, service_account: str, *, as_text: bool
 ) -> list[tuple[str, Obj]]:
     """What `install` creates, in order, each with the line it logs before creating it: without `service_account`,
     one of its own with a cluster-admin binding; the values and overlays Secrets (`as_text`: as `stringData`); last,
@@ -178,6 +188,7 @@ def _to_create(
         overlays = created.secret(overlays_secret, names, files.overlays, as_text=as_text)
         made.append(("Creating overlay secrets", overlays))
     install = created.package_install(
+        resource,
         names,
         request.package,
         request.version,
@@ -191,10 +202,10 @@ def _to_create(
 
 async def _create(args: Args, out: Output) -> None:
     from kapply.cli.package import created
+    from kapply.cli.package.common import dry_run_vocabulary
     from kapply.cli.package.kinds import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, SECRETS, SERVICE_ACCOUNTS
     from kapply.cli.package.waiting import wait_for_install
     from kapply.diff.yaml_text import to_yaml
-    from kapply.packaging import store
 
     request = _request(args)
     required(request.name, "Expected package install name to be non empty")
@@ -204,11 +215,14 @@ async def _create(args: Args, out: Output) -> None:
     if args["dry-run"]:
         async with offline(args) as api:
             namespace = api.namespace()
-        check_shared_namespace(args, namespace)
-        documents = dry_run_documents(request, files, InstallNames(request.name, namespace), service_account)
+            check_shared_namespace(args, namespace)
+            speaking = await dry_run_vocabulary(args, api, speaks)
+        names = InstallNames(request.name, namespace)
+        documents = dry_run_documents(speaking.install, request, files, names, service_account)
         out.block("".join(f"---\n{to_yaml(d)}" for d in documents))
+        out.finish()
         return
-    async with connected(args, out) as (api, namespace):
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
         check_shared_namespace(args, namespace)
         names, cluster, wait = InstallNames(request.name, namespace), api.cluster, wait_flags(args)
         if request.version == DEFAULT_VERSION:
@@ -216,9 +230,9 @@ async def _create(args: Args, out: Output) -> None:
                 out,
                 f"Version constraint defaulted to '{DEFAULT_VERSION}'. Use the '--version' flag to lock to a version.",
             )
-        existing = await store.get(cluster, store.INSTALLS, namespace, request.name)
+        existing = await cluster.get(vocabulary.install.rtype, namespace, request.name)
         if existing is not None:  # as kctrl: installing an existing install updates it
-            await _apply_update(api, existing, request, files, names, out, wait)
+            await _apply_update(api, vocabulary, existing, request, files, names, out, wait)
             out.finish()
             return
         if service_account:
@@ -232,35 +246,35 @@ async def _create(args: Args, out: Output) -> None:
                     f"Provided service account '{service_account}' is already used by another package in namespace "
                     f"'{namespace}'"
                 )
-        *first, (saying, install) = _to_create(request, files, names, service_account, as_text=False)
+        *first, (saying, install) = _to_create(
+            vocabulary.install, request, files, names, service_account, as_text=False
+        )
         types = {rtype.kind: rtype for rtype in (SERVICE_ACCOUNTS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, SECRETS)}
         for said, obj in first:
             log(out, said)
             await create_or_update(cluster, types[obj["kind"]], obj)
         log(out, saying)
         try:
-            await cluster.create(store.INSTALLS, install)
+            await cluster.create(vocabulary.install.rtype, install)
         except ClusterError as e:
             raise KapplyError(f"Creating PackageInstall resource: {e}") from None
         if wait.enabled:
-            await wait_for_install(cluster, namespace, request.name, out, wait, created=True)
+            await wait_for_install(cluster, vocabulary, namespace, request.name, out, wait)
         out.finish()
 
 
 async def _update(args: Args, out: Output) -> None:
-    from kapply.packaging import store
-
     request = _request(args)
     required(request.name, "Expected package install to be non-empty")
     if not request.asks_for_change:
         raise KapplyError("Expected either package version, values file or overlays to update the package")
-    async with connected(args, out) as (api, namespace):
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
         check_shared_namespace(args, namespace)
-        existing = await store.get(api.cluster, store.INSTALLS, namespace, request.name)
+        existing = await api.cluster.get(vocabulary.install.rtype, namespace, request.name)
         if existing is None:
             raise KapplyError(f"Package install '{request.name}' does not exist in namespace '{namespace}'")
         names = InstallNames(request.name, namespace)
-        await _apply_update(api, existing, request, read_files(request), names, out, wait_flags(args))
+        await _apply_update(api, vocabulary, existing, request, read_files(request), names, out, wait_flags(args))
         out.finish()
 
 
@@ -281,13 +295,19 @@ def _selection(install: Obj, request: Request) -> Obj:
 
 
 async def _apply_update(
-    api: AsyncClient, install: Obj, request: Request, files: Files, names: InstallNames, out: Output, wait: WaitFlags
+    api: AsyncClient,
+    vocabulary: Vocabulary,
+    install: Obj,
+    request: Request,
+    files: Files,
+    names: InstallNames,
+    out: Output,
+    wait: WaitFlags,
 ) -> None:
     """Update the install (kctrl's update), paused while what it reads changes; resumed even when a change fails."""
     from kapply.cli.package.waiting import wait_for_app_paused, wait_for_install
-    from kapply.packaging import store
 
-    cluster, namespace = api.cluster, names.namespace
+    cluster, namespace, installs = api.cluster, names.namespace, vocabulary.install.rtype
     selection = _selection(install, request)
     version_changed = bool(request.version) and request.version != selection.get("constraints")
     paused = request.changes_secrets(install)
@@ -299,12 +319,12 @@ async def _apply_update(
         return
     if paused:
         log(out, f"Pausing reconciliation for package installation '{request.name}' in namespace '{namespace}'")
-        await cluster.patch(store.INSTALLS, namespace, request.name, PAUSE)
+        await cluster.patch(installs, namespace, request.name, PAUSE)
     try:
         if paused:
             if wait.enabled:
-                await wait_for_app_paused(cluster, namespace, request.name, wait)
-            install = await store.get(cluster, store.INSTALLS, namespace, request.name) or install
+                await wait_for_app_paused(cluster, vocabulary, namespace, request.name, wait)
+            install = await cluster.get(installs, namespace, request.name) or install
         updated = copy.deepcopy(install)
         spec = updated.setdefault("spec", {})
         if version_changed:
@@ -314,15 +334,15 @@ async def _apply_update(
         if updated != install:
             log(out, f"Updating package install for '{request.name}' in namespace '{namespace}'")
             try:
-                await cluster.update(store.INSTALLS, updated)
+                await cluster.update(installs, updated)
             except ClusterError as e:
                 raise KapplyError(f"Updating package '{request.name}': {e}") from None
     finally:
         if paused:
             log(out, f"Resuming reconciliation for package installation '{request.name}' in namespace '{namespace}'")
-            await cluster.patch(store.INSTALLS, namespace, request.name, UNPAUSE)
+            await cluster.patch(installs, namespace, request.name, UNPAUSE)
     if wait.enabled:
-        await wait_for_install(cluster, namespace, request.name, out, wait)
+        await wait_for_install(cluster, vocabulary, namespace, request.name, out, wait)
 
 
 async def _update_values(

@@ -17,6 +17,7 @@ from kapply.objects import Obj
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
     from kapply.cli.package.created import InstallNames
+    from kapply.controller.vocabulary import Resource, Vocabulary
     from kapply.ui.output import Output
 
 STATUS_INTERVAL = 1.0  # seconds between looks at the App while `status` tails it
@@ -46,26 +47,28 @@ def status(args: Args, out: Output) -> None:
     run(_status(args, out))
 
 
+def speaks(vocabulary: Vocabulary) -> Resource:
+    """What decides the groups the install commands speak (kapply.cli.vocabulary_choice)."""
+    return vocabulary.install
+
+
 def _name(args: Args) -> str:
     return required(args["package-install"], "Expected package install name to be non-empty")
 
 
-async def _existing(api: AsyncClient, namespace: str, name: str) -> Obj:
-    from kapply.packaging import store
-
-    found = await store.get(api.cluster, store.INSTALLS, namespace, name)
+async def _existing(api: AsyncClient, vocabulary: Vocabulary, namespace: str, name: str) -> Obj:
+    found = await api.cluster.get(vocabulary.install.rtype, namespace, name)
     if found is None:
         raise KapplyError(f"Package install '{name}' does not exist in namespace '{namespace}'")
     return found
 
 
 async def _list(args: Args, out: Output) -> None:
-    from kapply.packaging import store
     from kapply.ui.packages import installs_table
 
     every = args["all-namespaces"]
-    async with connected(args, out) as (api, namespace):
-        found = await api.cluster.list(store.INSTALLS, namespace=None if every else namespace)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        found = await api.cluster.list(vocabulary.install.rtype, namespace=None if every else namespace)
         title = "Installed packages in all namespaces" if every else f"Installed packages in namespace '{namespace}'"
         out.table(installs_table(found, title, show_namespace=every, wide=args["wide"]))
         out.finish()
@@ -104,8 +107,8 @@ async def _get(args: Args, out: Output) -> None:
     from kapply.ui.packages import ghost_diffs_table, install_table
 
     name, values_file, overlay_file = _name(args), args["values-file-output"], args["ghost-diffs-overlay-output"]
-    async with connected(args, out) as (api, namespace):
-        install = await _existing(api, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        install = await _existing(api, vocabulary, namespace, name)
         if args["values"] or values_file:
             content = await _values(api, install, namespace, name)
             if values_file:
@@ -145,15 +148,15 @@ def _show_overlay(out: Output, ghosts: Obj, name: str, namespace: str, file: str
 
 async def _delete(args: Args, out: Output) -> None:
     from kapply.cli.package.created import InstallNames
-    from kapply.cli.package.waiting import wait_for_deletion
-    from kapply.packaging import names, store
+    from kapply.cli.package.waiting import wait_for_install_deletion
 
     name = _name(args)
     async with offline(args) as unconnected:  # kctrl asks before it connects (and says the target cluster)
         out.line(f"Delete package install '{name}' from namespace '{unconnected.namespace()}'")
     confirm(args, out)
-    async with connected(args, out) as (api, namespace):
-        install = await store.get(api.cluster, store.INSTALLS, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        installs = vocabulary.install.rtype
+        install = await api.cluster.get(installs, namespace, name)
         made = InstallNames(name, namespace)
         if install is None:
             out.line(
@@ -165,14 +168,12 @@ async def _delete(args: Args, out: Output) -> None:
         if args["noop"]:
             log(out, f"Setting noopDelete on package install '{name}': the resources it deployed are kept")
             await api.cluster.patch(
-                store.INSTALLS, namespace, name, [{"op": "add", "path": "/spec/noopDelete", "value": True}]
+                installs, namespace, name, [{"op": "add", "path": "/spec/noopDelete", "value": True}]
             )
         log(out, f"Deleting package install '{name}' from namespace '{namespace}'")
-        await api.cluster.delete(store.INSTALLS, namespace, name)
+        await api.cluster.delete(installs, namespace, name)
         log(out, f"Waiting for deletion of package install '{name}' from namespace '{namespace}'")
-        await wait_for_deletion(
-            api.cluster, store.INSTALLS, names.PACKAGE_INSTALL, namespace, name, out, wait_flags(args)
-        )
+        await wait_for_install_deletion(api.cluster, vocabulary, namespace, name, out, wait_flags(args))
         await _delete_created(api, made, install, out)
         out.finish()
 
@@ -210,15 +211,13 @@ async def _delete_created(api: AsyncClient, names: InstallNames, install: Obj | 
 
 
 async def _pause(args: Args, out: Output) -> None:
-    from kapply.packaging import store
-
     name = _name(args)
-    async with connected(args, out) as (api, namespace):
-        await _existing(api, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        await _existing(api, vocabulary, namespace, name)
         out.line(f"Pausing reconciliation for package install '{name}' in namespace '{namespace}'")
         confirm(args, out)
         _pausing(out, name, namespace)
-        await api.cluster.patch(store.INSTALLS, namespace, name, PAUSE)
+        await api.cluster.patch(vocabulary.install.rtype, namespace, name, PAUSE)
         out.finish()
 
 
@@ -229,39 +228,38 @@ def _pausing(out: Output, name: str, namespace: str) -> None:
 
 
 async def _kick(args: Args, out: Output) -> None:
-    from kapply.cli.package.waiting import wait_for_app_paused, wait_for_install
-    from kapply.packaging import store
+    from kapply.cli.package.waiting import KICK_TAIL_ERROR, wait_for_app_paused, wait_for_install
 
     name, wait = _name(args), wait_flags(args)
-    async with connected(args, out) as (api, namespace):
-        await _existing(api, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        await _existing(api, vocabulary, namespace, name)
+        installs = vocabulary.install.rtype
         out.line(f"Triggering reconciliation for package install '{name}' in namespace '{namespace}'")
         confirm(args, out)
         _pausing(out, name, namespace)
-        await api.cluster.patch(store.INSTALLS, namespace, name, PAUSE)
+        await api.cluster.patch(installs, namespace, name, PAUSE)
         try:
             if wait.enabled:
-                await wait_for_app_paused(api.cluster, namespace, name, wait)
+                await wait_for_app_paused(api.cluster, vocabulary, namespace, name, wait)
         finally:  # resumed even when the App was not seen paused in time
             log(out, f"Starting reconciliation for package install '{name}' in namespace '{namespace}'")
-            await api.cluster.patch(store.INSTALLS, namespace, name, UNPAUSE)
+            await api.cluster.patch(installs, namespace, name, UNPAUSE)
         if wait.enabled:
-            await wait_for_install(api.cluster, namespace, name, out, wait)
+            await wait_for_install(api.cluster, vocabulary, namespace, name, out, wait, tail_error=KICK_TAIL_ERROR)
         out.finish()
 
 
 async def _status(args: Args, out: Output) -> None:
     from kapply.cli.package.tailing import condition
     from kapply.cli.package.waiting import Tail
-    from kapply.controller.apps import APPS
-    from kapply.packaging import names
     from kapply.ui.packages import app_table, status_line
 
     name = _name(args)
-    async with connected(args, out) as (api, namespace):
-        app = await api.cluster.get(APPS, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        apps = vocabulary.app.rtype
+        app = await api.cluster.get(apps, namespace, name)
         owners = ((app or {}).get("metadata") or {}).get("ownerReferences") or [{}]
-        if app is None or (owners[0].get("kind"), owners[0].get("name")) != (names.PACKAGE_INSTALL.kind, name):
+        if app is None or (owners[0].get("kind"), owners[0].get("name")) != (vocabulary.install.kind, name):
             raise KapplyError(f"Could not find app associated with package install '{name}' in namespace '{namespace}'")
         out.table(app_table(app))
         tail = Tail(out, {})
@@ -274,7 +272,7 @@ async def _status(args: Args, out: Output) -> None:
                 useful = (app.get("status") or {}).get("usefulErrorMessage", "")
                 raise KapplyError(f"Reconciling app: {found}: {useful}")
             await asyncio.sleep(STATUS_INTERVAL)
-            latest = await api.cluster.get(APPS, namespace, name)
+            latest = await api.cluster.get(apps, namespace, name)
             if latest is None:
                 status_line(out, f"App '{name}' in namespace '{namespace}' deleted", "")
                 break

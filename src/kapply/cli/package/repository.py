@@ -9,6 +9,7 @@ from kapply.cli.common import confirm, run
 from kapply.cli.package.common import (
     PAUSE,
     UNPAUSE,
+    as_go_prints,
     check_shared_namespace,
     connected,
     log,
@@ -21,6 +22,7 @@ from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
+    from kapply.controller.vocabulary import Resource, Vocabulary
     from kapply.ui.output import Output
 
 
@@ -48,12 +50,15 @@ def kick(args: Args, out: Output) -> None:
     run(_kick(args, out))
 
 
-def new_repository(name: str, namespace: str, fetch: Obj) -> Obj:
-    from kapply.packaging import names
+def speaks(vocabulary: Vocabulary) -> Resource:
+    """What decides the groups the repository commands speak (kapply.cli.vocabulary_choice)."""
+    return vocabulary.repository
 
+
+def new_repository(vocabulary: Vocabulary, name: str, namespace: str, fetch: Obj) -> Obj:
     return {
-        "apiVersion": names.API_VERSION,
-        "kind": names.PACKAGE_REPOSITORY.kind,
+        "apiVersion": vocabulary.repository.api_version,
+        "kind": vocabulary.repository.kind,
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"fetch": fetch},
     }
@@ -63,21 +68,19 @@ def _repository_name(args: Args) -> str:
     return required(args["repository"], "Expected package repository name to be non-empty")
 
 
-async def _existing(api: AsyncClient, namespace: str, name: str) -> Obj:
-    from kapply.packaging import store
-
-    found = await store.get(api.cluster, store.REPOSITORIES, namespace, name)
+async def _existing(api: AsyncClient, vocabulary: Vocabulary, namespace: str, name: str) -> Obj:
+    found = await api.cluster.get(vocabulary.repository.rtype, namespace, name)
     if found is None:
         raise KapplyError(f"Repository '{name}' does not exist in namespace '{namespace}'")
     return found
 
 
 async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
+    from kapply.cli.package.common import dry_run_vocabulary
     from kapply.cli.package.kinds import NAMESPACES
     from kapply.cli.package.sources import repository_fetch, updated_fetch
     from kapply.cli.package.waiting import wait_for_repository
     from kapply.diff.yaml_text import to_yaml
-    from kapply.packaging import store
 
     name = _repository_name(args)
     url = required(args["url"], "Expected package repository url to be non-empty")
@@ -91,21 +94,23 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
     if create and args["dry-run"]:
         async with offline(args) as api:
             namespace = api.namespace()
-        check_shared_namespace(args, namespace)
-        out.block(to_yaml(new_repository(name, namespace, fetch)))
+            check_shared_namespace(args, namespace)
+            speaking = await dry_run_vocabulary(args, api, speaks)
+        out.block(to_yaml(as_go_prints(new_repository(speaking, name, namespace, fetch))))
+        out.finish()
         return
-    async with connected(args, out) as (api, namespace):
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
         check_shared_namespace(args, namespace)
-        cluster = api.cluster
+        cluster, repositories = api.cluster, vocabulary.repository.rtype
         if create and args["create-namespace"] and await cluster.get(NAMESPACES, None, namespace) is None:
             log(out, f"Creating namespace '{namespace}'")
             await cluster.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        existing = await store.get(cluster, store.REPOSITORIES, namespace, name)
+        existing = await cluster.get(repositories, namespace, name)
         if existing is None:
             if not create:
                 raise KapplyError(f"Repository '{name}' does not exist in namespace '{namespace}'")
             log(out, f"Creating package repository resource '{name}' in namespace '{namespace}'")
-            await cluster.create(store.REPOSITORIES, new_repository(name, namespace, fetch))
+            await cluster.create(repositories, new_repository(vocabulary, name, namespace, fetch))
             waiting = "Waiting for package repository to be added"
             created, unchanged, before = True, False, None
         else:
@@ -113,7 +118,7 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
             wanted = updated_fetch(spec.get("fetch") or {}, url, constraints, secret)
             if wanted != spec.get("fetch"):
                 log(out, f"Updating package repository resource '{name}' in namespace '{namespace}'")
-                await cluster.update(store.REPOSITORIES, {**existing, "spec": {**spec, "fetch": wanted}})
+                await cluster.update(repositories, {**existing, "spec": {**spec, "fetch": wanted}})
             waiting, created = "", False  # (kctrl 0.53 says nothing more before waiting for an update)
             unchanged, before = wanted == spec.get("fetch"), existing
         wait = wait_flags(args)
@@ -121,18 +126,17 @@ async def _add_or_update(args: Args, out: Output, *, create: bool) -> None:
             if waiting:
                 out.line(waiting)
             await wait_for_repository(
-                cluster, namespace, name, out, wait, created=created, unchanged=unchanged, before=before
+                cluster, vocabulary, namespace, name, out, wait, created=created, unchanged=unchanged, before=before
             )
         out.finish()
 
 
 async def _list(args: Args, out: Output) -> None:
-    from kapply.packaging import store
     from kapply.ui.packages import repositories_table
 
     every = args["all-namespaces"]
-    async with connected(args, out) as (api, namespace):
-        found = await api.cluster.list(store.REPOSITORIES, namespace=None if every else namespace)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        found = await api.cluster.list(vocabulary.repository.rtype, namespace=None if every else namespace)
         title = "Repositories in all namespaces" if every else f"Repositories in namespace '{namespace}'"
         out.table(repositories_table(found, title, show_namespace=every))
         out.finish()
@@ -142,44 +146,41 @@ async def _get(args: Args, out: Output) -> None:
     from kapply.ui.packages import repository_table
 
     name = _repository_name(args)
-    async with connected(args, out) as (api, namespace):
-        out.table(repository_table(await _existing(api, namespace, name)))
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        out.table(repository_table(await _existing(api, vocabulary, namespace, name)))
         out.finish()
 
 
 async def _delete(args: Args, out: Output) -> None:
-    from kapply.cli.package.waiting import wait_for_deletion
-    from kapply.packaging import names, store
+    from kapply.cli.package.waiting import wait_for_repository_deletion
 
     name = _repository_name(args)
-    async with connected(args, out) as (api, namespace):
-        await _existing(api, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        await _existing(api, vocabulary, namespace, name)
         out.line(f"Deleting package repository '{name}' in namespace '{namespace}'")
         confirm(args, out)
-        await api.cluster.delete(store.REPOSITORIES, namespace, name)
+        await api.cluster.delete(vocabulary.repository.rtype, namespace, name)
         wait = wait_flags(args)
         if wait.enabled:
             log(out, f"Waiting for package repository reconciliation for '{name}'")
-            gone = f"Package repository '{name}' in namespace '{namespace}' deleted"
-            await wait_for_deletion(
-                api.cluster, store.REPOSITORIES, names.PACKAGE_REPOSITORY, namespace, name, out, wait, gone
-            )
+            await wait_for_repository_deletion(api.cluster, vocabulary, namespace, name, out, wait)
         out.finish()
 
 
 async def _kick(args: Args, out: Output) -> None:
-    from kapply.cli.package.waiting import wait_for_repository
-    from kapply.packaging import store
+    from kapply.cli.package.waiting import tail_repository
 
     name = required(args["repository"], "Expected repository name to be non empty")
-    async with connected(args, out) as (api, namespace):
-        await _existing(api, namespace, name)
+    async with connected(args, out, speaks) as (api, namespace, vocabulary):
+        await _existing(api, vocabulary, namespace, name)
+        repositories = vocabulary.repository.rtype
         out.line(f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'")
         confirm(args, out)
+        log(out, f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'")
         # pausing and resuming bumps the generation twice: the controller reconciles the latest
-        await api.cluster.patch(store.REPOSITORIES, namespace, name, PAUSE)
-        await api.cluster.patch(store.REPOSITORIES, namespace, name, UNPAUSE)
+        await api.cluster.patch(repositories, namespace, name, PAUSE)
+        await api.cluster.patch(repositories, namespace, name, UNPAUSE)
         wait = wait_flags(args)
         if wait.enabled:
-            await wait_for_repository(api.cluster, namespace, name, out, wait)
+            await tail_repository(api.cluster, vocabulary, namespace, name, out, wait)
         out.finish()

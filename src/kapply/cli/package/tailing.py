@@ -30,6 +30,19 @@ class LogLine:
 class Progress:
     lines: tuple[LogLine, ...]
     deploy_output: str  # the deploy output shown so far (only its new lines are shown next time)
+    ended: bool = False  # the reconcile ended, or a stage failed: kctrl's tail stops there
+    error: str = ""  # how it failed (`Fetch failed`, `ReconcileFailed: <usefulErrorMessage>`), "" when it did not
+
+
+def status_of(obj: Obj) -> Obj:
+    """The object's status ({} when it has none)."""
+    found = obj.get("status")
+    return found if isinstance(found, dict) else {}
+
+
+def observed(obj: Obj) -> bool:
+    """Whether the status reports the current spec."""
+    return bool(status_of(obj).get("observedGeneration") == obj["metadata"].get("generation"))
 
 
 def condition(status: Obj) -> str:
@@ -59,14 +72,16 @@ def _new_lines(seen: str, output: str) -> str:
     return "\n".join(line for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace") for line in new[j1:j2])
 
 
-def progress(old: Obj, new: Obj, deploy_output: str) -> Progress:
+def progress(old: Obj, new: Obj, deploy_output: str, *, every_change: bool = False) -> Progress:
     """The lines for what changed from the `old` status to the `new` one; a failed stage ends them (kctrl stops
-    there), and a reconcile that ended (ReconcileSucceeded, ReconcileFailed, DeleteFailed) is said once."""
+    there), and a reconcile that ended (ReconcileSucceeded, ReconcileFailed, DeleteFailed) is said once; with
+    `every_change` (kctrl's App tail, told each change of the App, its status changed or not), whenever the new status
+    reports it."""
     lines: list[LogLine] = []
 
     def failed(message: str, stage: Obj) -> Progress:
         lines.append(LogLine(message, str(stage.get("updatedAt", "")), _errors(stage)))
-        return Progress(tuple(lines), deploy_output)
+        return Progress(tuple(lines), deploy_output, True, message)
 
     fetch, old_fetch = _stage(new, Stage.FETCH), _stage(old, Stage.FETCH)
     if fetch is not None:
@@ -99,9 +114,10 @@ def progress(old: Obj, new: Obj, deploy_output: str) -> Progress:
                 lines.append(LogLine("", at, new_lines))
             deploy_output = output
     ended = condition(new)
-    if lines or ended != condition(old):
+    error = f"{ended}: {new.get('usefulErrorMessage', '')}" if ended in ("ReconcileFailed", "DeleteFailed") else ""
+    if lines or ended != condition(old) or every_change:
         if ended == "ReconcileSucceeded":
             lines.append(LogLine("Deploy succeeded", str((deploy or {}).get("updatedAt", ""))))
-        elif ended in ("ReconcileFailed", "DeleteFailed"):
-            lines.append(LogLine(f"{ended}: {new.get('usefulErrorMessage', '')}", ""))
-    return Progress(tuple(lines), deploy_output)
+        elif error:
+            lines.append(LogLine(error, ""))
+    return Progress(tuple(lines), deploy_output, ended == "ReconcileSucceeded" or bool(error), error)
