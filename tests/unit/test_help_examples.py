@@ -1,4 +1,4 @@
-"""`kapply package`, `kapply app status` and `kapply controller` (and each of their subcommands that runs) show
+"""`kapply package`, `kapply app` and `kapply controller` (and each of their subcommands that runs) show
 Examples in `--help`, as kctrl's package commands do (the package commands' are kctrl's own, with kapply's name);
 and every example's command line is one kapply accepts: its command path resolves and its flags parse."""
 
@@ -12,7 +12,7 @@ import pytest
 from kapply.cli.command import Command, help_text, resolve
 from kapply.cli.tree import PROGRAM, global_flags, tree
 
-COVERED = (("package",), ("app", "status"), ("controller",))
+COVERED = (("package",), ("app",), ("controller",))
 
 
 def runnable(command: Command, path: tuple[Command, ...]) -> Iterator[tuple[Command, ...]]:

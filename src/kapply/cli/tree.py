@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from kapply import flags as f
+from kapply.cli.app_commands import CONTROLLER, app_command
 from kapply.cli.command import Command
 from kapply.cli.controller_flags import API_GROUPS, DRIFT_FLAGS
 from kapply.cli.controller_manifests import manifests_command
@@ -53,14 +54,6 @@ COMPLETION_EXAMPLES = """  # bash >= 4.0
 
   # zsh
   kapply completion zsh > "${fpath[1]}/_kapply"
-"""
-
-APP_STATUS_EXAMPLES = """
-  # Show the ghost diffs of App 'app1', the rebase rules that end them, and its drift
-  kapply app status -a app1 -n default
-
-  # The same, as JSON
-  kapply app status -a app1 -n default --json
 """
 
 CONTROLLER_EXAMPLES = """
@@ -406,19 +399,7 @@ def tree() -> Command:
                 accepts_args=1,
                 flag_sections=plain_tty,
             ),
-            Command(
-                "app",
-                "App resources reconciled by `kapply controller` (kapply)",
-                section=MISC_SECTION,
-                children=(
-                    _app_command(
-                        "status",
-                        "Show an App resource's status: ghost diffs, their suggested rebase rules, and drift",
-                        "kapply.cli.app_status:status",
-                        examples=APP_STATUS_EXAMPLES,
-                    ),
-                ),
-            ),
+            app_command(MISC_SECTION),
             Command(
                 "controller",
                 "Run the App controller: reconcile kapply.dev Apps on their sync period and on drift (kapply)",
@@ -560,7 +541,12 @@ def tree() -> Command:
                 ),
             ),
             package_command(MISC_SECTION),
-            Command("version", "Print client version", "kapply.cli.main:version", flag_sections=plain_tty),
+            Command(
+                "version",
+                "Print client version",
+                "kapply.cli.app_version:version",
+                flag_sections=sections(("Flags", (CONTROLLER, f.TTY))),
+            ),
         ),
     )
     # cobra's root description ends with the sorted command names
