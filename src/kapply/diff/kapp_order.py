@@ -6,7 +6,7 @@ masked values: its ChangeSetWithVersionedRs makes the changes of versioned resou
    resource, oldest first (kapp walks its resources in Go's map order, which varies; kapply keeps the order they are
    first met in);
 3. every other change: the new resources in manifest order (a `versioned-keep-original` copy among them), then the
-   deletes of the other existing resources.
+   deletes of the other existing resources (in Go's map order again in kapp; kapply keeps the order they were listed).
 """
 
 from __future__ import annotations
