@@ -44,7 +44,7 @@ from kapply.oci import ExtractLimits, OciError, RegistryClient, parse_reference
 from kapply.oci import Limits as RegistryLimits
 from kapply.oci.extract import Extraction
 from kapply.oci.registry import Descriptor
-from kapply.versions import SelectionError, VersionSelection, select_version
+from kapply.versions import SelectionError, SemverError, VersionSelection, parse_range, select_version
 
 OCI_SCHEME = "oci://"
 INDEX_MAX_BYTES = 64 << 20  # a repository's index.yaml (the largest public ones are a few tens of MiB)
@@ -54,7 +54,6 @@ CHART_MEDIA_TYPES = ("application/vnd.cncf.helm.chart.content.v1.tar+gzip", "app
 GZIP_MAGIC = b"\x1f\x8b"
 # A chart name: what helm's Chart.yaml allows as a directory name, and never a path or an option.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,249}")
-_ARCHIVE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,249}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +75,7 @@ def check(chart: HelmChart, where: str) -> None:
     if not _NAME.fullmatch(chart.name):
         raise base.FetchError(
             f"Expected {where}.name to be a chart name (letters, digits, '.', '_' and '-', not starting with '.', "
-            f"'_' or '-', no '/'), got {quoted(chart.name)}"
+            f"'_' or '-', no '/'), got {_quoted(chart.name)}"
         )
     if chart.version.startswith("-"):
         raise base.FetchError(f"Expected {where}.version not to start with '-'")
@@ -84,7 +83,7 @@ def check(chart: HelmChart, where: str) -> None:
         raise base.FetchError(f"Expected {where}.version to have no control characters")
 
 
-def quoted(text: str) -> str:
+def _quoted(text: str) -> str:
     """`text` quoted for a message, cut at 80 characters."""
     return repr(text[:80] + ("..." if len(text) > 80 else ""))
 
@@ -132,18 +131,26 @@ def choose(index: Any, chart: HelmChart, shown_url: str) -> tuple[str, str]:
     for entry in listed:
         if isinstance(entry, dict) and isinstance(entry.get("version"), str):
             urls.setdefault(entry["version"], entry.get("urls"))
-    version = chart.version if chart.version in urls else ""
-    if not version:
-        try:
-            version = select_version(urls, VersionSelection(chart.version.replace(",", " ")))
-        except SelectionError as e:
-            if chart.version and "Parsing version constraint" in str(e):
-                raise base.FetchError(f"{asked}: {e}") from None
-            raise not_found from None
+    version = chart.version if chart.version in urls else _highest(list(urls), chart.version, asked, not_found)
     found = urls[version]
     if not isinstance(found, list) or not found or not isinstance(found[0], str) or not found[0]:
         raise base.FetchError(f"{asked} has no downloadable URLs")
     return version, found[0]
+
+
+def _highest(versions: list[str], asked_range: str, asked: str, not_found: base.FetchError) -> str:
+    """The highest of `versions` within `asked_range` (a comma read as a space), or that is no prerelease when it is
+    empty; `not_found` when there is none."""
+    constraints = asked_range.replace(",", " ")
+    if constraints:
+        try:
+            parse_range(constraints)
+        except SemverError as e:
+            raise base.FetchError(f"{asked}: Expected a version or a range of versions: {e}") from None
+    try:
+        return select_version(versions, VersionSelection(constraints))
+    except SelectionError:
+        raise not_found from None
 
 
 def _go_quote(text: str) -> str:
@@ -242,7 +249,7 @@ def chart_layer(ref: str, config: Descriptor, layers: tuple[Descriptor, ...]) ->
     """The chart's layer of a helm artifact (its config helm's, one layer of a chart media type), as helm's registry
     client requires them."""
     if config.media_type != CONFIG_MEDIA_TYPE:
-        got = quoted(config.media_type)
+        got = _quoted(config.media_type)
         raise base.FetchError(f"{ref}: expected a helm chart (config media type {CONFIG_MEDIA_TYPE}), got {got}")
     charts = [layer for layer in layers if layer.media_type in CHART_MEDIA_TYPES]
     if len(charts) != 1:
@@ -271,7 +278,7 @@ def single_chart(tree: Path) -> tuple[Path, ChartMeta]:
     appVersion."""
     directories = sorted(entry.name for entry in os.scandir(tree) if entry.is_dir(follow_symlinks=False))
     if len(directories) != 1:
-        listed = " ".join(quoted(name) for name in directories[:5])
+        listed = " ".join(_quoted(name) for name in directories[:5])
         raise base.FetchError(
             f"Finding single helm chart: Expected single directory in charts directory, but was: [{listed}]"
         )
