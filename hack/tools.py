@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Build the templating tools kapply's controller runs, helm, kustomize, kbld, cue and sops, and two programs only the
-tests run: crane (their OCI registry) and age-keygen (their sops keys).
+"""Build the templating tools kapply's controller runs, helm, kustomize, kbld, cue and sops, and programs only the
+tests run: crane (their OCI registry), age-keygen (their sops keys), imgpkg and vendir (the real kctrl's).
 
 Like the control plane (hack/cluster.py, whose build helpers this reuses), each
 is built with the machine's Go from the Go module proxy at a pinned version,
@@ -8,8 +8,8 @@ into $KAPPLY_CACHE (default ~/.cache/kapply)/<tool>-<version>/bin/<tool>, and
 never rebuilt once there.
 
 Usage:
-    tools.py build [helm|kustomize|kbld|cue|sops|crane|age-keygen ...]   build the named tools (default: all)
-                                                                         unless built
+    tools.py build [helm|kustomize|kbld|imgpkg|vendir|cue|sops|crane|age-keygen ...]
+                              build the named tools (default: all) unless built
     tools.py path TOOL        print the binary's path; exit 1 if not built
     tools.py env              print KAPPLY_HELM=... / KAPPLY_KUSTOMIZE=... / KAPPLY_KBLD=... / KAPPLY_CUE=...
                               / KAPPLY_SOPS=... / KAPPLY_CRANE=... / KAPPLY_AGE_KEYGEN=... for the built ones
@@ -17,7 +17,8 @@ Usage:
 crane (go-containerregistry's CLI) is not run by kapply: the tests run `crane registry serve` as the OCI
 registry that kapply.oci pulls from, and push images and imgpkg bundles to it with `crane` (tests/e2e/registry.py).
 Nor is age-keygen (filippo.io/age): the tests make the age keys of their sops-encrypted files with it (sops itself
-cannot make keys).
+cannot make keys). Nor are imgpkg and vendir: the real kctrl's `package release` runs them, beside which
+tests/compat/test_kctrl_authoring.py runs `kapply package release` (which pushes with kapply.oci).
 
 This script uses the standard library only, so it runs before the project's
 virtualenv exists.
@@ -44,6 +45,10 @@ import cluster  # noqa: E402  (hack/cluster.py: Build, bin_dir, go_mod_download,
 HELM_VERSION = "v3.22.0"
 KUSTOMIZE_VERSION = "v5.8.2"
 KBLD_VERSION = "v0.46.0"
+# imgpkg and vendir are run by the real kctrl only (`package release` shells out to them), which the differential tests
+# of `kapply package release` run beside kapply: imgpkg v0.46.1 says `go 1.23.8`, vendir v0.44.0 `go 1.23.8`.
+IMGPKG_VERSION = "v0.46.1"
+VENDIR_VERSION = "v0.44.0"
 CUE_VERSION = "v0.17.1"
 SOPS_VERSION = "v3.13.3"
 CRANE_VERSION = "v0.22.1"
@@ -70,6 +75,8 @@ TOOLS = {
             "kustomize", KUSTOMIZE_VERSION, "sigs.k8s.io/kustomize/kustomize/v5", "sigs.k8s.io/kustomize/kustomize/v5"
         ),
         Tool("kbld", KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
+        Tool("imgpkg", IMGPKG_VERSION, "carvel.dev/imgpkg", "carvel.dev/imgpkg/cmd/imgpkg"),
+        Tool("vendir", VENDIR_VERSION, "carvel.dev/vendir", "carvel.dev/vendir/cmd/vendir"),
         Tool("cue", CUE_VERSION, "cuelang.org/go", "cuelang.org/go/cmd/cue"),
         Tool("sops", SOPS_VERSION, "github.com/getsops/sops/v3", "github.com/getsops/sops/v3/cmd/sops"),
         Tool(
@@ -166,6 +173,13 @@ def age_ldflags(version: str) -> str:
     return f"-s -w -X main.Version={version}"
 
 
+# Where imgpkg's and vendir's release builds stamp their version (`imgpkg version` says 0.46.1)
+CARVEL_VERSION_VARIABLES = {
+    "imgpkg": "carvel.dev/imgpkg/pkg/imgpkg/cmd.Version",
+    "vendir": "carvel.dev/vendir/pkg/vendir/version.Version",
+}
+
+
 def build_spec(tool: Tool, gomod: str) -> cluster.Build:
     """The cluster.Build for a tool, given the go.mod of its module at the pinned version.
     kustomize and cue need no stamps: they read their version from the Go build info of the dependency; sops's is
@@ -176,6 +190,8 @@ def build_spec(tool: Tool, gomod: str) -> cluster.Build:
         ldflags = crane_ldflags(tool.version)
     elif tool.name == "kbld":
         ldflags = kbld_ldflags(tool.version)
+    elif tool.name in CARVEL_VERSION_VARIABLES:
+        ldflags = f"-s -w -X {CARVEL_VERSION_VARIABLES[tool.name]}={tool.version.removeprefix('v')}"
     elif tool.name == "age-keygen":
         ldflags = age_ldflags(tool.version)
     else:

@@ -26,7 +26,7 @@ CASES = [
     ),
     (["kapply", "completion", ""], ["bash", "zsh", "fish", "powershell"]),
     (["kapply", "deploy", "-a", ""], []),  # an app name: nothing to offer
-    (["kapply", "package", ""], ["available", "install", "installed", "repository"]),
+    (["kapply", "package", ""], ["available", "init", "install", "installed", "release", "repository"]),
     (["kapply", "pkg", "i", "k"], ["kick"]),  # kctrl's aliases lead to their command
     (["kapply", "p", "r", "add", "--wait-"], ["--wait-check-interval", "--wait-timeout"]),
 ]

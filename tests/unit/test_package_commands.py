@@ -164,12 +164,14 @@ def test_package_has_kctrls_groups_with_their_aliases() -> None:
         assert _command(path).aliases == aliases, path
     assert sorted(c.name for c in _command(("package",)).children) == [
         "available",
+        "init",  # the authoring commands: tests/unit/test_package_authoring.py
         "install",
         "installed",
+        "release",
         "repository",
     ]
     assert sorted(c.name for c in _command(("package", "repository")).children) == sorted(
-        p[1] for p in COMMANDS if p[0] == "repository"
+        [*(p[1] for p in COMMANDS if p[0] == "repository"), "release"]
     )
     assert sorted(c.name for c in _command(("package", "installed")).children) == sorted(
         p[1] for p in COMMANDS if p[0] == "installed"

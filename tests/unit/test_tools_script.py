@@ -72,6 +72,8 @@ def test_pins_are_stable_helm_3_and_kustomize_5_releases(tools):
             "sigs.k8s.io/kustomize/kustomize/v5",
         ),
         "kbld": (tools.KBLD_VERSION, "carvel.dev/kbld", "carvel.dev/kbld/cmd/kbld"),
+        "imgpkg": (tools.IMGPKG_VERSION, "carvel.dev/imgpkg", "carvel.dev/imgpkg/cmd/imgpkg"),
+        "vendir": (tools.VENDIR_VERSION, "carvel.dev/vendir", "carvel.dev/vendir/cmd/vendir"),
         "cue": (tools.CUE_VERSION, "cuelang.org/go", "cuelang.org/go/cmd/cue"),
         "sops": (tools.SOPS_VERSION, "github.com/getsops/sops/v3", "github.com/getsops/sops/v3/cmd/sops"),
         "crane": (
@@ -192,5 +194,17 @@ def test_path_of_an_unbuilt_tool_fails_clearly_and_env_lists_only_built_tools(to
 def test_unknown_tools_are_refused(tmp_path):
     result = run_script(tmp_path, "build", "helm", "kubectl")
     assert result.returncode == 2
-    assert "unknown tool kubectl (known: helm, kustomize, kbld, cue, sops, crane, age-keygen)" in result.stderr
+    known = "helm, kustomize, kbld, imgpkg, vendir, cue, sops, crane, age-keygen"
+    assert f"unknown tool kubectl (known: {known})" in result.stderr
     assert not (tmp_path / "build").exists()  # nothing was built, not even helm
+
+
+def test_imgpkg_and_vendir_say_their_release_versions(tools):
+    """The real kctrl's `package release` runs them (the differential tests of `kapply package release`)."""
+    for name, variable in (
+        ("imgpkg", "carvel.dev/imgpkg/pkg/imgpkg/cmd.Version"),
+        ("vendir", "carvel.dev/vendir/pkg/vendir/version.Version"),
+    ):
+        tool = tools.TOOLS[name]
+        spec = tools.build_spec(tool, "module x\n\ngo 1.23.8\n")
+        assert f"-X {variable}={tool.version.removeprefix('v')}" in spec.ldflags

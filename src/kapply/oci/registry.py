@@ -350,9 +350,17 @@ class RegistryClient:
 
     @asynccontextmanager
     async def _request(
-        self, ref: Reference, method: str, path: str, accept: str | None = None
+        self,
+        ref: Reference,
+        method: str,
+        path: str,
+        accept: str | None = None,
+        *,
+        body: bytes | None = None,
+        content_type: str | None = None,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """The response to `method` /v2/<repository>/<path>, after answering the registry's challenge once; raises
+        """The response to `method` /v2/<repository>/<path> (with `body`, of `content_type`, when pushing: the
+        registry's push API is kapply.oci.push), after answering the registry's challenge once; raises
         _Unauthorized when no credentials given can answer it."""
         url = yarl.URL(f"{self._scheme(ref)}://{ref.api_host}/v2/{ref.repository}/{path}", encoded=True)
         key = (ref.api_host, ref.repository)
@@ -362,9 +370,11 @@ class RegistryClient:
             authorization = f"Bearer {credentials.token}"
         for attempt in range(2):
             headers = {"Accept": accept} if accept else {}
+            if content_type is not None:
+                headers["Content-Type"] = content_type
             if authorization is not None:
                 headers["Authorization"] = authorization
-            response = await self._send(ref, method, url, headers)
+            response = await self._send(ref, method, url, headers, body)
             try:
                 if response.status != 401:
                     yield response
@@ -426,7 +436,7 @@ class RegistryClient:
         return url.scheme == "http" and self.plain_http and from_loopback and _loopback(url)
 
     async def _send(
-        self, ref: Reference, method: str, url: yarl.URL, headers: dict[str, str]
+        self, ref: Reference, method: str, url: yarl.URL, headers: dict[str, str], body: bytes | None = None
     ) -> aiohttp.ClientResponse:
         """One request, its redirects followed: never to a downgraded scheme, and with no Authorization for another
         host than the one it was meant for."""
@@ -440,7 +450,7 @@ class RegistryClient:
                 raise OciError(f"{ref}: {e.strerror}") from None
             try:
                 response = await self._session.request(
-                    method, url, headers=sent, allow_redirects=False, proxy=_proxy(url)
+                    method, url, headers=sent, data=body, allow_redirects=False, proxy=_proxy(url)
                 )
             except (aiohttp.ClientError, TimeoutError) as e:
                 raise OciError(f"{ref}: cannot reach {url.host}: {type(e).__name__}: {shown(str(e), 200)}") from None

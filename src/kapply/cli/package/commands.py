@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kapply.cli.command import Command, FlagSection
+from kapply.cli.package.authoring_commands import init_command, release_command, repository_release_command
 from kapply.flags import NAMESPACE, Flag, Kind
 from kapply.flags import tty as tty_flag
 
@@ -226,6 +227,7 @@ def repository_command() -> Command:
                 tty=True,
                 example=examples("repository kick", ("Trigger reconciliation for repository", "-r sample-repo")),
             ),
+            repository_release_command(),
         ),
     )
 
@@ -421,5 +423,7 @@ def package_command(section: str) -> Command:
             ),
             installed_command(),
             repository_command(),
+            init_command(),
+            release_command(),
         ),
     )
