@@ -160,7 +160,6 @@ def test_init_checks_answers_and_fails_at_the_end_of_its_input(authors: Authors)
 def test_init_again_offers_the_last_answers_and_overwrites_the_package_when_told(authors: Authors) -> None:
     authors.both("init", "--tty", stdin="\n\nconfig,config\n1\n")
     authors.both("init", stdin="\n\nconfig\n2\n")
-    authors.both("init", stdin="\n\nconfig\n1\n")
 
 
 # --- package release --------------------------------------------------------------------------------------------------
@@ -217,6 +216,8 @@ def test_repository_release(authors: Authors) -> None:
             if p.is_file()
         }
     assert pulled["kapply"] == pulled["kctrl"]
+    config = json.loads(authors.registry.crane("config", authors.repository("kapply", "repo") + ":1.0.0"))
+    assert config["config"] == {"Labels": {"dev.carvel.imgpkg.bundle": "true"}}
     assert set(pulled["kapply"]) == {".imgpkg/images.yml", f"packages/{REF}/1.0.0.yml", f"packages/{REF}/metadata.yml"}
 
 
