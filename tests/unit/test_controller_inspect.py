@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 
-from kapply.controller.deploy import associated_resources
+from kapply.controller import reconciler as reconciler_module
+from kapply.controller.cache import Cache
+from kapply.controller.deploy import Deployed, associated_resources
 from kapply.controller.inspect import inspect
+from kapply.controller.reconciler import Done, Failed, Reconciler
+from kapply.controller.spec import parse_spec
 from kapply.controller.status import with_associated
 from kapply.errors import KapplyError
 from kapply.objects import Obj
@@ -118,3 +122,49 @@ def test_associated_resources_go_under_the_deploy_entry_only():
     }
     assert with_associated({"conditions": []}, associated) == {"conditions": []}
     assert with_associated({"deploy": {"exitCode": 0}}, {}) == {"deploy": {"exitCode": 0}}
+
+
+# --- when the reconciler inspects -----------------------------------------------------------------------------------
+
+
+APP: Obj = {
+    "apiVersion": "kapply.dev/v1alpha1",
+    "kind": "App",
+    "metadata": {"name": "a", "namespace": "n", "generation": 2},
+    "spec": {
+        "serviceAccountName": "sa",
+        "fetch": [{"inline": {}}],
+        "template": [{"ytt": {}}],
+        "deploy": [{"kapp": {"inspect": {"rawOptions": ["--tree=true"]}}}],
+    },
+}
+
+
+def test_the_reconciler_inspects_after_a_pass_that_did_something_and_an_idle_sync_keeps_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    calls: list[tuple[str, str, tuple[str, ...]]] = []
+
+    async def fake(client: object, app: str, namespace: str, raw: tuple[str, ...]) -> Obj:
+        calls.append((app, namespace, raw))
+        return {"exitCode": 0, "stdout": "new"}
+
+    monkeypatch.setattr(reconciler_module, "inspect", fake)
+    r = Reconciler(SimpleNamespace(cluster=None), cache=Cache())  # type: ignore[arg-type]
+    spec = parse_spec(APP)
+    old = {"exitCode": 0, "stdout": "old"}
+    previous = {"observedGeneration": 2, "friendlyDescription": "Reconcile succeeded", "inspect": old}
+    status = {**previous}
+
+    def inspected(deployed: Any, spec: Any = spec, previous: Obj = previous) -> Obj:
+        return asyncio.run(r._inspected(APP, spec, None, status, previous, deployed))  # type: ignore[arg-type]
+
+    idle = Done(Deployed(0, False, "", "digest", (), ()), "t")
+    assert inspected(idle)["inspect"] == old and calls == []
+    changed = Done(Deployed(1, True, "", "digest", (), ()), "t")
+    assert inspected(changed)["inspect"] == {"exitCode": 0, "stdout": "new"}
+    assert inspected(Failed("Deploying: x", "x"))["inspect"]["stdout"] == "new"
+    assert inspected(idle, previous={**previous, "observedGeneration": 1})["inspect"]["stdout"] == "new"
+    assert calls == [("a.app", "n", ("--tree=true",))] * 3
+    off = parse_spec({**APP, "spec": {**APP["spec"], "deploy": [{"kapp": {}}]}})
+    assert "inspect" not in inspected(changed, spec=off)
