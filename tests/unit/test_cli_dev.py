@@ -205,3 +205,14 @@ def test_the_tail_tells_the_apps_stages_as_they_are_written_and_stops_at_a_failu
     messages = [line.split(": ", 1)[1].split(" (")[0] for line in stream.getvalue().splitlines() if ": " in line]
     assert messages == ["Fetch started", "Fetching", "Fetch succeeded", "Template failed"]
     assert tail.failure == "Template failed"
+
+
+def test_the_object_is_printed_as_kctrl_prints_its_go_struct() -> None:
+    from kapply.cli.dev import go_printed
+
+    shown = go_printed(APP, "2026-01-01T00:00:00Z")
+    assert shown["metadata"] == {"name": "a", "creationTimestamp": None, "deletionTimestamp": "2026-01-01T00:00:00Z"}
+    assert shown["status"] == {"conditions": None, "friendlyDescription": "", "observedGeneration": 0}
+    given = go_printed({**APP, "status": {"friendlyDescription": "x"}}, None)
+    assert "deletionTimestamp" not in given["metadata"] and given["status"]["friendlyDescription"] == "x"
+    assert "status" not in APP and "creationTimestamp" not in APP["metadata"]  # the document read is not changed
