@@ -203,10 +203,16 @@ async def _get(args: Args, out: Output) -> None:
         out.finish()
 
 
-def _owned_note(out: Output, app: Obj, on: Connected, name: str, consequence: str) -> None:
-    """kctrl's note before changing an App a PackageInstall made (`consequence`: what the install will do, if said)."""
+def _ask(args: Args, out: Output, app: Obj, on: Connected, question: str, consequence: str) -> None:
+    """kctrl's question before changing an App (after a note when a PackageInstall made it: `consequence`, what the
+    install will do, if said), its lines begun but not ended (go-cli-ui's BeginLinef): with `-y` the next line is
+    glued to it, as kctrl prints it."""
     if owned_by_install(app, on.vocabulary):
-        out.line(f"App '{name}' is owned by '{owner(app)}'" + (f"\n{consequence}" if consequence else ""))
+        out.begin_line(f"App '{app['metadata']['name']}' is owned by '{owner(app)}'\n")
+        if consequence:
+            out.begin_line(f"{consequence}\n")
+    out.begin_line(question)
+    confirm(args, out)
 
 
 async def _pause(args: Args, out: Output) -> None:
@@ -217,9 +223,8 @@ async def _pause(args: Args, out: Output) -> None:
             out.line(f"App '{name}' in namespace '{on.namespace}' is already paused")
             out.finish()
             return
-        _owned_note(out, app, on, name, "(The App will be unpaused when the package installation reconciles)")
-        out.line(f"Pausing reconciliation for App '{name}' in namespace '{on.namespace}'")
-        confirm(args, out)
+        question = f"Pausing reconciliation for App '{name}' in namespace '{on.namespace}'"
+        _ask(args, out, app, on, question, "(The App will be unpaused when the package installation reconciles)")
         out.line(f"Pausing reconciliation for App '{name}' in namespace '{on.namespace}'")
         await on.api.cluster.patch(on.rtype, on.namespace, name, PAUSE)
         out.finish()
@@ -229,9 +234,7 @@ async def _kick(args: Args, out: Output) -> None:
     name, wait = app_name(args), wait_flags(args)
     async with connected_apps(args, out) as on:
         app = await existing(on, name)
-        _owned_note(out, app, on, name, "")
-        out.line(f"Triggering reconciliation for app '{name}' in namespace '{on.namespace}'")
-        confirm(args, out)
+        _ask(args, out, app, on, f"Triggering reconciliation for app '{name}' in namespace '{on.namespace}'", "")
         log(out, f"Triggering reconciliation for app '{name}' in namespace '{on.namespace}'")
         await on.api.cluster.patch(on.rtype, on.namespace, name, PAUSE)
         await on.api.cluster.patch(on.rtype, on.namespace, name, UNPAUSE)
@@ -245,9 +248,8 @@ async def _delete(args: Args, out: Output) -> None:
     name, wait = app_name(args), wait_flags(args)
     async with connected_apps(args, out) as on:
         app = await existing(on, name)
-        _owned_note(out, app, on, name, "(The app will be created again when the package installation reconciles)")
-        out.line(f"Deleting app '{name}' in namespace '{on.namespace}'")
-        confirm(args, out)
+        again = "(The app will be created again when the package installation reconciles)"
+        _ask(args, out, app, on, f"Deleting app '{name}' in namespace '{on.namespace}'", again)
         if args["noop"]:
             log(out, f"Ignoring associated resources for app '{name}' in namespace '{on.namespace}'")
             await on.api.cluster.patch(on.rtype, on.namespace, name, NOOP_DELETE)

@@ -70,6 +70,7 @@ async def _controller_version(args: Args, out: Output) -> None:
 
     deployments = ResourceType("apps", "v1", "Deployment", "deployments", True, frozenset({"get"}))
     async with client(args, "", out) as api:
+        out.line(await api.target())
         deployment = await api.cluster.get(deployments, KAPPLY_NAMESPACE, KAPPLY_DEPLOYMENT)
         if deployment is not None:
             found = kapply_controller(deployment)

@@ -392,4 +392,5 @@ def status_line(out: Output, message: str, at: str, block: str = "", now: dateti
     if message:
         out.begin_line(f"{clock(when)}: {message}{age}\n")
     if block:
-        out.begin_line("".join(f"\t    | {line}\n" for line in block.rstrip("\n").split("\n")))
+        # kctrl's PrintBlock: shown without a TTY too, and among a JSON document's Blocks
+        out.block("".join(f"\t    | {line}\n" for line in block.rstrip("\n").split("\n")))
