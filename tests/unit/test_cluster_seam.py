@@ -31,6 +31,7 @@ PREDICATES = "errors.py"  # ClusterError's predicates: what each of its statuses
 OTHER_HTTP = {
     "http.py": "the guarded HTTP transport (addresses checked) every outbound client uses",
     "oci/registry.py": "image registries (imgpkg bundles, OCI sources)",
+    "oci/push.py": "image registries (the bundles `kapply package release` pushes)",
     "controller/fetch.py": "App sources fetched over HTTP",
     "resources/remote.py": "manifests at http(s) URLs (`-f https://...`)",
     "controller/health.py": "serves /metrics, /healthz and /readyz",
