@@ -20,7 +20,8 @@ $(VENV)/.installed: pyproject.toml
 cluster-build:
 	$(CLUSTER) build
 
-# helm and kustomize, which the controller templates with, and crane (the tests' OCI registry); built once, like the control plane.
+# helm, kustomize, kbld, cue and sops, which the controller templates with, and crane (the tests' OCI registry) and
+# age-keygen (the tests' sops keys); built once, like the control plane.
 tools-build:
 	$(TOOLS) build
 

@@ -10,10 +10,10 @@
   hook), into which the image's python installs the project's wheel (built here with `pip wheel`) and its
   dependencies at the versions and sha256 hashes of hack/image-requirements.txt, from wheels downloaded beforehand:
   nothing inside the chroot touches the network.
-- The tools: helm and kustomize from hack/tools.py's cache (built from the Go module proxy), and ytt when the build is
-  given one (`--ytt` or $KAPPLY_YTT: the Go module proxy this project uses refuses Carvel's modules, so it cannot be
-  built here), in /usr/local/bin, named by $KAPPLY_HELM, $KAPPLY_KUSTOMIZE, $KAPPLY_KBLD and $KAPPLY_YTT in the
-  image's config.
+- The tools: helm, kustomize, kbld, cue and sops from hack/tools.py's cache (built from the Go module proxy), and ytt
+  when the build is given one (`--ytt` or $KAPPLY_YTT: the Go module proxy this project uses refuses Carvel's
+  modules, so it cannot be built here), in /usr/local/bin, named by $KAPPLY_HELM, $KAPPLY_KUSTOMIZE, $KAPPLY_KBLD,
+  $KAPPLY_CUE, $KAPPLY_SOPS and $KAPPLY_YTT in the image's config.
 - The image: three layers (Debian; the tools; /opt/kapply), each a tarball written here deterministically (sorted,
   every mtime SOURCE_DATE_EPOCH, numeric owners, no user or group names, gzip without a timestamp); absolute symlinks
   made relative (same meaning under the image's root, and an image unpacked anywhere then keeps every link inside
@@ -166,11 +166,12 @@ def build_wheel(directory: Path) -> Path:
     return wheel
 
 
-BUILT_TOOLS = ("helm", "kustomize", "kbld")  # the template tools hack/tools.py builds; ytt cannot be built here
+# the template tools hack/tools.py builds; ytt cannot be built here
+BUILT_TOOLS = ("helm", "kustomize", "kbld", "cue", "sops")
 
 
 def tool_binaries(ytt: Path | None) -> dict[str, Path]:
-    """helm, kustomize and kbld from hack/tools.py's cache (built unless built), and ytt when given."""
+    """helm, kustomize, kbld, cue and sops from hack/tools.py's cache (built unless built), and ytt when given."""
     with redirect_stdout(sys.stderr):  # its log lines; stdout is the build's directory
         tools.build(list(BUILT_TOOLS))
     found = {name: tools.binary(tools.TOOLS[name]) for name in BUILT_TOOLS}
@@ -492,6 +493,8 @@ def customize(root: Path, work: Path) -> None:
         "helm": chroot(f"{TOOL_DIR}/helm", "version", "--short", capture=True),
         "kustomize": chroot(f"{TOOL_DIR}/kustomize", "version", capture=True),
         "kbld": chroot(f"{TOOL_DIR}/kbld", "version", capture=True),
+        "cue": chroot(f"{TOOL_DIR}/cue", "version", capture=True),
+        "sops": chroot(f"{TOOL_DIR}/sops", "--version", "--disable-version-check", capture=True),
     }
     if "ytt" in plan["tools"]:
         versions["ytt"] = chroot(f"{TOOL_DIR}/ytt", "version", capture=True)

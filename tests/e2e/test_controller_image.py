@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]  # the first test may 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "image.py"
 USER = "65532:65532"
-TOOLS = ("helm", "kustomize", "kbld", "ytt")
+TOOLS = ("helm", "kustomize", "kbld", "cue", "sops", "ytt")
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 
 
@@ -122,7 +122,7 @@ def test_the_image_is_configured_to_run_the_controller_as_non_root(
     assert settings["Cmd"] == ["controller", "--in-cluster"]
     env = environment(config)
     assert env["PATH"].split(":")[0] == "/opt/kapply/bin"
-    expected_tools = {"helm", "kustomize", "kbld"} | ({"ytt"} if os.environ.get("KAPPLY_YTT") else set())
+    expected_tools = {"helm", "kustomize", "kbld", "cue", "sops"} | ({"ytt"} if os.environ.get("KAPPLY_YTT") else set())
     assert set(description["tools"]) == expected_tools
     assert {name for name in TOOLS if f"KAPPLY_{name.upper()}" in env} == expected_tools
     assert settings["Labels"]["org.opencontainers.image.version"] == __version__
@@ -162,6 +162,8 @@ def test_kapply_and_its_tools_run_from_the_root_file_system(rootfs: Path, config
     assert in_image(rootfs, config, env["KAPPLY_HELM"], "version", "--short").startswith("v3.")
     assert in_image(rootfs, config, env["KAPPLY_KUSTOMIZE"], "version").startswith("v5.")
     assert in_image(rootfs, config, env["KAPPLY_KBLD"], "version").startswith("kbld version 0.46.")
+    assert in_image(rootfs, config, env["KAPPLY_CUE"], "version").startswith("cue version v0.17.")
+    assert in_image(rootfs, config, env["KAPPLY_SOPS"], "--version", "--disable-version-check").startswith("sops 3.13.")
     if "KAPPLY_YTT" in env:
         assert in_image(rootfs, config, env["KAPPLY_YTT"], "version").startswith("ytt version ")
     # the install manifests ship in the wheel: the image's kapply prints what this checkout has in config/

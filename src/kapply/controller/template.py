@@ -1,7 +1,9 @@
-"""Templating an App's fetched files into the YAML it deploys: ytt, kustomize, helm template and kbld, run as programs.
+"""Templating an App's fetched files into the YAML it deploys: ytt, kustomize, helm template and kbld, run as programs
+(cue and sops too: template_cue, template_sops).
 
 Steps run in order: the first reads the fetch directory, each later one the YAML the previous one printed (as
-kapp-controller chains them); kustomize and helm can only start from files, so they must come first.
+kapp-controller chains them); kustomize, helm and cue can only start from files, so they must come first. sops
+decrypts files in place and prints nothing: the step after it reads the fetch directory again.
 
 The fetched files are the App author's, checked by fetch (no symlink leaves the fetch directory). Here: every path a
 step names is confined to the fetch directory after following symlinks; each tool runs in the fetch directory with
