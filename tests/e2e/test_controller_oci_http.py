@@ -409,7 +409,7 @@ def test_kbld_paths_leaving_the_fetch_directory_are_refused_and_the_canary_stays
     controller_tmp: Path,
 ):
     """kbld reads ImagesLocks and its own configuration from every path it is given: one leading out of the fetch
-    directory (`..`, absolute, a bundle's lock that is a symlink) would let an App's author feed it the controller's
+    directory (`..`, absolute (read within the fetched content), a bundle's lock that is a symlink) would let an App's author feed it the controller's
     files. The canary is an ImagesLock the test plants; had kbld read it, its digest would be deployed. A file kbld
     fails on fails the App as any template step does, kbld's own words in usefulErrorMessage."""
     token = f"sha256:{uuid.uuid4().hex * 2}"
@@ -432,7 +432,8 @@ def test_kbld_paths_leaving_the_fetch_directory_are_refused_and_the_canary_stays
     bundle = {"imgpkgBundle": {"image": f"{repository}/bundle:v1"}}
     attacks = {
         "climb": (bundle, ["-", "../canary.yml"], "Templating dir: Invalid path: ../canary.yml"),
-        "absolute": (bundle, ["-", str(canary)], f"Templating dir: Invalid path: {canary}"),
+        # an absolute path names a file of the fetched content, as kapp-controller reads it: not there, kbld fails
+        "absolute": (bundle, ["-", str(canary)], "Templating dir: kbld failed (exit status 1)"),
         "linked": (
             {"imgpkgBundle": {"image": f"{repository}/linked:v1"}},
             ["-", ".imgpkg/images.yml"],
@@ -449,6 +450,8 @@ def test_kbld_paths_leaving_the_fetch_directory_are_refused_and_the_canary_stays
         reported = failed_with(kube, namespace, name, message)
         assert token not in yaml.safe_dump(reported)
     assert "kbld: Error:" in failed_with(kube, namespace, "not-yaml", "kbld failed")["usefulErrorMessage"]
+    missing = failed_with(kube, namespace, "absolute", "kbld failed")["usefulErrorMessage"]
+    assert f"{canary}: no such file or directory" in missing and f" {canary}:" not in missing  # looked for inside
     with pytest.raises(ApiError):
         kube.get(PodTemplate, "web", namespace=namespace)
     for log in controllers.logs_by_name.values():
