@@ -126,7 +126,10 @@ def test_a_change_to_the_spec_is_deployed_and_a_paused_app_is_left_alone(running
             {"fetch": [{"inline": {"paths": {"cm.yml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"}}}]},
             "Deploying: Validation errors",
         ),
-        ({"fetch": [{"svn": {"url": "https://example.invalid/x"}}]}, "Fetching (0): Unsupported way to fetch templates"),
+        (
+            {"fetch": [{"svn": {"url": "https://example.invalid/x"}}]},
+            "Fetching (0): Unsupported way to fetch templates",
+        ),
     ],
 )
 def test_bad_input_fails_the_app_with_a_useful_message_and_others_go_on(
