@@ -254,7 +254,8 @@ def test_a_writer_that_sets_a_field_again_after_it_was_set_back_is_held_and_repo
     (event,) = events(kube, namespace, "DriftHeld")
     assert event.type == "Warning" and "drift-bot (Update)" in event.message and "data.a" in event.message
 
-    shown = kapply(cluster.kubeconfig, "app", "status", "-a", "cms", "-n", namespace)
+    # rows as tab-separated cells (`app status` is TTY-like by default, as kctrl's)
+    shown = kapply(cluster.kubeconfig, "app", "status", "-a", "cms", "-n", namespace, "--tty=false")
     assert shown.returncode == 0, shown.stderr
     rows = [line.split("\t")[:4] for line in shown.stdout.splitlines() if "\theld\t" in line]
     assert rows == [[f"configmap/cms (v1) namespace: {namespace}", "data.a", "drift-bot (Update)", "held"]], (
