@@ -57,12 +57,28 @@ def ratio(kapply: Spread | None, kapp: Spread | None) -> float | None:
     return kapply.median / kapp.median
 
 
-def select(runs: Sequence[Run], *, workload: str, tool: str, step: str, ok: bool | None = True) -> list[Run]:
+def select(
+    runs: Sequence[Run], *, workload: str, tool: str, step: str, ok: bool | None = True, rtt: int = 0
+) -> list[Run]:
+    """The runs of one workload, tool and step at one RTT (0: over loopback, as every run before `--rtt`)."""
     return [
         r
         for r in runs
-        if r["workload"] == workload and r["tool"] == tool and r["step"] == step and (ok is None or r["ok"] == ok)
+        if r["workload"] == workload
+        and r["tool"] == tool
+        and r["step"] == step
+        and (ok is None or r["ok"] == ok)
+        and r.get("rtt_ms", 0) == rtt
     ]
+
+
+def rtts_in(runs: Sequence[Run], workload: str) -> list[int]:
+    return sorted({r.get("rtt_ms", 0) for r in runs if r["workload"] == workload})
+
+
+def round_trips(runs: Sequence[Run], key: str = "round_trips") -> Spread | None:
+    """The proxy's count (delay_proxy.PathCount's `key`) over the runs that went through it."""
+    return spread(float(r["path"][key]) for r in runs if r.get("path"))
 
 
 def metric(runs: Sequence[Run], key: str) -> Spread | None:
@@ -108,7 +124,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = ""
     return lines
 
 
-def timing_table(runs: Sequence[Run], workload: str, tools: Sequence[str]) -> list[str]:
+def timing_table(runs: Sequence[Run], workload: str, tools: Sequence[str], rtt: int = 0) -> list[str]:
     header = ["step"]
     header += [f"{t} wall s" for t in tools]
     both = "kapp" in tools and "kapply" in tools
@@ -117,8 +133,8 @@ def timing_table(runs: Sequence[Run], workload: str, tools: Sequence[str]) -> li
     header += [f"{t} CPU s" for t in tools] + [f"{t} peak RSS MB" for t in tools]
     rows = []
     for step in steps_in(runs, workload):
-        ok = {t: select(runs, workload=workload, tool=t, step=step) for t in tools}
-        failed = {t: len(select(runs, workload=workload, tool=t, step=step, ok=False)) for t in tools}
+        ok = {t: select(runs, workload=workload, tool=t, step=step, rtt=rtt) for t in tools}
+        failed = {t: len(select(runs, workload=workload, tool=t, step=step, ok=False, rtt=rtt)) for t in tools}
         row = [STEP_TITLES[step]]
         for t in tools:
             cell = fmt_spread(metric(ok[t], "wall_s"))
@@ -134,16 +150,20 @@ def timing_table(runs: Sequence[Run], workload: str, tools: Sequence[str]) -> li
     return _table(header, rows, "l")
 
 
-def requests_table(runs: Sequence[Run], workload: str, tools: Sequence[str]) -> list[str]:
-    ok_runs = [r for r in runs if r["workload"] == workload and r["ok"]]
+def requests_table(runs: Sequence[Run], workload: str, tools: Sequence[str], rtt: int = 0) -> list[str]:
+    """Requests by verb; through the proxy (rtt above 0) also the round trips on the critical path and the client's
+    flights (requests and TLS handshake flights) the proxy saw."""
+    ok_runs = [r for r in runs if r["workload"] == workload and r["ok"] and r.get("rtt_ms", 0) == rtt]
     verbs = ordered_verbs({v for r in ok_runs for v in r["requests"]["client"]})
-    header = ["step", "tool", "total", *verbs, "of which dry-run", "server-wide, all clients"]
+    proxied = any(r.get("path") for r in ok_runs)
+    extra = ["round trips on the critical path", "client flights", "connections"] if proxied else []
+    header = ["step", "tool", "total", *verbs, "of which dry-run", "server-wide, all clients", *extra]
     rows = []
     for step in steps_in(runs, workload):
         for t in tools:
-            ok = select(runs, workload=workload, tool=t, step=step)
+            ok = select(runs, workload=workload, tool=t, step=step, rtt=rtt)
             if not ok:
-                rows.append([STEP_TITLES[step], t, "failed", *["-"] * len(verbs), "-", "-"])
+                rows.append([STEP_TITLES[step], t, "failed", *["-"] * (len(verbs) + 2 + len(extra))])
                 continue
             client = median_counts(ok, "client")
             dry = median_counts(ok, "dry_run")
@@ -157,9 +177,62 @@ def requests_table(runs: Sequence[Run], workload: str, tools: Sequence[str]) -> 
                     *[fmt_count(client.get(v, 0)) for v in verbs],
                     dry_text,
                     fmt_count(sum(server.values())),
+                    *[fmt_spread(round_trips(ok, key), 0) for key in ("round_trips", "flights", "connections")][
+                        : len(extra)
+                    ],
                 ]
             )
     return _table(header, rows, "ll")
+
+
+def distance_table(runs: Sequence[Run], workload: str) -> list[str]:
+    """Each step at every RTT side by side: median wall of kapp and kapply and their ratio, the round trips on the
+    critical path the proxy counted, and the round trips the wall time grew by (median wall at the largest RTT less
+    the one at the smallest, over the RTT difference): the two views of how far the step feels the distance."""
+    rtts = rtts_in(runs, workload)
+    proxied = [r for r in rtts if r > 0]
+    header = ["step"]
+    for rtt in rtts:
+        header += [f"{rtt} ms: kapp / kapply s", "ratio"]
+    header += [f"round trips at {rtt} ms, kapp / kapply" for rtt in proxied]
+    if len(rtts) > 1:
+        header.append(f"wall growth {rtts[0]}→{rtts[-1]} ms in round trips, kapp / kapply")
+    rows = []
+    for step in steps_in(runs, workload):
+        row = [STEP_TITLES[step]]
+        walls = {
+            (t, rtt): metric(select(runs, workload=workload, tool=t, step=step, rtt=rtt), "wall_s")
+            for t in TOOLS
+            for rtt in rtts
+        }
+        for rtt in rtts:
+            kapp, kapply = walls["kapp", rtt], walls["kapply", rtt]
+            row.append(f"{_median(kapp)} / {_median(kapply)}")
+            r = ratio(kapply, kapp)
+            row.append("-" if r is None else f"{r:.2f}")
+        for rtt in proxied:
+            counts = [round_trips(select(runs, workload=workload, tool=t, step=step, rtt=rtt)) for t in TOOLS]
+            row.append(" / ".join(_median(c, 0) for c in counts))
+        if len(rtts) > 1:
+            growth = []
+            for t in TOOLS:
+                low, high = walls[t, rtts[0]], walls[t, rtts[-1]]
+                growth.append(
+                    "-"
+                    if low is None or high is None
+                    else f"{(high.median - low.median) * 1000 / (rtts[-1] - rtts[0]):.0f}"
+                )
+            row.append(" / ".join(growth))
+        rows.append(row)
+    return _table(header, rows, "l")
+
+
+def _at(rtt: int) -> str:
+    return f" at {rtt} ms RTT" if rtt else ""
+
+
+def _median(s: Spread | None, digits: int = 2) -> str:
+    return "-" if s is None else f"{s.median:.{digits}f}"
 
 
 def ratio_summary(runs: Sequence[Run]) -> list[str]:
@@ -213,7 +286,8 @@ def failures(runs: Sequence[Run]) -> list[str]:
         if r["ok"]:
             continue
         out.append(
-            f"- {r['workload']}, {r['tool']}, repetition {r['rep'] + 1}, {STEP_TITLES[r['step']]}: "
+            f"- {r['workload']}{_at(r.get('rtt_ms', 0))}, {r['tool']}, repetition {r['rep'] + 1}, "
+            f"{STEP_TITLES[r['step']]}: "
             f"exit {r['exit_code']} after {r['wall_s']:.1f} s"
         )
         if r.get("error"):
@@ -274,9 +348,20 @@ def render(doc: dict[str, Any]) -> str:
     for w in workloads_in(runs):
         sample = next(r for r in runs if r["workload"] == w)
         lines += [f"## {w}: {describe(sample['kind'], sample['n'])}", ""]
-        lines += timing_table(runs, w, tools) + [""]
-        lines += ["Requests by verb (the client's own):", ""]
-        lines += requests_table(runs, w, tools) + [""]
+        rtts = rtts_in(runs, w)
+        if rtts != [0]:
+            lines += [
+                "At a distance (median wall; round trips on the critical path as the delaying proxy counted them,"
+                " bench/why.md):",
+                "",
+            ]
+            lines += distance_table(runs, w) + [""]
+        for rtt in rtts:
+            if rtts != [0]:
+                lines += [f"### {w} {'over loopback' if rtt == 0 else f'at {rtt} ms RTT'}", ""]
+            lines += timing_table(runs, w, tools, rtt) + [""]
+            lines += ["Requests by verb (the client's own):", ""]
+            lines += requests_table(runs, w, tools, rtt) + [""]
     failed = failures(runs)
     if failed:
         lines += ["## Failed steps", ""] + failed + [""]

@@ -12,7 +12,12 @@ the tools alternates from one repetition to the next. A step that fails is recor
 and the tool's remaining steps of that repetition are skipped; the run goes on.
 
 Per step: wall time and the client's CPU time and peak RSS (`os.wait4` of the child), and the requests the API
-server counted (bench/metrics.py, bench/identity.py), from /metrics before and after the step. Raw measurements go
+server counted (bench/metrics.py, bench/identity.py), from /metrics before and after the step.
+
+At a distance: `--rtt 0,20,50` runs every workload at each round-trip time, the tools reaching the API server
+through bench/delay_proxy.py (each direction delayed by RTT/2; TLS passes through, only the kubeconfig's port
+differs) for every RTT above 0, and over loopback at 0. Through the proxy, each step also records the round trips on
+its critical path as the proxy saw them (bench/why.md, "Round trips on the critical path"). Raw measurements go
 to results.json after every step, the summary to results.md and results.png at the end (and on Ctrl-C).
 
 kapp is found through --kapp, $KAPPLY_KAPP or PATH; kapply through --kapply, $KAPPLY_KAPPLY, the `kapply` next to
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,6 +51,7 @@ if __package__ in (None, ""):  # run as a script: bench/sidebyside.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import identity, report
+from bench.delay_proxy import DelayProxy, critical_path
 from bench.kube import Kube, KubeError
 from bench.metrics import DISPATCHED, REQUESTS, Series, StepRequests, parse, step_requests
 from bench.workloads import CRD_NAME, Workload, crd, for_namespace, parse_workloads
@@ -220,6 +227,8 @@ class StepRun:
     requests: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     started: str = ""
+    rtt_ms: int = 0
+    path: dict[str, int] = field(default_factory=dict)  # delay_proxy.PathCount, through the proxy only
 
 
 @dataclass(frozen=True)
@@ -231,6 +240,7 @@ class Config:
     wait_check_interval: str
     settle_s: float
     step_timeout_s: float
+    rtts_ms: list[int] = field(default_factory=lambda: [0])
 
     @property
     def deploy_flags(self) -> list[str]:
@@ -262,6 +272,9 @@ class Bench:
         self.crd_made = False
         self.workdir = Path(tempfile.mkdtemp(prefix="kapply-bench-"))
         self.env: dict[str, str] = {}
+        self.envs: dict[int, dict[str, str]] = {}  # per RTT
+        self.proxies: dict[int, DelayProxy] = {}  # per RTT above 0
+        self.rtt_ms = 0
 
     # -- bookkeeping
 
@@ -283,7 +296,7 @@ class Bench:
     # -- cluster objects of the harness
 
     def make_namespace(self, workload: Workload, tool: str, rep: int) -> str:
-        name = f"bench-{self.run_id}-{workload.name}-{tool}-r{rep + 1}"
+        name = f"bench-{self.run_id}-{workload.name}-{tool}-{self.rtt_ms}ms-r{rep + 1}"
         self.kube.create_namespace(name, {RUN_LABEL: self.run_id, "app.kubernetes.io/managed-by": "kapply-bench"})
         self.namespaces.add(name)
         return name
@@ -325,7 +338,11 @@ class Bench:
         time.sleep(self.config.settle_s)
         started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         before = self.scrape()
+        proxy = self.proxies.get(self.rtt_ms)
+        if proxy:
+            proxy.take()  # what went before (an unmeasured step) is not this step's
         proc = run_measured(argv, self.env, self.config.step_timeout_s)
+        path = dataclasses.asdict(critical_path(proxy.take())) if proxy else {}
         after = self.scrape()
         requests: StepRequests = step_requests(before, after, identity.PREFIX)
         ok = proc.exit_code == 0 and not proc.timed_out
@@ -352,14 +369,17 @@ class Bench:
             requests=dataclasses.asdict(requests),
             error=error,
             started=started,
+            rtt_ms=self.rtt_ms,
+            path=path,
         )
         self.runs.append(run)
         self.save()
         total = sum(requests.client.values())
         status = "ok" if ok else f"FAILED (exit {proc.exit_code})"
+        trips = f", {path['round_trips']} round trips on the critical path" if path else ""
         self.log(
-            f"{workload.name} r{rep + 1} {tool:6} {step:8} {status}: {proc.wall_s:7.2f} s wall, "
-            f"{proc.cpu_user_s + proc.cpu_sys_s:6.2f} s CPU, {proc.max_rss_kb / 1024:5.0f} MB, {total} requests"
+            f"{workload.name} {self.rtt_ms}ms r{rep + 1} {tool:6} {step:8} {status}: {proc.wall_s:7.2f} s wall, "
+            f"{proc.cpu_user_s + proc.cpu_sys_s:6.2f} s CPU, {proc.max_rss_kb / 1024:5.0f} MB, {total} requests" + trips
         )
         return run
 
@@ -402,7 +422,16 @@ class Bench:
         self.meta.setdefault("harness_errors", []).append(message)
 
     def run(self) -> None:
-        self.env = tool_env(identity.setup(self.kube, self.workdir / "bench.kubeconfig"))
+        kubeconfig = identity.setup(self.kube, self.workdir / "bench.kubeconfig")
+        for rtt in self.config.rtts_ms:
+            if rtt == 0:
+                self.envs[rtt] = tool_env(kubeconfig)
+                continue
+            upstream = urllib.parse.urlsplit(self.kube.endpoint.server)
+            proxy = DelayProxy(upstream.hostname or "127.0.0.1", upstream.port or 443, rtt / 1000)
+            self.proxies[rtt] = proxy
+            port = proxy.start()
+            self.envs[rtt] = tool_env(via_proxy(kubeconfig, self.workdir / f"bench-{rtt}ms.kubeconfig", port))
         for workload in self.config.workloads:
             try:
                 self.run_workload(workload)
@@ -416,13 +445,15 @@ class Bench:
             del manifests[True]
         if workload.kind == "crd":
             self.ensure_crd()
-        for rep in range(self.config.repeat):
-            order = self.config.tools if rep % 2 == 0 else list(reversed(self.config.tools))
-            for position, tool in enumerate(order):
-                try:
-                    self.one_app(workload, tool, rep, position, manifests)
-                except HARNESS_ERRORS as e:
-                    self.harness_error(f"{workload.name} r{rep + 1} {tool}: harness request failed: {e}")
+        for rtt in self.config.rtts_ms:
+            self.rtt_ms, self.env = rtt, self.envs[rtt]
+            for rep in range(self.config.repeat):
+                order = self.config.tools if rep % 2 == 0 else list(reversed(self.config.tools))
+                for position, tool in enumerate(order):
+                    try:
+                        self.one_app(workload, tool, rep, position, manifests)
+                    except HARNESS_ERRORS as e:
+                        self.harness_error(f"{workload.name} {rtt}ms r{rep + 1} {tool}: harness request failed: {e}")
         if workload.kind == "crd":
             self.drop_crd()
 
@@ -438,7 +469,21 @@ class Bench:
                 self.drop_crd(wait=wait)
         with contextlib.suppress(KubeError, OSError):
             identity.teardown(self.kube)
+        for proxy in self.proxies.values():
+            proxy.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def via_proxy(kubeconfig: Path, out: Path, port: int) -> Path:
+    """A copy of the bench kubeconfig (identity.setup's, JSON) whose server is the proxy on 127.0.0.1:port: the same
+    scheme and trust, so TLS still checks the API server's certificate (issued for 127.0.0.1)."""
+    doc = json.loads(kubeconfig.read_text())
+    for entry in doc["clusters"]:
+        server = urllib.parse.urlsplit(entry["cluster"]["server"])
+        entry["cluster"]["server"] = server._replace(netloc=f"127.0.0.1:{port}").geturl()
+    out.touch(mode=0o600)
+    out.write_text(json.dumps(doc, indent=2))
+    return out
 
 
 # ---------------------------------------------------------------- describing the run
@@ -523,6 +568,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tools", type=csv, default=["kapp", "kapply"], help="tools (default kapp,kapply)")
     p.add_argument("--repeat", type=int, default=3, help="repetitions per workload and tool (default 3)")
     p.add_argument(
+        "--rtt",
+        type=csv_ints,
+        default=[0],
+        help="round-trip times in ms to the API server, through bench/delay_proxy.py above 0 (default 0)",
+    )
+    p.add_argument(
         "--wait-check-interval",
         default="1s",
         help="passed to both tools (default 1s: waiting is quantised to at most 1 s, for kapp's 3 s default)",
@@ -553,6 +604,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error(f"--tools takes kapp and/or kapply, not {sorted(bad_tools)}")
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if not args.rtt or any(r < 0 for r in args.rtt):
+        p.error("--rtt takes round-trip times in ms, 0 or more, e.g. 0,20,50")
     return args
 
 
@@ -611,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wait_check_interval=args.wait_check_interval,
         settle_s=args.settle,
         step_timeout_s=args.step_timeout,
+        rtts_ms=sorted(set(args.rtt)),
     )
     if not config.workloads:
         raise SystemExit("sidebyside: no workloads (--sizes, --deployments and --crs are all empty)")
@@ -630,6 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "deploy_flags": config.deploy_flags,
             "settle_s": config.settle_s,
             "step_timeout_s": config.step_timeout_s,
+            "rtts_ms": config.rtts_ms,
         },
     }
     previous_sigterm = signal.signal(signal.SIGTERM, _terminate)  # `kill`, or make stopped: as Ctrl-C
