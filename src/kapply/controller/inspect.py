@@ -25,15 +25,8 @@ _VIEWS = {
     for name, description in (("raw", "Output raw YAML"), ("status", "Output status"), ("tree", "Tree view"))
 }
 INSPECT = {**COMMON, **_VIEWS}  # kapp-controller's allow-list for inspect (pkg/deploy/kapp_restrict.go)
-UNSUPPORTED = frozenset(
-    {
-        "column",
-        "json",
-        "debug",
-        "dangerous-ignore-failing-api-services",
-        "dangerous-scope-to-fallback-allowed-namespaces",
-    }
-)
+# on the allow-list, but not for kapply's inspect: its own table columns, JSON, debug output and the dangerous flags
+UNSUPPORTED = frozenset({"column", "json", "debug", *(name for name in COMMON if name.startswith("dangerous-"))})
 POD_METRICS = "PodMetrics"  # kapp-controller filters them out: they come and go every few seconds
 
 
