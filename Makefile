@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CLUSTER := $(PYTHON) hack/cluster.py
 TOOLS := $(PYTHON) hack/tools.py
 
-.PHONY: venv test unit e2e fuzz bench bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build browser image mmdebstrap lint clean
+.PHONY: venv test unit e2e fuzz bench bench-quick bench-controller demo cluster-build cluster-up cluster-down cluster-status tools-build browser image mmdebstrap lint clean
 
 venv: $(VENV)/.installed
 
@@ -65,14 +65,20 @@ fuzz: venv
 	KAPPLY_FUZZ_PROFILE=fuzz $(BIN)/pytest tests/fuzz
 
 # kapp and kapply side by side on the local control plane (not part of `make test`); writes bench/results.{md,json,png}.
-# kapp comes from $$KAPPLY_KAPP or PATH. A subset: make bench BENCH_ARGS="--sizes 100 --deployments= --crs= --repeat 1"
-BENCH_ARGS ?=
+# kapp comes from $$KAPPLY_KAPP or PATH. Every workload over loopback and at 20 and 50 ms RTT (through
+# bench/delay_proxy.py), with each step's round trips on its critical path: the mix at N = 100 and 1,000, 50
+# Deployments, 1,000 custom resources (about 40 min). N = 5,000 and 500 Deployments too (hours):
+# make bench BENCH_ARGS="--rtt 0,20,50". The quick preset, N = 100 only (about 5 min): make bench-quick.
+BENCH_ARGS ?= --rtt 0,20,50 --sizes 100,1000 --deployments 50 --crs 1000
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@
 
 bench: $(VENV)/.bench-installed cluster-build cluster-up
 	$(BIN)/python -m bench.sidebyside $(BENCH_ARGS)
+
+bench-quick: $(VENV)/.bench-installed cluster-build cluster-up
+	$(BIN)/python -m bench.sidebyside --rtt 0,20,50 --sizes 100 --deployments= --crs= --note "make bench-quick: N = 100 only"
 
 # The controller at scale (not part of `make test`): 1000 Apps x 20 resources reconciled by one `kapply controller` on
 # the local control plane, in namespaces kapply-cbench-*; writes bench/controller_results.{md,json,png}. Three sharded
