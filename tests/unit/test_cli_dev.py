@@ -178,7 +178,7 @@ def test_the_command_has_kctrls_flags() -> None:
     flags = [(f.name, f.short, f.default, f.supported) for section in command.flag_sections for f in section.flags]
     assert flags == [
         ("delete", "", False, True),
-        ("file", "f", [], True),
+        ("file", "f", (), True),
         ("kbld-build", "b", False, False),  # refused when set: kapply's kbld step does not build images
         ("local", "l", False, True),
         ("namespace", "n", "", True),

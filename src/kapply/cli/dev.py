@@ -22,9 +22,11 @@ import copy
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kapply import flags
 from kapply.cli.command import Args, Command, FlagSection
 from kapply.errors import KapplyError
 from kapply.flags import DEBUG, NAMESPACE, Flag, Kind
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from kapply.resources.cluster import ResourceType
     from kapply.ui.output import Output
 
-FILE = Flag("file", Kind.STRINGS, [], "Set file name (required)", short="f")
+FILE = replace(flags.FILE, help="Set file name (required)")  # kctrl dev's words
 LOCAL = Flag("local", Kind.BOOL, False, "Use local fetch source", short="l")
 KBLD_BUILD = Flag("kbld-build", Kind.BOOL, False, "Allow kbld build", short="b", supported=False)
 DELETE = Flag("delete", Kind.BOOL, False, "Delete deployed app")
