@@ -20,8 +20,9 @@ $(VENV)/.installed: pyproject.toml
 cluster-build:
 	$(CLUSTER) build
 
-# helm, kustomize, kbld, cue and sops, which the controller templates with, and crane (the tests' OCI registry) and
-# age-keygen (the tests' sops keys); built once, like the control plane.
+# helm, kustomize, kbld, cue and sops, which the controller templates with, and crane (the tests' OCI registry),
+# age-keygen (the tests' sops keys), imgpkg and vendir (the real kctrl's, in the authoring and dev compat tests);
+# built once, like the control plane.
 tools-build:
 	$(TOOLS) build
 
