@@ -3,8 +3,8 @@ comparing what a user sees (stdout and stderr normalised as tests/compat/kctrl_h
 status) and what is deployed (the objects, the kapp record `<app>.app`), and that the App or PackageInstall itself
 is never created on the cluster. Neither needs a controller.
 
-kctrl dev runs vendir, ytt and kapp from PATH: ytt and kapp are the real ones ($KAPPLY_YTT, $KAPPLY_KAPP), vendir a
-stand-in for the sources used here (tests/compat/vendir_standin.py: vendir is not available to this project). Left
+kctrl dev runs vendir, ytt and kapp from PATH: the real ones ($KAPPLY_VENDIR, built by hack/tools.py; $KAPPLY_YTT,
+$KAPPLY_KAPP). Left
 out of the comparison: kctrl's `==> Executing <tool> [...]` lines (kapply runs no vendir or kapp), the blank lines
 around them, and what the harness leaves out (the output quoted under a stage, `Fetch started`)."""
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,6 @@ from tests.e2e.controller_harness import create_all, deployer, tool_env
 from tests.e2e.harness import Cluster, external_tool
 
 pytestmark = [pytest.mark.compat, pytest.mark.e2e, pytest.mark.timeout(300)]
-STANDIN = Path(__file__).with_name("vendir_standin.py")
 # kctrl's cmd runner's lines (the tools it runs), and the blank line after each
 _EXECUTING = re.compile(r"^==> (Executing|Finished executing) ")
 
@@ -72,7 +70,7 @@ INLINE = [{"inline": {"paths": {"config.yml": TEMPLATE, "values.yml": VALUES}}}]
 @pytest.fixture(scope="module")
 def clients(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
     """The two namespaces, each with the `deployer` service account the Apps name; kctrl's tools on a PATH of its
-    own (the stand-in vendir, the real ytt and kapp)."""
+    own (the real vendir, ytt and kapp)."""
     suffix = uuid.uuid4().hex[:5]
     namespaces = {"kctrl": f"c-dev-kctl-{suffix}", "kapply": f"c-dev-kply-{suffix}"}
     for namespace in namespaces.values():
@@ -89,9 +87,7 @@ def clients(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFac
 def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """kctrl's environment (its tools on PATH) and kapply's (its ytt)."""
     bin_dir = tmp_path_factory.mktemp("kctrl-tools")
-    vendir = bin_dir / "vendir"
-    vendir.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDIN}" "$@"\n')
-    vendir.chmod(0o755)
+    (bin_dir / "vendir").symlink_to(external_tool("vendir", "KAPPLY_VENDIR"))
     (bin_dir / "ytt").symlink_to(external_tool("ytt", "KAPPLY_YTT"))
     (bin_dir / "kapp").symlink_to(external_tool("kapp", "KAPPLY_KAPP"))
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **tool_env("ytt")}
