@@ -229,18 +229,19 @@ def test_kapplys_sops_step_decrypts_with_armored_pgp_private_keys_without_gpg(te
     home.mkdir(mode=0o700)
     gpg_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GNUPGHOME": str(home)}
     unattended = ("--batch", "--pinentry-mode", "loopback", "--passphrase", "")
-    run(
-        "gpg", *unattended, "--quick-gen-key", "kapply <t@kapply.test>", "rsa2048", "encrypt,sign", "never", env=gpg_env
-    )
-    listed = run("gpg", "--list-keys", "--with-colons", env=gpg_env)
-    fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
-    private = run("gpg", "--batch", "--armor", "--export-secret-keys", fingerprint, env=gpg_env)
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "cm.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n")
-    encrypted = run(
-        template_tools["KAPPLY_SOPS"], "--encrypt", "--pgp", fingerprint, root / "sub" / "cm.yml", env=gpg_env
-    )
+    try:
+        run("gpg", *unattended, "--quick-gen-key", "kapply <t@kapply.test>", "rsa2048", "encrypt,sign", "never",
+            env=gpg_env)  # fmt: skip
+        listed = run("gpg", "--list-keys", "--with-colons", env=gpg_env)
+        fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line.startswith("fpr:"))
+        private = run("gpg", "--batch", "--armor", "--export-secret-keys", fingerprint, env=gpg_env)
+        sops = template_tools["KAPPLY_SOPS"]
+        encrypted = run(sops, "--encrypt", "--pgp", fingerprint, root / "sub" / "cm.yml", env=gpg_env)
+    finally:  # the agent gpg started
+        subprocess.run(["gpgconf", "--kill", "all"], env=gpg_env, capture_output=True, timeout=30, check=False)
     (root / "sub" / "cm.yml").unlink()
     (root / "sub" / "cm.sops.yml").write_text(encrypted)
     monkeypatch.setenv("KAPPLY_SOPS", str(template_tools["KAPPLY_SOPS"]))
