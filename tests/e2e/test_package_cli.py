@@ -175,12 +175,14 @@ def exists(kube: Client, kind: type, name: str, namespace: str | None = None) ->
 
 def test_repository_add(running: Running, kube: Client, kapply: KapplyRunner, namespace: str, pushed: Pushed) -> None:
     url = pushed.repository("add-1.0.0", package_document("1.0.0", pushed.app_image))
-    dry = ok(kapply("package", "repository", "add", "-r", "added", "--url", url, "-n", namespace, "--dry-run"))
+    dry_run = ("package", "repository", "add", "-r", "added", "--url", url, "-n", namespace, "--dry-run")
+    dry = ok(kapply(*dry_run, "--tty=false"))  # the YAML alone, without kctrl's `Succeeded`
     assert yaml.safe_load(dry) == {
         "apiVersion": "packaging.kapply.dev/v1alpha1",
         "kind": "PackageRepository",
-        "metadata": {"name": "added", "namespace": namespace},
+        "metadata": {"name": "added", "namespace": namespace, "creationTimestamp": None},  # as kctrl prints it
         "spec": {"fetch": {"imgpkgBundle": {"image": url}}},
+        "status": {"conditions": None, "friendlyDescription": "", "observedGeneration": 0},
     }
     assert get(kube, PackageRepository, namespace, "added") is None, "a dry run creates nothing"
 
@@ -280,7 +282,7 @@ def test_repository_add_takes_git_and_http_urls(
     assert sources["from-git"] == truncated(f"(git) file://{repo}", 60), "as kctrl cuts sources"
     assert sources["from-http"] == f"(http) {url}"
     # any other URL is an OCI reference, read as kctrl reads one (test_repository_update fetches one)
-    page = ["package", "repository", "add", "-r", "x", "--url", "https://example.com/page", "--dry-run"]
+    page = ["package", "repository", "add", "-r", "x", "--url", "https://example.com/page", "--dry-run", "--tty=false"]
     dry = ok(kapply(*page, "-n", namespace))
     assert yaml.safe_load(dry)["spec"]["fetch"] == {
         "imgpkgBundle": {"image": "https://example.com/page", "tagSelection": {"semver": {}}}
@@ -475,11 +477,8 @@ def test_available_get(running: Running, kube: Client, kapply: KapplyRunner, nam
 
 def test_install(running: Running, kube: Client, kapply: KapplyRunner, namespace: str, tmp_path: Path) -> None:
     values = values_file(tmp_path / "values.yml", name="installed-cm", hello_msg="hi")
-    dry = ok(
-        kapply(
-            "package", "install", "-i", "installed", "-p", CM_REF, "-n", namespace, "--values-file", values, "--dry-run"
-        )
-    )
+    dry_run = ("package", "install", "-i", "installed", "-p", CM_REF, "-n", namespace, "--values-file", values)
+    dry = ok(kapply(*dry_run, "--dry-run", "--tty=false"))  # the YAML alone, without kctrl's `Succeeded`
     assert [d["kind"] for d in yaml.safe_load_all(dry)] == [
         "ServiceAccount",
         "ClusterRole",

@@ -174,9 +174,10 @@ async def _kick(args: Args, out: Output) -> None:
     async with connected(args, out, speaks) as (api, namespace, vocabulary):
         await _existing(api, vocabulary, namespace, name)
         repositories = vocabulary.repository.rtype
-        out.line(f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'")
+        triggering = f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'"
+        out.begin_line(triggering)  # kctrl's BeginLinef: the question, or the next line, follows on the same line
         confirm(args, out)
-        log(out, f"Triggering reconciliation for package repository '{name}' in namespace '{namespace}'")
+        log(out, triggering)
         # pausing and resuming bumps the generation twice: the controller reconciles the latest
         await api.cluster.patch(repositories, namespace, name, PAUSE)
         await api.cluster.patch(repositories, namespace, name, UNPAUSE)
