@@ -5,7 +5,10 @@ records are written by the REAL kapp run as kapp-controller 0.53 runs it (pkg/de
 <ns> --yes`), and, for an App last deployed by an older kapp-controller, as `<name>-ctrl`. The first sync
 changes nothing: no resource written, no app-change recorded (kapp records none for a deploy without changes), the
 legacy record renamed as `--prev-app` renames it, and the real kapp still lists each app's history. A PackageInstall
-and the App kapp-controller made for it move the same way."""
+and the App kapp-controller made for it move the same way, and so does a PackageRepository: kapp-controller 0.53
+deploys its Packages as the kapp app `<name>.pkgr` with `--prev-app <name>-ctrl` (pkg/deploy's
+NewKappPrivilegedForPackageRepository and Kapp.Deploy), and the first sync of an unchanged repository changes nothing
+either."""
 
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace
 from lightkube.types import PatchType
 
 from kapply.controller.vocabulary import CARVEL
+from kapply.packaging.repository_content import repository_objects
+from kapply.packaging.repository_deploy import DEPLOY_RAW_OPTIONS
 from tests.e2e.controller_harness import (
     app_syncs,
     config_map_data,
@@ -38,7 +43,16 @@ from tests.e2e.controller_harness import (
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
 from tests.e2e.packaging_harness import remove_carvel_crds
-from tests.e2e.test_carvel_mode import App, Package, PackageInstall, create, delete_all, get, manifests
+from tests.e2e.test_carvel_mode import (
+    App,
+    Package,
+    PackageInstall,
+    PackageRepository,
+    create,
+    delete_all,
+    get,
+    manifests,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -68,9 +82,13 @@ def app(name: str, files: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def kapp_controller_status(stdout: str) -> dict[str, Any]:
-    """The status kapp-controller 0.53 writes after a successful reconcile (its fields, shortened outputs)."""
+def kapp_controller_status(stdout: str, associated: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The status kapp-controller 0.53 writes after a successful reconcile (its fields, shortened outputs), with
+    `deploy.kapp.associatedResources` as it writes it from the app's metadata (an older kapp-controller: None)."""
     at = "2026-01-01T00:00:00Z"
+    deploy: dict[str, Any] = {"exitCode": 0, "finished": True, "startedAt": at, "updatedAt": at, "stdout": stdout}
+    if associated is not None:
+        deploy["kapp"] = {"associatedResources": associated}
     return {
         "conditions": [{"type": "ReconcileSucceeded", "status": "True"}],
         "consecutiveReconcileSuccesses": 3,
@@ -78,9 +96,17 @@ def kapp_controller_status(stdout: str) -> dict[str, Any]:
         "friendlyDescription": "Reconcile succeeded",
         "fetch": {"exitCode": 0, "startedAt": at, "updatedAt": at, "stdout": "apiVersion: vendir.k14s.io/v1alpha1\n"},
         "template": {"exitCode": 0, "updatedAt": at},
-        "deploy": {"exitCode": 0, "finished": True, "startedAt": at, "updatedAt": at, "stdout": stdout},
+        "deploy": deploy,
         "inspect": {"exitCode": 0, "updatedAt": at, "stdout": ""},
     }
+
+
+def associated_resources(kube: Client, namespace: str, record: str) -> dict[str, Any]:
+    """What kapp-controller 0.53 writes as `deploy.kapp.associatedResources` of an App whose kapp app deployed one
+    ConfigMap, from the app's record."""
+    label = yaml.safe_load((config_map_data(kube, namespace, record) or {})["spec"])["labelValue"]
+    kinds = [{"group": "", "kind": "ConfigMap"}]
+    return {"label": f"kapp.k14s.io/app={label}", "namespaces": [namespace], "groupKinds": kinds}
 
 
 def real_kapp(*args: str, stdin: str = "") -> str:
@@ -167,6 +193,36 @@ def installed_app(install_uid: str) -> dict[str, Any]:
     }
 
 
+# Repositories kapp-controller deployed: `moved-repo` as `moved-repo.pkgr`, `legacy-repo` as `legacy-repo-ctrl` (an
+# older kapp-controller), each bringing a Package of its own
+REPOSITORIES = {"moved-repo": False, "legacy-repo": True}
+
+
+def repository_package(name: str) -> dict[str, Any]:
+    ref = f"{name}.carvel.test"
+    return {**PACKAGE, "metadata": {"name": f"{ref}.1.0.0"}, "spec": {**PACKAGE["spec"], "refName": ref}}
+
+
+def repository(name: str) -> dict[str, Any]:
+    """A PackageRepository as kapp-controller left it: inline content, its finalizer."""
+    return {
+        "apiVersion": "packaging.carvel.dev/v1alpha1",
+        "kind": "PackageRepository",
+        "metadata": {"name": name, "finalizers": [CARVEL.repository_finalizer]},
+        "spec": {"fetch": {"inline": {"paths": {"packages/pkg.yml": yaml.safe_dump(repository_package(name))}}}},
+    }
+
+
+def repository_deployed_by_kapp_controller(kubeconfig: Path, namespace: str, name: str, legacy: bool) -> None:
+    """The repository's Packages (as its template stage makes them) deployed by the real kapp with kapp-controller
+    0.53's arguments for a repository (its global options, then the repository's: pkgrepository/app.go); `legacy`: an
+    older kapp-controller's `--app <name>-ctrl`."""
+    documents = repository_objects([repository_package(name)], namespace, name, CARVEL.package.api_version)
+    named = ("--app", f"{name}-ctrl") if legacy else ("--prev-app", f"{name}-ctrl", "--app", f"{name}.pkgr")
+    args = ("deploy", "-f", "-", *CONTROLLER_FLAGS, *DEPLOY_RAW_OPTIONS, *named, "--namespace", namespace, "--yes")
+    real_kapp(*args, "--kubeconfig", str(kubeconfig), stdin=yaml.safe_dump_all(documents))
+
+
 FILES = {
     "moved": {"cm.yml": cm("moved-cm", hello="world")},
     "legacy": {"cm.yml": cm("legacy-cm", hello="old")},
@@ -192,14 +248,14 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
         stack.callback(kube.delete, Namespace, namespace)
         create(kube, namespace, deployer(namespace))
         deployed_by_kapp_controller(cluster.kubeconfig, namespace, "moved.app", cm("moved-cm", hello="v0"), False)
-        stdouts = {}
+        stdouts, associated = {}, {}
         for name, files in FILES.items():
-            stdout = deployed_by_kapp_controller(
-                cluster.kubeconfig, namespace, f"{name}.app", files["cm.yml"], name == "legacy"
-            )
+            legacy = name == "legacy"
+            stdout = deployed_by_kapp_controller(cluster.kubeconfig, namespace, f"{name}.app", files["cm.yml"], legacy)
             kube.create(App(**app(name, files)), namespace=namespace)
             stdouts[name] = stdout
-            status = {"status": kapp_controller_status(stdout)}
+            associated[name] = associated_resources(kube, namespace, f"{name}-ctrl" if legacy else f"{name}.app")
+            status = {"status": kapp_controller_status(stdout, None if legacy else associated[name])}
             kube.patch(App.Status, name, status, namespace=namespace, patch_type=PatchType.MERGE)
         kube.create(Package(**PACKAGE), namespace=namespace)
         stdout = deployed_by_kapp_controller(cluster.kubeconfig, namespace, "installed.app", INSTALLED, False)
@@ -214,12 +270,19 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
         kube.create(App(**installed_app(str(install.metadata.uid))), namespace=namespace)
         status = {"status": kapp_controller_status(stdout)}
         kube.patch(App.Status, "installed", status, namespace=namespace, patch_type=PatchType.MERGE)
+        for name, legacy in REPOSITORIES.items():
+            repository_deployed_by_kapp_controller(cluster.kubeconfig, namespace, name, legacy)
+            kube.create(PackageRepository(**repository(name)), namespace=namespace)
         before = {
             "versions": versions(kube, namespace, CONFIG_MAPS),
             "installed": history(cluster.kubeconfig, namespace, "installed.app"),
             "moved": history(cluster.kubeconfig, namespace, "moved.app"),
             "legacy": history(cluster.kubeconfig, namespace, "legacy-ctrl"),
             "legacy label": (config_map_data(kube, namespace, "legacy-ctrl") or {})["spec"],
+            "moved-repo": history(cluster.kubeconfig, namespace, "moved-repo.pkgr"),
+            "legacy-repo": history(cluster.kubeconfig, namespace, "legacy-repo-ctrl"),
+            "legacy-repo record": (config_map_data(kube, namespace, "legacy-repo-ctrl") or {})["spec"],
+            "packages": {p.metadata.name: p.metadata.resourceVersion for p in kube.list(Package, namespace=namespace)},
         }
         identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel")
@@ -233,9 +296,16 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
                 what="a first sync of each App",
             )
             wait_syncs(url, namespace, "installed")  # one more: after any change the install made to its App
-            yield {"namespace": namespace, "log": log, "stdout": stdouts, **before}
+            eventually(
+                lambda: all(f"PackageRepository {namespace}/{n}: " in log.read_text() for n in REPOSITORIES),
+                timeout=60,
+                interval=0.2,
+                what="a first sync of each PackageRepository",
+            )
+            yield {"namespace": namespace, "log": log, "stdout": stdouts, "associated": associated, **before}
             delete_all(kube, PackageInstall, namespace)
             delete_all(kube, App, namespace)
+            delete_all(kube, PackageRepository, namespace)
         finally:
             print(f"--- controller ---\n{log.read_text() if log.exists() else ''}")
     assert "Traceback" not in log.read_text(), "the controller crashed (its log is above)"
@@ -247,8 +317,9 @@ def test_the_first_sync_of_a_moved_app_changes_nothing(moved: dict[str, Any], ku
     for name in FILES:
         obj = get(kube, App, namespace, name) or {}
         assert obj["metadata"]["finalizers"] == [CARVEL.app_finalizer]
-        # nothing deployed for a spec kapp-controller reconciled: its status stays, untouched
-        assert obj["status"] == kapp_controller_status(moved["stdout"][name])
+        # nothing deployed for a spec kapp-controller reconciled: its status stays, untouched (an older
+        # kapp-controller's gains the associatedResources 0.53 writes)
+        assert obj["status"] == kapp_controller_status(moved["stdout"][name], moved["associated"][name])
         assert f"{namespace}/{name}: no changes" in moved["log"].read_text()
 
 
@@ -280,3 +351,23 @@ def test_a_legacy_record_takes_kapp_controller_s_new_name(moved: dict[str, Any],
     namespace = moved["namespace"]
     assert config_map_data(kube, namespace, "legacy-ctrl") is None
     assert (config_map_data(kube, namespace, "legacy.app") or {})["spec"] == moved["legacy label"]
+
+
+def test_a_moved_repository_keeps_its_packages_and_its_record_under_kapp_controller_s_name(
+    moved: dict[str, Any], kube: Client, cluster: Cluster
+) -> None:
+    namespace, kubeconfig = moved["namespace"], cluster.kubeconfig
+    log = moved["log"].read_text()
+    for name in REPOSITORIES:
+        assert f"PackageRepository {namespace}/{name}: no changes" in log
+        repo = get(kube, PackageRepository, namespace, name) or {}
+        assert repo["metadata"]["finalizers"] == [CARVEL.repository_finalizer]
+    packages = {p.metadata.name: p.metadata.resourceVersion for p in kube.list(Package, namespace=namespace)}
+    assert packages == moved["packages"], "no Package written"
+    assert history(kubeconfig, namespace, "moved-repo.pkgr") == moved["moved-repo"]
+    assert len(moved["moved-repo"]) == 1
+    # `--prev-app legacy-repo-ctrl`: the older record renamed, with its label and app-changes
+    assert config_map_data(kube, namespace, "legacy-repo-ctrl") is None
+    assert (config_map_data(kube, namespace, "legacy-repo.pkgr") or {})["spec"] == moved["legacy-repo record"]
+    assert history(kubeconfig, namespace, "legacy-repo.pkgr") == moved["legacy-repo"]
+    assert len(moved["legacy-repo"]) == 1

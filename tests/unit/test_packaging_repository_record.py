@@ -192,8 +192,25 @@ def test_the_scope_is_the_namespaces_packages_and_the_apps_own_config_maps() -> 
     described = scope(KAPPLY, "evil", "t-evil").describe()
     assert described == (
         "namespace 't-evil': packages.data.packaging.kapply.dev, packagemetadatas.data.packaging.kapply.dev, "
-        "configmaps (evil.pkgr, evil.pkgr.apps.k14s.io, evil.pkgr-change-*)"
+        "configmaps (evil-ctrl, evil-ctrl.apps.k14s.io, evil.pkgr, evil.pkgr.apps.k14s.io, evil.pkgr-change-*, "
+        "evil-ctrl-change-*)"
     )
+
+
+def test_a_record_an_older_kapp_controller_wrote_is_checked_when_the_repository_has_none_of_its_own() -> None:
+    """kapp-controller's `--prev-app <name>-ctrl`: the deploy renames that record (with its label, kinds and last
+    change), so it is read as untrusted input too; renamed, it names its old last change until a new one."""
+    legacy = {**GOOD, "lastChangeName": "evil-ctrl-change-abcde"}
+    inner = check(configmap(legacy, "evil-ctrl"))
+    assert [path.rsplit("/", 1)[1] for _, path in inner.sent] == [
+        "evil.pkgr.apps.k14s.io",
+        "evil.pkgr",
+        "evil-ctrl.apps.k14s.io",
+        "evil-ctrl",
+    ]
+    check(configmap(legacy))  # `evil.pkgr`, renamed from `evil-ctrl`
+    with pytest.raises(KapplyError, match="ConfigMap 'evil-ctrl' .* 'usedGKs' names ConfigMap"):
+        check(configmap(forged("usedGKs", [{"Group": "", "Kind": "ConfigMap"}]), "evil-ctrl"))
 
 
 def test_the_delete_lists_the_recorded_kinds_only() -> None:

@@ -25,6 +25,7 @@ from kapply.api import (
     deploy_options,
     record_names,
 )
+from kapply.controller.deploy import legacy_app_name
 from kapply.controller.options import DELETE, DEPLOY, parse_raw_options
 from kapply.controller.vocabulary import VERSION, Vocabulary
 from kapply.errors import KapplyError
@@ -73,17 +74,24 @@ def repository_delete_options() -> DeleteOptions:
     return replace(delete_options(parse_raw_options(DELETE_RAW_OPTIONS, DELETE)), used_kinds_only=True)
 
 
+def app_names(name: str) -> tuple[str, str]:
+    """The repository's kapp app (`<name>.pkgr`), and the one an older kapp-controller deployed it as (`<name>-ctrl`):
+    kapp-controller 0.53 deploys and deletes with `--prev-app <name>-ctrl`, as for an App (docs/reconciler.md,
+    "Moving from kapp-controller"), so kapply does too: a record of that name is renamed, with its history."""
+    return names.repository_app_name(name), legacy_app_name(name)
+
+
 def scope(vocabulary: Vocabulary, name: str, namespace: str) -> Scope:
     """What a repository's deploy and delete may reach: the Packages and PackageMetadatas (of the controller's
-    vocabulary) of its namespace, and there the ConfigMaps of its app (the record, under either of kapp's names, and
-    the app-changes)."""
-    app = names.repository_app_name(name)
+    vocabulary) of its namespace, and there the ConfigMaps of its app under either of its names (`app_names`): the
+    record, under either of kapp's names, and the app-changes."""
+    apps = app_names(name)
     return Scope(
         namespace,
         (
             Allowed(vocabulary.package.group, vocabulary.package.plural),
             Allowed(vocabulary.package_metadata.group, vocabulary.package_metadata.plural),
-            Allowed("", "configmaps", record_names(app), (change_prefix(app),)),
+            Allowed("", "configmaps", frozenset().union(*map(record_names, apps)), tuple(map(change_prefix, apps))),
         ),
     )
 
@@ -98,7 +106,7 @@ def confined(api: AsyncClient, vocabulary: Vocabulary, name: str, namespace: str
     return api.through(Confined(api.cluster, scope(vocabulary, name, namespace)))
 
 
-def record_problems(app: App, vocabulary: Vocabulary, namespace: str) -> list[str]:
+def record_problems(app: App, vocabulary: Vocabulary, name: str, namespace: str) -> list[str]:
     """What in the repository's app record the controller cannot have written (reading it has already refused a
     label key or value that is not one). The fields that steer what the deploy and the delete reach: the label (the
     selector of every LIST), usedGKs and usedGVs (the kinds listed, and the APIs required), lastChange.namespaces (the
@@ -123,17 +131,20 @@ def record_problems(app: App, vocabulary: Vocabulary, namespace: str) -> list[st
     elsewhere = sorted(set(meta.last_change.namespaces) - {namespace})
     if elsewhere:
         problems.append(f"'lastChange.namespaces' names {', '.join(elsewhere)} (a repository deploys to {namespace})")
-    if meta.last_change_name and not meta.last_change_name.startswith(change_prefix(app.name)):
+    changes = tuple(map(change_prefix, app_names(name)))  # a renamed record names its old change until a new one
+    if meta.last_change_name and not meta.last_change_name.startswith(changes):
         problems.append(f"'lastChangeName' is {meta.last_change_name!r}, not one of the app's changes")
     return problems
 
 
 async def check_record(client: AsyncClient, vocabulary: Vocabulary, name: str, namespace: str) -> None:
-    """Refuse a record of the repository's app (if it has one) that the controller cannot have written, naming it and
-    its fields (`record_problems`); its ConfigMap deleted, the next deploy writes it anew (and takes the repository's
-    Packages back by their names)."""
-    app = await client.find_app(names.repository_app_name(name), namespace=namespace)
-    problems = [] if app is None else record_problems(app, vocabulary, namespace)
+    """Refuse the record the deploy or delete would use (the repository's app's, else the one an older
+    kapp-controller wrote, which they rename) that the controller cannot have written, naming it and its fields
+    (`record_problems`); its ConfigMap deleted, the next deploy writes it anew (and takes the repository's Packages
+    back by their names)."""
+    current, legacy = app_names(name)
+    app = await client.find_app(current, namespace=namespace) or await client.find_app(legacy, namespace=namespace)
+    problems = [] if app is None else record_problems(app, vocabulary, name, namespace)
     if app is not None and problems:
         raise KapplyError(
             f"App record ConfigMap '{app.configmap_name}' (namespace: {namespace}) was not written by the controller: "
@@ -179,13 +190,15 @@ async def deploy(
             resources=kept,
             namespace=namespace,
             app_namespace=namespace,
-            options=repository_deploy_options(),
+            options=replace(repository_deploy_options(), prev_app=legacy_app_name(name)),
         )
         out.plan(plan)
         changed = bool(plan.pending)
         await owns()
         if changed:
             await api.run_deploy(plan, progress=out.progress())
+        elif plan.renamed_from is not None:
+            await api.run_deploy(plan)  # as kapp does first: an older kapp-controller's record renamed, nothing else
         out.finish()
     except KapplyError as e:
         raise RepositoryDeployFailed(str(e), out.text) from e
@@ -196,4 +209,5 @@ async def delete(api: AsyncClient, vocabulary: Vocabulary, name: str, namespace:
     """Delete the repository's kapp app and with it its Packages and PackageMetadatas; KapplyError when that fails."""
     api = confined(api, vocabulary, name, namespace)
     await check_record(api, vocabulary, name, namespace)
-    await api.delete(names.repository_app_name(name), namespace=namespace, options=repository_delete_options())
+    options = replace(repository_delete_options(), prev_app=legacy_app_name(name))
+    await api.delete(names.repository_app_name(name), namespace=namespace, options=options)
