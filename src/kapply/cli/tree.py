@@ -14,6 +14,7 @@ from kapply.cli.app_commands import CONTROLLER, app_command
 from kapply.cli.command import Command
 from kapply.cli.controller_flags import API_GROUPS, DRIFT_FLAGS
 from kapply.cli.controller_manifests import manifests_command
+from kapply.cli.dashboard import dashboard_command
 from kapply.cli.dev import dev_command
 from kapply.cli.groups import sections
 from kapply.cli.package.commands import package_command
@@ -543,6 +544,7 @@ def tree() -> Command:
             ),
             package_command(MISC_SECTION),
             dev_command(MISC_SECTION),
+            dashboard_command(MISC_SECTION),
             Command(
                 "version",
                 "Print client version",

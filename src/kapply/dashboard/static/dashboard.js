@@ -1,0 +1,195 @@
+// kapply dashboard: fills the page from the server's JSON and server-sent events. Text only (textContent), never HTML.
+"use strict";
+(function () {
+  const base = "/" + location.pathname.split("/")[1] + "/";
+  const csrf = document.querySelector('meta[name="kapply-csrf"]').content;
+
+  function el(tag, text, cls) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (cls) node.className = cls;
+    return node;
+  }
+
+  function fillTable(id, items, cells) {
+    const body = document.querySelector("#" + id + " tbody");
+    body.replaceChildren();
+    if (!Array.isArray(items)) {
+      const tr = el("tr");
+      const td = el("td", items && items.error ? items.error : "", "error");
+      td.colSpan = document.querySelectorAll("#" + id + " thead th").length;
+      tr.append(td);
+      body.append(tr);
+      return;
+    }
+    for (const item of items) {
+      const tr = el("tr");
+      for (const cell of cells(item)) tr.append(cell instanceof Node ? cell : el("td", cell));
+      body.append(tr);
+    }
+  }
+
+  function query(params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+    return q.toString();
+  }
+
+  // --- the Apps list ---------------------------------------------------------------------------------------------
+  function listPage() {
+    const rows = new Map();
+    let source = null;
+    const live = document.getElementById("live");
+
+    function render() {
+      const keys = [...rows.keys()].sort();
+      fillTable("apps", keys.map((k) => rows.get(k)), (r) => {
+        const name = el("td");
+        const link = el("a", r.name);
+        link.href = base + "app?" + query({ key: r.key });
+        name.append(link);
+        const state = el("td", r.state, "state-" + r.state);
+        const num = (n) => el("td", n, "num");
+        return [r.kind, r.namespace, name, state, r.lastDeployAgo ? r.lastDeployAgo + " ago" : "never", r.age,
+          r.driftPolicy, num(r.drifted), num(r.ghostDiffs), r.description];
+      });
+      document.getElementById("empty").hidden = rows.size > 0;
+    }
+
+    function hidden(list) {
+      const box = document.getElementById("hidden");
+      box.replaceChildren(...list.map((text) => el("p", text)));
+    }
+
+    function connect() {
+      if (source) source.close();
+      const form = document.getElementById("filters");
+      const params = Object.fromEntries(new FormData(form).entries());
+      source = new EventSource(base + "events?" + query(params));
+      source.addEventListener("snapshot", (e) => {
+        const data = JSON.parse(e.data);
+        rows.clear();
+        for (const r of data.rows) rows.set(r.key, r);
+        hidden(data.hidden);
+        render();
+        live.textContent = "Live: " + rows.size + " shown, updated " + new Date().toLocaleTimeString();
+      });
+      source.addEventListener("row", (e) => {
+        const r = JSON.parse(e.data);
+        rows.set(r.key, r);
+        render();
+        live.textContent = "Live: " + rows.size + " shown, updated " + new Date().toLocaleTimeString();
+      });
+      source.addEventListener("gone", (e) => {
+        rows.delete(JSON.parse(e.data).key);
+        render();
+      });
+      source.addEventListener("hidden", (e) => hidden(JSON.parse(e.data)));
+      source.onerror = () => { live.textContent = "Connection lost: reconnecting…"; };
+    }
+
+    let timer = 0;
+    document.getElementById("filters").addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(connect, 250);
+    });
+    document.getElementById("filters").addEventListener("submit", (e) => e.preventDefault());
+    connect();
+  }
+
+  // --- one App's page --------------------------------------------------------------------------------------------
+  function appPage() {
+    const key = new URLSearchParams(location.search).get("key") || "";
+    const live = document.getElementById("live");
+    let pending = 0;
+
+    function summary(r) {
+      const dl = document.getElementById("summary");
+      dl.replaceChildren();
+      const items = [["Kind", r.kind + " (" + r.group + ")"], ["State", r.state], ["Description", r.description],
+        ["Last deploy", r.lastDeploy ? r.lastDeploy + " (" + r.lastDeployAgo + " ago)" : "never"], ["Age", r.age],
+        ["Paused", r.paused ? "yes" : "no"], ["Canceled", r.canceled ? "yes" : "no"], ["Drift policy", r.driftPolicy]];
+      for (const [k, v] of items) dl.append(el("dt", k), el("dd", v));
+    }
+
+    function stages(parts) {
+      const box = document.getElementById("stages");
+      box.replaceChildren();
+      for (const [name, part] of Object.entries(parts)) {
+        box.append(el("h3", name + " (exit code " + part.exitCode + ", " + part.updatedAt + ")"));
+        if (part.error) box.append(el("p", part.error, "error"));
+        const text = [part.stdout, part.stderr].filter(Boolean).join("\n");
+        if (text) { const pre = el("pre", text); pre.tabIndex = 0; box.append(pre); }
+      }
+    }
+
+    async function load() {
+      const answer = await fetch(base + "api/app?" + query({ key }), { cache: "no-store" });
+      const data = await answer.json();
+      if (data.error) { live.textContent = data.error; return; }
+      const r = data.row;
+      document.title = "kapply dashboard: " + r.kind + " " + r.namespace + "/" + r.name;
+      document.getElementById("title").textContent = r.kind + " " + r.namespace + "/" + r.name;
+      summary(r);
+      fillTable("conditions", data.conditions, (c) => [c.type, c.status, c.message || ""]);
+      const writer = (f) => f.writtenBy || "";
+      fillTable("drift", data.drift, (f) => [f.resource, f.path, f.desired, f.live, writer(f)]);
+      fillTable("ghosts", data.ghostDiffs, (f) => [f.resource, f.path, f.desired, "live" in f ? f.live : "not seen since " + f.lastSeen,
+        writer(f), f.recurrences, f.firstSeen, f.lastSeen]);
+      document.getElementById("suggested").textContent = data.suggestedConfig || "(none)";
+      document.getElementById("copy-suggested").disabled = !data.suggestedConfig;
+      stages(data.stages);
+      document.getElementById("tree").textContent = typeof data.tree === "string" ? data.tree : data.tree.error;
+      fillTable("events", data.events, (e) => [e.lastTimestamp, e.type, e.reason, e.count, e.message]);
+      fillTable("history", data.history, (h) => [h.name, h.startedAt, h.finishedAt,
+        h.successful === null ? "" : h.successful ? "yes" : "no", h.description]);
+      live.textContent = "Live: updated " + new Date().toLocaleTimeString();
+    }
+
+    function reload() {
+      clearTimeout(pending);
+      pending = setTimeout(load, 200);
+    }
+
+    const source = new EventSource(base + "events?" + query({ key }));
+    source.addEventListener("row", reload);
+    source.addEventListener("gone", () => { live.textContent = "This App is gone"; });
+    source.onerror = () => { live.textContent = "Connection lost: reconnecting…"; };
+
+    const words = { kick: "Sync this App now", pause: "Pause this App's reconciliation", resume: "Resume this App's reconciliation" };
+    const dialog = document.getElementById("confirm");
+    let chosen = "";
+    for (const button of document.querySelectorAll("button[data-action]")) {
+      button.addEventListener("click", () => {
+        chosen = button.dataset.action;
+        document.getElementById("confirm-text").textContent = words[chosen] + "?";
+        dialog.showModal();
+      });
+    }
+    document.getElementById("confirm-no").addEventListener("click", () => dialog.close());
+    document.getElementById("confirm-yes").addEventListener("click", async () => {
+      dialog.close();
+      const result = document.getElementById("action-result");
+      result.textContent = "Working…";
+      try {
+        const answer = await fetch(base + "api/action?" + query({ key, action: chosen }), {
+          method: "POST", headers: { "X-Kapply-CSRF": csrf }, cache: "no-store" });
+        const data = await answer.json();
+        result.textContent = data.message;
+        result.className = data.ok ? "" : "error";
+      } catch (e) {
+        result.textContent = "Failed: " + e;
+        result.className = "error";
+      }
+      reload();
+    });
+    document.getElementById("copy-suggested").addEventListener("click", async () => {
+      const text = document.getElementById("suggested").textContent;
+      try { await navigator.clipboard.writeText(text); live.textContent = "Suggested rule copied"; }
+      catch (e) { live.textContent = "Copy failed: select the text and copy it"; }
+    });
+    load();
+  }
+
+  if (document.body.dataset.page === "list") listPage(); else appPage();
+})();
