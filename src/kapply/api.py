@@ -19,7 +19,7 @@ import functools
 import io
 import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
@@ -40,7 +40,7 @@ from kapply.diff.change import Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.fields import FieldPath
 from kapply.diff.ghost import FieldDrift
-from kapply.errors import ManifestError
+from kapply.errors import KapplyError, ManifestError
 from kapply.flags import DELETE_FLAGS, DEPLOY_FLAGS, Target, allow_rules, resource_filter, setting
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
@@ -303,6 +303,42 @@ class AsyncClient:
             app_namespace=app_namespace,
         )
 
+    async def plan_rollback(
+        self, app: str, change: str, *, namespace: str | None = None, options: DeployOptions = DeployOptions()
+    ) -> Plan:
+        """The changes deploying again what the app-change `change` of `app` (in `namespace`) applied make (kapply's
+        `app-change rollback`): its kept documents, placed as they were, with `options` (the diff, apply and wait
+        ones; its placement is the change's). Running the plan records a change that says it rolls back to `change`.
+        Writes nothing. KapplyError when the app has no such change, or the change kept nothing."""
+        found = await self.get_app(app, namespace=namespace)
+        if change not in {c.name for c in await history.list_changes(self.cluster, found)}:
+            raise KapplyError(
+                f"App-change '{change}' of {found.describe()} does not exist "
+                f"(hint: kapply app-change list -a {found.name})"
+            )
+        applied = await history.kept(self.cluster, found, change)
+        if applied is None:
+            raise KapplyError(
+                f"App-change '{change}' of {found.describe()} kept nothing to roll back to (it was recorded by kapp, "
+                "by a kapply that did not keep changes yet, by a user who may not create Secrets, or was too large "
+                "to keep)"
+            )
+        options = replace(
+            options,
+            into_namespace=applied.into_namespace,
+            namespace_map=applied.namespace_map,
+            rollback_of=change,
+            prev_app="",
+        )
+        return await deploy_pipeline.plan(
+            self.cluster,
+            found.name,
+            Source(resources=applied.documents),
+            options,
+            namespace_name=applied.namespace,
+            app_namespace=found.namespace,
+        )
+
     async def check_deploy(self, plan: Plan) -> None:
         """The checks kapp makes between showing a plan and applying it: `--allow-*` (ManifestError) and, when the plan
         changes something, the `--preflight` checks (PreflightError). Nothing is written."""
@@ -496,6 +532,7 @@ class Client:
     # Each runs AsyncClient's method of the same name on this client's event loop (see _blocking).
     target = _blocking(AsyncClient.target)
     plan_deploy = _blocking(AsyncClient.plan_deploy)
+    plan_rollback = _blocking(AsyncClient.plan_rollback)
     check_deploy = _blocking(AsyncClient.check_deploy)
     run_deploy = _blocking(AsyncClient.run_deploy)
     outside_changes = _blocking(AsyncClient.outside_changes)

@@ -115,6 +115,7 @@ class DeployOptions:
     disable_gk_scoping: bool = False  # kapp's --dangerous-disable-gk-scoping: look for the app's resources in all types
     # kapp's --preflight: the checks run before anything is applied (apply.preflight); None: the Config's preflightRules
     preflight: tuple[str, ...] | None = None
+    rollback_of: str = ""  # kapply's `app-change rollback --to`: the app-change this deploy goes back to
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class Plan:
     renamed_from: record.App | None = None  # the record of the app's earlier name (--prev-app), renamed by `run`
     not_allowed: tuple[str, ...] = ()  # what --allow-check refuses (see check_allowed)
     listing: Listing | None = None  # how the app's objects were found (None: a new app, which has none)
+    applied: history.Applied | None = None  # what the app-change keeps, for a rollback to it (kapply.app.history)
     # numbers masked values wherever the plan's changes are shown, and in the diff of a conflict while it runs: one
     # numbering per deploy, as kapp's is per process
     masks: MaskCounter = field(default_factory=MaskCounter, compare=False, repr=False)
@@ -252,6 +254,9 @@ async def plan(
         renamed_from=located.renamed_from,
         not_allowed=desired.not_allowed,
         listing=existing.listing,
+        applied=history.Applied(
+            manifests.source, placement.default_namespace, placement.into_namespace, placement.namespace_map
+        ),
     )
 
 
@@ -261,12 +266,13 @@ class Manifests:
 
     docs: tuple[Document, ...]
     config: Config
+    source: tuple[Obj, ...] = ()  # every document as read, Configs included: what an app-change keeps
 
 
 def split_manifests(documents: Sequence[Document]) -> Manifests:
     """The manifests' documents, the Configs taken out of the resources and merged with kapp's default Config."""
     docs, user_configs = split_configs(documents)
-    return Manifests(tuple(docs), with_defaults(user_configs))
+    return Manifests(tuple(docs), with_defaults(user_configs), tuple(d.obj for d in documents))
 
 
 async def read_manifests(source: Source, *, meanwhile: asyncio.Future[T]) -> Manifests:
@@ -700,13 +706,16 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
     options = plan.options
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
     stored_diff = plan.line_diffs()
+    summary = description(plan.changes)
     app, change_name = await history.begin(
         cluster,
         app,
-        description(plan.changes),
+        f"rollback to {options.rollback_of}: {summary}" if options.rollback_of else summary,
         list(plan.namespaces),
         stored_diff,
         record=options.app_changes_max_to_keep > 0,
+        applied=plan.applied,
+        warn=progress.warn,
     )
     begun = app.meta  # what kapp's --app-metadata-file-output holds: the change begun, not finished
     loop = ApplyLoop(

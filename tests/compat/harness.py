@@ -202,6 +202,8 @@ class Harness:
                 meta = raw.get("metadata", {})
                 if meta.get("name") == "kube-root-ca.crt":
                     continue
+                if raw.get("type") == "kapply.dev/app-change-applied":
+                    continue  # what each kapply change applied, kept for a rollback (compatibility.md, "Beyond kapp")
                 if "-change-" in meta.get("name", "") and "data" in raw:
                     changes += 1
                     meta["name"] = f"{meta['name'].rsplit('-change-', 1)[0]}-change-{changes}"

@@ -17,7 +17,7 @@ CASES = [
     (["kapply", "dep"], ["deploy", "deploy-config"]),
     (["kapply", "deploy", "--diff-c"], ["--diff-changes", "--diff-changes-yaml", "--diff-context"]),
     (["kapply", "deploy", "--diff-a"], ["--diff-against-last-applied", "--diff-anchored"]),
-    (["kapply", "app-change", ""], ["garbage-collect", "list"]),
+    (["kapply", "app-change", ""], ["garbage-collect", "list", "rollback"]),
     (["kapply", "ac", "l"], ["list"]),  # aliases lead to their command
     (["kapply", "-n", "x", "--kubeconfig", "k", "ins"], ["inspect"]),  # flag values are skipped
     (

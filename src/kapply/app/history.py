@@ -4,27 +4,74 @@
 Beyond kapp (kapp issue 338): kapply also stores the masked diff of what the deploy
 changed, under `data.diff`, so that `kapply app-change list --diff` shows what each
 change did. Masking happens before it is stored: Secret values never reach it.
+
+Also beyond kapp (issue 34): each change keeps what it applied (the documents as given, Configs included, and where
+they were placed), gzipped JSON in a Secret of the change's name beside it (they may hold Secret data), so that
+`kapply app-change rollback` can deploy them again. The Secret is owned by the change's ConfigMap (whoever deletes
+the change, kapp's GC included, deletes it) and carries none of the app's labels (kapp never sees it as the app's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-from dataclasses import dataclass, replace
+import gzip
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import orjson
 
 from kapply import objects
 from kapply.app.meta import AppMeta, ChangeMeta, now
 from kapply.app.record import CONFIGMAPS, App, save_meta
-from kapply.errors import KapplyError
-from kapply.resources.cluster import Cluster, once_answered
+from kapply.errors import ClusterError, KapplyError
+from kapply.objects import Obj
+from kapply.resources.cluster import Cluster, ResourceType, once_answered
 
 DIFF_KEY = "diff"
 MAX_DIFF_BYTES = 512 * 1024  # a ConfigMap holds at most 1 MiB
 # seconds an interrupted run spends recording its change as failed: a process asked to stop has little time (a pod's
 # grace period is 30 s by default), and the API server may be the very thing the run was waiting on
 INTERRUPTED_GRACE = 10.0
+SECRETS = ResourceType("", "v1", "Secret", "secrets", True, frozenset({"create", "delete", "get", "list"}))
+KEPT_LABEL = "kapply.dev/app-change"  # on the Secret keeping what a change applied: the change's name
+KEPT_TYPE = "kapply.dev/app-change-applied"
+KEPT_KEY = "applied.json.gz"
+MAX_KEPT_BYTES = 1000 * 1024  # a Secret holds at most 1 MiB, its metadata included
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a deploy applied, as given: its documents (resources and Configs, before kapply prepared them) and where
+    they were placed (the default namespace, `--into-ns`, `--map-ns`). Deploying them again is a rollback."""
+
+    documents: tuple[Obj, ...]
+    namespace: str
+    into_namespace: str = ""
+    namespace_map: Mapping[str, str] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        payload = {
+            "version": 1,
+            "namespace": self.namespace,
+            "intoNamespace": self.into_namespace,
+            "namespaceMap": dict(self.namespace_map),
+            "documents": list(self.documents),
+        }
+        return gzip.compress(orjson.dumps(payload, default=str), mtime=0)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Applied:
+        payload = orjson.loads(gzip.decompress(data))
+        if not isinstance(payload, dict) or payload.get("version") != 1:
+            raise ValueError("not a kept change of a version this kapply reads")
+        return cls(
+            tuple(payload["documents"]),
+            str(payload["namespace"]),
+            str(payload.get("intoNamespace") or ""),
+            dict(payload.get("namespaceMap") or {}),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +96,19 @@ def _stored_diff(diff: str) -> str:
 
 
 async def begin(
-    cluster: Cluster, app: App, description: str, namespaces: list[str], diff: str, record: bool = True
+    cluster: Cluster,
+    app: App,
+    description: str,
+    namespaces: list[str],
+    diff: str,
+    record: bool = True,
+    *,
+    applied: Applied | None = None,
+    warn: Callable[[str], None] = lambda _: None,
 ) -> tuple[App, str]:
-    """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0) and point
-    the app's lastChange at it. Returns the updated app and the change's name ("" when not recorded)."""
+    """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0), keep what
+    it applies (`applied`, see `keep`) and point the app's lastChange at it. Returns the updated app and the change's
+    name ("" when not recorded)."""
     meta = ChangeMeta(started_at=now(), description=description, namespaces=tuple(namespaces))
     name = ""
     if record:
@@ -69,8 +125,57 @@ async def begin(
             },
         )
         name = created["metadata"]["name"]
+        if applied is not None:
+            await keep(cluster, created, applied, warn)
     app = await save_meta(cluster, app, _with_last_change(app, name, meta))
     return app, name
+
+
+async def keep(cluster: Cluster, change: Obj, applied: Applied, warn: Callable[[str], None]) -> bool:
+    """Keep what the change (its ConfigMap as created) applies, in a Secret of its name owned by it. A change too
+    large to keep, or a Secret that cannot be created, is only warned about: the deploy goes on, and that change
+    cannot be rolled back to. A user who may not create Secrets is not warned on every deploy (kapp's output stays
+    the same for them): a rollback to the change says why it cannot be done."""
+    meta = change["metadata"]
+    data = applied.to_bytes()
+    if len(data) > MAX_KEPT_BYTES:
+        warn(
+            f"App-change '{meta['name']}' applies {len(data)} bytes (compressed), more than a Secret holds "
+            f"({MAX_KEPT_BYTES}): what it applied is not kept, so it cannot be rolled back to"
+        )
+        return False
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta.get("uid", "")}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": KEPT_TYPE,
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {KEPT_LABEL: meta["name"]},
+            "ownerReferences": [owner],
+        },
+        "data": {KEPT_KEY: base64.b64encode(data).decode()},
+    }
+    try:
+        await cluster.create(SECRETS, secret)
+    except ClusterError as e:
+        if e.status != 403:
+            warn(f"What app-change '{meta['name']}' applies is not kept (it cannot be rolled back to): {e}")
+        return False
+    return True
+
+
+async def kept(cluster: Cluster, app: App, name: str) -> Applied | None:
+    """What the change `name` applied, None when it kept nothing (recorded by kapp, by a kapply before it kept
+    changes, too large to keep, or by a user who may not create Secrets)."""
+    secret = await cluster.get(SECRETS, app.namespace, name)
+    if secret is None or secret.get("type") != KEPT_TYPE:
+        return None
+    try:
+        return Applied.from_bytes(base64.b64decode((secret.get("data") or {})[KEPT_KEY]))
+    except (KeyError, ValueError, TypeError, OSError, EOFError) as e:  # a Secret changed by hand
+        raise KapplyError(f"Secret '{name}' (namespace: {app.namespace}) does not hold a kept app-change: {e}") from e
 
 
 def _with_last_change(app: App, name: str, meta: ChangeMeta) -> AppMeta:
@@ -133,11 +238,24 @@ def to_collect(changes: list[AppChange], max_to_keep: int) -> list[AppChange]:
 async def gc(cluster: Cluster, app: App, max_to_keep: int) -> int:
     """Delete the oldest changes beyond max_to_keep; the number deleted."""
     doomed = to_collect(await list_changes(cluster, app), max_to_keep)
-    for change in doomed:
-        await cluster.delete(CONFIGMAPS, app.namespace, change.name)
+    await _delete(cluster, app, doomed)
     return len(doomed)
 
 
 async def delete_all(cluster: Cluster, app: App) -> None:
-    for change in await list_changes(cluster, app):
+    await _delete(cluster, app, await list_changes(cluster, app))
+
+
+async def _delete(cluster: Cluster, app: App, changes: Sequence[AppChange]) -> None:
+    """Delete the changes and what they kept (at once: the owner reference's garbage collection would come later)."""
+    for change in changes:
         await cluster.delete(CONFIGMAPS, app.namespace, change.name)
+        with contextlib.suppress(ClusterError):  # a user who may not delete Secrets: the owner reference deletes it
+            await _delete_kept(cluster, app, change.name)
+
+
+async def _delete_kept(cluster: Cluster, app: App, name: str) -> None:
+    """Delete the Secret that keeps change `name`, only if it is one (a Secret of that name made otherwise stays)."""
+    secret = await cluster.get(SECRETS, app.namespace, name)
+    if secret is not None and secret.get("type") == KEPT_TYPE:
+        await cluster.delete(SECRETS, app.namespace, name, uid=secret["metadata"].get("uid"))

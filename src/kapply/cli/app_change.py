@@ -1,4 +1,4 @@
-"""`kapply app-change list|gc`: an app's change history."""
+"""`kapply app-change list|gc|rollback`: an app's change history, and going back to a change of it (kapply's)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from kapply.cli.common import confirm, existing_app, run
 from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
+    from kapply.api import AsyncClient
     from kapply.app.history import AppChange
     from kapply.ui.output import Output
+
+CONTROLLER_APP_SUFFIX = ".app"  # the kapp app a controller's App deploys as (kapply.controller.deploy.kapp_app_name)
 
 
 def list_changes(args: Args, out: Output) -> None:
@@ -76,3 +79,64 @@ async def _gc(args: Args, out: Output) -> None:
         deleted = await history.gc(api.cluster, found, args["max"])
         out.line(f"Kept {len(changes) - deleted}, deleted {deleted} app changes")
         out.finish()
+
+
+def rollback(args: Args, out: Output) -> None:
+    run(_rollback(args, out))
+
+
+async def _rollback(args: Args, out: Output) -> None:
+    """Plan deploying again what the change `--to` applied, show it as a deploy does, ask, pause the controller's
+    App that deploys the app (if one does: else it would deploy its own spec over the rollback), and run it."""
+    from kapply.api import deploy_options
+    from kapply.cli.common import app_client
+    from kapply.flags import diff_view
+    from kapply.ui.changes import changes_table, show_changes
+    from kapply.ui.messages import ProgressLines
+
+    to: str = args["to"]
+    if not to:
+        raise KapplyError("Expected app change to roll back to (--to) to be non-empty")
+    flags = args.parsed.flags
+    diff = diff_view(flags)
+    async with app_client(args, out, out) as (api, app, namespace):
+        plan = await api.plan_rollback(app.name, to, namespace=namespace, options=deploy_options(flags))
+        show_changes(out, plan.text(diff.format(), yaml=diff.changes_yaml, diffs=diff.changes))
+        if diff.summary:
+            out.table(changes_table(plan.changes, plan.options.apply.default_update_strategy))
+        if diff.run:
+            out.finish()
+            return
+        await api.check_deploy(plan)
+        if plan.pending:
+            confirm(args, out)
+        await pause_controller_app(api, plan.app.name, plan.app.namespace, out)
+        result = await api.run_deploy(plan, progress=ProgressLines(out))
+        recorded = f", recorded as app change '{result.app_change}'" if result.app_change else ""
+        out.line(f"Rolled back to app change '{to}'{recorded}")
+        out.finish()
+
+
+async def pause_controller_app(api: AsyncClient, app: str, namespace: str, out: Output) -> None:
+    """Pause the App (kapply's or kapp-controller's) that deploys the kapp app `app` (`<App>.app`), saying so, as
+    Argo CD turns auto-sync off before a rollback; nothing when no App deploys it or it is paused already."""
+    from kapply.cli.package.common import PAUSE
+    from kapply.controller.vocabulary import VOCABULARIES
+    from kapply.errors import ClusterError
+
+    if not app.endswith(CONTROLLER_APP_SUFFIX):
+        return
+    name = app.removesuffix(CONTROLLER_APP_SUFFIX)
+    for vocabulary in VOCABULARIES.values():
+        rtype = vocabulary.app.rtype
+        try:
+            found = await api.cluster.get(rtype, namespace, name)
+        except ClusterError:  # the group is not served, or may not be read
+            continue
+        if found is None or (found.get("spec") or {}).get("paused"):
+            continue
+        await api.cluster.patch(rtype, namespace, name, PAUSE)
+        out.line(
+            f"Paused App '{name}' ({rtype.group}, namespace: {namespace}), which deploys this app, so that it does not "
+            f"deploy its own spec over the rollback (spec.paused: true; resume it with `kapply app kick -a {name}`)"
+        )

@@ -190,7 +190,7 @@ def tree() -> Command:
     )
     app_change = Command(
         "app-change",
-        "App change (garbage-collect, list)",
+        "App change (garbage-collect, list, rollback)",
         aliases=("ac", "app-changes", "appchange", "appchanges"),
         section=SUPPORT_SECTION,
         children=(
@@ -219,6 +219,24 @@ def tree() -> Command:
                 ),
                 Flag("diff", Kind.BOOL, False, "Show the diff each change applied (kapply)"),
                 aliases=LIST_ALIASES,
+            ),
+            Command(
+                "rollback",
+                "Deploy again what an app change applied (kapply)",
+                "kapply.cli.app_change:rollback",
+                flag_sections=sections(
+                    (
+                        "Flags",
+                        (
+                            *f.APP_FLAGS,
+                            Flag("to", Kind.STRING, "", "Set app change to roll back to (format: web-change-x1y2z)"),
+                            f.TTY,
+                        ),
+                    ),
+                    ("Diff Flags", f.DIFF_FLAGS),
+                    ("Apply Flags", f.APPLY_FLAGS),
+                    ("Wait Flags", f.WAIT_FLAGS),
+                ),
             ),
         ),
     )
