@@ -188,6 +188,7 @@ def test_the_app_page_shows_drift_with_its_writer_and_no_secret(
     expect(tab.locator("#conditions")).to_contain_text("ReconcileSucceeded")
     expect(tab.locator("#tree")).to_contain_text("web-config")
     expect(tab.locator("#history tbody tr").first).to_be_visible()
+    expect(tab.locator("#history details pre").first).to_contain_text("web-creds")  # the masked diffs, in the page
     if screenshot := os.environ.get("KAPPLY_DASHBOARD_SCREENSHOT"):
         tab.screenshot(path=screenshot, full_page=False)
     key = urllib.parse.quote(f"App.kapply.dev/{app_namespace}/{app}")

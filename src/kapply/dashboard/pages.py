@@ -100,7 +100,8 @@ def app_page(token: str, csrf: str) -> str:
 <th scope="col">Count</th><th scope="col">Message</th></tr></thead><tbody></tbody></table></section>
 <section aria-labelledby="h-history"><h2 id="h-history">App changes</h2>
 <table id="history"><thead><tr><th scope="col">Name</th><th scope="col">Started</th><th scope="col">Finished</th>
-<th scope="col">Successful</th><th scope="col">Description</th></tr></thead><tbody></tbody></table></section>
+<th scope="col">Successful</th><th scope="col">Description</th><th scope="col">Diff (masked)</th></tr></thead>
+<tbody></tbody></table></section>
 </main>
 </body>
 </html>

@@ -173,6 +173,7 @@ class Dashboard:
                 "finishedAt": c.meta.finished_at,
                 "successful": c.meta.successful,
                 "description": c.meta.description,
+                "diff": c.diff,  # masked with the diffMaskRules before it was stored (Secret values never reach it)
             }
             for c in reversed(changes)
         ]

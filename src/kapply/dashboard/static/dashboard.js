@@ -123,6 +123,18 @@
       }
     }
 
+    function diffCell(diff) {
+      const td = el("td");
+      if (!diff) return td;
+      const details = el("details");
+      details.append(el("summary", "diff"));
+      const pre = el("pre", diff);
+      pre.tabIndex = 0;
+      details.append(pre);
+      td.append(details);
+      return td;
+    }
+
     async function load() {
       const answer = await fetch(base + "api/app?" + query({ key }), { cache: "no-store" });
       const data = await answer.json();
@@ -142,7 +154,7 @@
       document.getElementById("tree").textContent = typeof data.tree === "string" ? data.tree : data.tree.error;
       fillTable("events", data.events, (e) => [e.lastTimestamp, e.type, e.reason, e.count, e.message]);
       fillTable("history", data.history, (h) => [h.name, h.startedAt, h.finishedAt,
-        h.successful === null ? "" : h.successful ? "yes" : "no", h.description]);
+        h.successful === null ? "" : h.successful ? "yes" : "no", h.description, diffCell(h.diff)]);
       live.textContent = "Live: updated " + new Date().toLocaleTimeString();
     }
 
