@@ -23,7 +23,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
@@ -163,17 +162,8 @@ class Clients:
             lines[start:end] = sorted(lines[start:end])
         return lines
 
-    def same(
-        self,
-        pair: tuple[Result, Result],
-        *,
-        known: re.Pattern[str] | None = None,
-        reason: str = "",
-        tail: Tail | None = None,
-    ) -> None:
-        """Both runs look the same to a user (exit status, stdout and stderr, normalised). With `known` (a known
-        difference, docs/compatibility.md): the rest must be the same, kctrl's lines matching `known` and blank lines
-        left out; then the test is an expected failure (`reason`) while those lines differ. With `tail` (a command that
+    def same(self, pair: tuple[Result, Result], *, tail: Tail | None = None) -> None:
+        """Both runs look the same to a user (exit status, stdout and stderr, normalised). With `tail` (a command that
         tails an install's App or a repository as kctrl's informer does): the lines of the tail are compared as `tail`
         says, the rest as they are."""
         theirs, ours = (self.seen(r) for r in pair)
@@ -186,10 +176,6 @@ class Clients:
                 shorter, longer = sorted((their_tail, our_tail), key=len)
                 assert any(longer[i : i + len(shorter)] == shorter for i in range(len(longer) - len(shorter) + 1)), told
                 assert their_tail[-1:] == our_tail[-1:] or not (their_tail and our_tail), told
-        if known is not None and theirs != ours:
-            rest = [[line for line in lines if line and not known.search(line)] for lines in (theirs, ours)]
-            assert rest[1] == rest[0], "\n".join(("kctrl:", *rest[0], "", "kapply:", *rest[1]))
-            pytest.xfail(reason)
         assert ours == theirs, "\n".join(("kctrl:", *theirs, "", "kapply:", *ours))
 
 
