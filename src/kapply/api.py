@@ -320,8 +320,8 @@ class AsyncClient:
         if applied is None:
             raise KapplyError(
                 f"App-change '{change}' of {found.describe()} kept nothing to roll back to (it was recorded by kapp, "
-                "by a kapply that did not keep changes yet, by a user who may not create Secrets, or was too large "
-                "to keep)"
+                "by a kapply that did not keep changes yet, by a user who may not create Secrets, by a partial "
+                "deploy (--patch, --filter, --diff-filter), or was too large to keep)"
             )
         options = replace(
             options,

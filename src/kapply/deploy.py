@@ -254,9 +254,17 @@ async def plan(
         renamed_from=located.renamed_from,
         not_allowed=desired.not_allowed,
         listing=existing.listing,
-        applied=history.Applied(
-            manifests.source, placement.default_namespace, placement.into_namespace, placement.namespace_map
-        ),
+        applied=_applied(manifests, placement, options),
+    )
+
+
+def _applied(manifests: Manifests, placement: Placement, options: DeployOptions) -> history.Applied | None:
+    """What the app-change keeps for a rollback; nothing for a partial deploy (`--patch`, `--filter*`,
+    `--diff-filter`), whose documents are not the app's state: deploying them whole would delete the rest."""
+    if options.patch or options.resource_filter is not None or options.change_filter is not None:
+        return None
+    return history.Applied(
+        manifests.source, placement.default_namespace, placement.into_namespace, placement.namespace_map
     )
 
 

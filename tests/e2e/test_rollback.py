@@ -171,6 +171,13 @@ def test_a_change_kapp_made_cannot_be_rolled_back_to(kapply: KapplyRunner, kube:
     assert refused.returncode != 0
     assert f"App-change '{change}' of App 'web' (namespace: {namespace}) kept nothing" in refused.stderr
 
+    patched = kapply.deploy(namespace, manifest.replace("'1'", "'2'"), "--patch", app="web")  # a partial deploy
+    assert patched.returncode == 0
+    (partial,) = changes(kube, namespace) - {change}
+    refused = rollback(kapply, namespace, partial)
+    assert refused.returncode != 0 and f"App-change '{partial}' of App 'web'" in refused.stderr
+    assert "by a partial deploy (--patch, --filter, --diff-filter)" in refused.stderr
+
     missing = rollback(kapply, namespace, "web-change-nope0")
     assert missing.returncode != 0
     assert "App-change 'web-change-nope0' of App 'web'" in missing.stderr and "does not exist" in missing.stderr

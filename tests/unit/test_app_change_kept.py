@@ -14,10 +14,13 @@ from kapply.app import history
 from kapply.app.meta import AppMeta
 from kapply.app.record import App
 from kapply.cli.app_change import pause_controller_app
-from kapply.deploy import split_manifests
+from kapply.deploy import DeployOptions, _applied, split_manifests
+from kapply.diff.filter import ChangeFilter
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import CONFIG_API_VERSION, Document, Obj
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.resources.filters import ResourceFilter
+from kapply.resources.preparation import Placement
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
 
@@ -127,6 +130,18 @@ def test_a_deploy_keeps_every_document_as_read_configs_included():
     manifests = split_manifests(docs)
     assert manifests.source == (SECRET_DOC, config)
     assert [d.obj for d in manifests.docs] == [SECRET_DOC]
+
+
+def test_a_partial_deploy_keeps_nothing():
+    manifests = split_manifests([Document(SECRET_DOC, "resource 1")])
+    placement = Placement("ns", "into", {})
+    assert _applied(manifests, placement, DeployOptions()) == history.Applied((SECRET_DOC,), "ns", "into", {})
+    for partial in (
+        DeployOptions(patch=True),
+        DeployOptions(resource_filter=cast(ResourceFilter, object())),
+        DeployOptions(change_filter=cast(ChangeFilter, object())),
+    ):
+        assert _applied(manifests, placement, partial) is None
 
 
 class Recorder:
