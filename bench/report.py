@@ -394,9 +394,9 @@ def plot(doc: dict[str, Any], path: Path) -> str | None:
         from matplotlib.ticker import FormatStrFormatter
     except ImportError:
         return "matplotlib is not installed (pip install -e '.[bench]')"
-    runs = [r for r in doc["runs"] if r["kind"] == "mix"]
+    runs = [r for r in doc["runs"] if r["kind"] == "mix" and r.get("rtt_ms", 0) == 0]
     if not runs:
-        return "no mix workload in this run"
+        return "no mix workload over loopback in this run"
     steps = [s for s in STEPS if any(r["step"] == s for r in runs)]
     fig, axes = plt.subplots(1, len(steps), figsize=(3.2 * len(steps), 3.4), squeeze=False)
     for ax, step in zip(axes[0], steps, strict=True):

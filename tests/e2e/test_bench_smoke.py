@@ -1,6 +1,7 @@
 """The side-by-side benchmark (bench/sidebyside.py) end to end, tiny: 10 resources of the mix, one repetition, both
-tools, every step, on the test cluster. It measures nothing worth keeping; it shows the harness works: every step ran
-and succeeded, its requests were counted by the API server, and results.json and results.md were written."""
+tools, every step, on the test cluster, through the delaying proxy at 5 ms RTT. It measures nothing worth keeping; it
+shows the harness works: every step ran and succeeded through the proxy, its requests were counted by the API server
+and its round trips by the proxy, and results.json and results.md were written."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def test_a_tiny_side_by_side_run_writes_its_results(cluster: Cluster, tmp_path: 
             "--crs=",
             "--repeat=1",
             "--settle=0",
+            "--rtt=5",
             f"--kapp={kapp}",
             f"--kubeconfig={cluster.kubeconfig}",
             f"--out={tmp_path}",
@@ -43,9 +45,14 @@ def test_a_tiny_side_by_side_run_writes_its_results(cluster: Cluster, tmp_path: 
         assert sum(client.values()) > 0, run
         assert client.get("LIST", 0) > 0, run  # both tools list the app's resources at every step
         assert run["wall_s"] > 0 and run["max_rss_kb"] > 0, run
+        assert run["rtt_ms"] == 5, run
+        # at least a TCP connect, a TLS handshake and a request, one after another
+        assert run["path"]["round_trips"] >= 3 and run["path"]["connections"] >= 1, run
     creates = {r["tool"]: r["requests"]["client"].get("POST", 0) for r in doc["runs"] if r["step"] == "deploy"}
     assert all(n >= 10 for n in creates.values()), creates  # at least one create per resource
     text = (tmp_path / "results.md").read_text()
     assert "e2e smoke run" in text
     assert "## mix-10" in text
     assert "kapply/kapp" in text
+    assert "### mix-10 at 5 ms RTT" in text
+    assert "round trips on the critical path" in text
