@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import socketserver
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -59,9 +60,9 @@ def test_a_ping_pong_costs_the_asked_round_trip_and_the_first_one_a_connect_more
                 sock.sendall(b"ping %d" % i)
                 assert _recv_exactly(sock, 6) == b"ping %d" % i
                 times.append(time.monotonic() - start)
-        assert 2 * rtt - 0.002 <= times[0] <= 2 * rtt + 0.03, times  # the TCP handshake's round trip, then the ping
-        for t in times[1:]:
-            assert rtt - 0.002 <= t <= rtt + 0.02, times
+        assert 2 * rtt - 0.002 <= times[0] <= 2 * rtt + 0.05, times  # the TCP handshake's round trip, then the ping
+        assert min(times[1:]) >= rtt - 0.002, times  # never early
+        assert statistics.median(times[1:]) <= rtt + 0.008, times  # late by a few ms at most (a loaded machine)
         # the connect and six ping-pongs, one after another (pings this small count as requests only without the
         # flow-control threshold)
         assert critical_path(proxy.take(), min_bytes=1).round_trips == 7
@@ -72,7 +73,7 @@ def test_a_ping_pong_costs_the_asked_round_trip_and_the_first_one_a_connect_more
 def test_a_bulk_transfer_is_delayed_once_not_per_chunk_and_keeps_its_order(echo: int) -> None:
     rtt = 0.05
     proxy = _proxy(echo, rtt)
-    payload = bytes(i % 251 for i in range(8 * 1024 * 1024))
+    payload = bytes(i % 251 for i in range(4 * 1024 * 1024))
     try:
         with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
             got = bytearray()
@@ -90,14 +91,14 @@ def test_a_bulk_transfer_is_delayed_once_not_per_chunk_and_keeps_its_order(echo:
             elapsed = time.monotonic() - start
         assert bytes(got) == payload
         chunks = proxy.take()
-        assert len([c for c in chunks if c.direction == UP]) >= 128  # 8 MiB in reads of at most 64 KiB
-        assert elapsed < 2 * rtt + 1.5, elapsed  # per-chunk delays would be seconds: 128+ chunks x 50 ms
+        assert len([c for c in chunks if c.direction == UP]) >= 64  # 4 MiB in reads of at most 64 KiB
+        assert elapsed < 2 * rtt + 1.5, elapsed  # per-chunk delays would be seconds: 64+ chunks x 50 ms
     finally:
         proxy.stop()
 
 
 def test_connections_in_parallel_are_one_round_trip_not_one_each(echo: int) -> None:
-    rtt = 0.03
+    rtt = 0.05
     proxy = _proxy(echo, rtt)
     try:
         socks = [socket.create_connection(("127.0.0.1", proxy.port)) for _ in range(4)]
@@ -109,7 +110,7 @@ def test_connections_in_parallel_are_one_round_trip_not_one_each(echo: int) -> N
         elapsed = time.monotonic() - start
         for s in socks:
             s.close()
-        assert elapsed < 2 * rtt + 0.03, elapsed
+        assert elapsed < 4 * rtt, elapsed  # connect and exchange: 2 round trips, where one after another would be 8
         found = critical_path(proxy.take())
         assert (found.round_trips, found.flights, found.connections) == (2, 4, 4)
     finally:
