@@ -18,6 +18,7 @@ from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
+from tests.e2e.controller_harness import App, inline_app, install_crd
 from tests.e2e.harness import WAIT_INTERVAL, Cluster, KapplyRunner, external_tool
 
 pytestmark = pytest.mark.e2e
@@ -94,8 +95,10 @@ def changes(kube: Client, namespace: str) -> set[str]:
     }
 
 
-def rollback(kapply: KapplyRunner, namespace: str, change: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return kapply("app-change", "rollback", "-a", "web", "-n", namespace, "--to", change, "-y", WAIT_INTERVAL, *args)
+def rollback(
+    kapply: KapplyRunner, namespace: str, change: str, *args: str, app: str = "web"
+) -> subprocess.CompletedProcess[str]:
+    return kapply("app-change", "rollback", "-a", app, "-n", namespace, "--to", change, "-y", WAIT_INTERVAL, *args)
 
 
 def test_rollback_to_the_first_of_three_releases(kapply: KapplyRunner, kube: Client, namespace: str, kapp: Run):
@@ -181,3 +184,20 @@ def test_a_change_kapp_made_cannot_be_rolled_back_to(kapply: KapplyRunner, kube:
     missing = rollback(kapply, namespace, "web-change-nope0")
     assert missing.returncode != 0
     assert "App-change 'web-change-nope0' of App 'web'" in missing.stderr and "does not exist" in missing.stderr
+
+
+def test_a_rollback_pauses_the_app_that_deploys_the_app_first(
+    kapply: KapplyRunner, kube: Client, namespace: str, cluster: Cluster
+):
+    install_crd(cluster.kubeconfig, kube)  # no controller runs: the App only tells whose app `web.app` is
+    kube.create(App(**inline_app("web", namespace, {"c.yml": ""})))
+    for version in (1, 2):
+        manifest = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  v: '{version}'\n"
+        kapply.deploy(namespace, manifest, app="web.app")
+    first = {docs[0]["data"]["v"]: name for name, docs in kept(kube, namespace).items()}["1"]
+
+    result = rollback(kapply, namespace, first, "--tty", app="web.app")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Paused App 'web' (kapply.dev, namespace: {namespace}), so that it does not deploy" in result.stdout
+    assert kube.get(App, "web", namespace=namespace).spec["paused"] is True
+    assert kube.get(ConfigMap, "c", namespace=namespace).data == {"v": "1"}

@@ -145,19 +145,20 @@ def test_a_partial_deploy_keeps_nothing():
 
 
 class Recorder:
-    """A client whose cluster serves an App `web` in one group (paused or not) and records patches."""
+    """A client whose cluster serves some objects (by group and name; any other group is not served) and records
+    patches."""
 
-    def __init__(self, group: str, paused: bool) -> None:
-        self.group, self.paused, self.patched = group, paused, []
+    def __init__(self, objs: dict[tuple[str, str], Obj]) -> None:
+        self.objs, self.patched = objs, []
         self.cluster = self
 
     async def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj | None:
-        if rtype.group != self.group:
+        if not any(group == rtype.group for group, _ in self.objs):
             raise ClusterError("the server could not find the requested resource", status=404)
-        return {"metadata": {"name": name}, "spec": {"paused": True} if self.paused else {}} if name == "web" else None
+        return self.objs.get((rtype.group, name))
 
     async def patch(self, rtype: ResourceType, namespace: str, name: str, patch: Any) -> Obj:
-        self.patched.append((rtype.group, namespace, name, patch))
+        self.patched.append((rtype.kind, rtype.group, namespace, name, patch))
         return {}
 
 
@@ -169,16 +170,41 @@ class Lines:
         self.lines.append(text)
 
 
+PAUSE = [{"op": "add", "path": "/spec/paused", "value": True}]
+
+
+def app_obj(paused: bool = False, owners: list[Obj] | None = None) -> Obj:
+    meta = {"name": "web", "namespace": "ns", "ownerReferences": owners or []}
+    return {"metadata": meta, "spec": {"paused": True} if paused else {}}
+
+
 @pytest.mark.parametrize("group", ["kapply.dev", "kappctrl.k14s.io"])
 def test_a_rollback_pauses_the_app_a_controller_deploys_it_with(group: str):
-    api, out = Recorder(group, paused=False), Lines()
+    api, out = Recorder({(group, "web"): app_obj()}), Lines()
     asyncio.run(pause_controller_app(cast(Any, api), "web.app", "ns", cast(Any, out)))
-    assert api.patched == [(group, "ns", "web", [{"op": "add", "path": "/spec/paused", "value": True}])]
-    assert out.lines[0].startswith(f"Paused App 'web' ({group}, namespace: ns), which deploys this app")
+    assert api.patched == [("App", group, "ns", "web", PAUSE)]
+    assert out.lines == [
+        f"Paused App 'web' ({group}, namespace: ns), so that it does not deploy its own spec over the rollback "
+        "(spec.paused: true; resume with `kapply app kick -a web`)"
+    ]
+
+
+def test_a_rollback_pauses_the_package_install_that_made_the_app():
+    owner = {"apiVersion": "packaging.kapply.dev/v1alpha1", "kind": "PackageInstall", "name": "pkgi"}
+    install = {"metadata": {"name": "pkgi", "namespace": "ns"}, "spec": {}}
+    objs = {("kapply.dev", "web"): app_obj(owners=[owner]), ("packaging.kapply.dev", "pkgi"): install}
+    api, out = Recorder(objs), Lines()
+    asyncio.run(pause_controller_app(cast(Any, api), "web.app", "ns", cast(Any, out)))
+    assert api.patched == [
+        ("PackageInstall", "packaging.kapply.dev", "ns", "pkgi", PAUSE),
+        ("App", "kapply.dev", "ns", "web", PAUSE),
+    ]
+    assert out.lines[0].startswith("Paused the App's PackageInstall 'pkgi' (packaging.kapply.dev, namespace: ns)")
+    assert out.lines[0].endswith("resume with `kapply package installed kick -i pkgi`)")
 
 
 @pytest.mark.parametrize(("app", "paused"), [("web", False), ("other.app", False), ("web.app", True)])
 def test_no_app_is_paused_when_no_controller_deploys_the_app_or_it_is_paused(app: str, paused: bool):
-    api, out = Recorder("kapply.dev", paused=paused), Lines()
+    api, out = Recorder({("kapply.dev", "web"): app_obj(paused)}), Lines()
     asyncio.run(pause_controller_app(cast(Any, api), app, "ns", cast(Any, out)))
     assert api.patched == [] and out.lines == []

@@ -13,6 +13,8 @@ from kapply.errors import KapplyError
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
     from kapply.app.history import AppChange
+    from kapply.objects import Obj
+    from kapply.resources.cluster import ResourceType
     from kapply.ui.output import Output
 
 CONTROLLER_APP_SUFFIX = ".app"  # the kapp app a controller's App deploys as (kapply.controller.deploy.kapp_app_name)
@@ -118,9 +120,9 @@ async def _rollback(args: Args, out: Output) -> None:
 
 
 async def pause_controller_app(api: AsyncClient, app: str, namespace: str, out: Output) -> None:
-    """Pause the App (kapply's or kapp-controller's) that deploys the kapp app `app` (`<App>.app`), saying so, as
-    Argo CD turns auto-sync off before a rollback; nothing when no App deploys it or it is paused already."""
-    from kapply.cli.package.common import PAUSE
+    """Pause the App (kapply's or kapp-controller's) that deploys the kapp app `app` (`<App>.app`), and the
+    PackageInstall that made that App (its reconcile would set the App's `paused` back), saying so, as Argo CD turns
+    auto-sync off before a rollback; nothing when no App deploys it or it is paused already."""
     from kapply.controller.vocabulary import VOCABULARIES
     from kapply.errors import ClusterError
 
@@ -128,15 +130,30 @@ async def pause_controller_app(api: AsyncClient, app: str, namespace: str, out: 
         return
     name = app.removesuffix(CONTROLLER_APP_SUFFIX)
     for vocabulary in VOCABULARIES.values():
-        rtype = vocabulary.app.rtype
         try:
-            found = await api.cluster.get(rtype, namespace, name)
+            found = await api.cluster.get(vocabulary.app.rtype, namespace, name)
         except ClusterError:  # the group is not served, or may not be read
             continue
-        if found is None or (found.get("spec") or {}).get("paused"):
+        if found is None:
             continue
-        await api.cluster.patch(rtype, namespace, name, PAUSE)
-        out.line(
-            f"Paused App '{name}' ({rtype.group}, namespace: {namespace}), which deploys this app, so that it does not "
-            f"deploy its own spec over the rollback (spec.paused: true; resume it with `kapply app kick -a {name}`)"
-        )
+        for owner in (found.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("apiVersion") == vocabulary.install.api_version and owner.get("kind") == "PackageInstall":
+                install = await api.cluster.get(vocabulary.install.rtype, namespace, owner.get("name", ""))
+                if install is not None:
+                    resume = f"kapply package installed kick -i {owner['name']}"
+                    await _pause(api, vocabulary.install.rtype, install, "the App's PackageInstall", resume, out)
+        await _pause(api, vocabulary.app.rtype, found, "App", f"kapply app kick -a {name}", out)
+
+
+async def _pause(api: AsyncClient, rtype: ResourceType, obj: Obj, what: str, resume: str, out: Output) -> None:
+    """Set `spec.paused` (unless it is set), saying so."""
+    from kapply.cli.package.common import PAUSE
+
+    if (obj.get("spec") or {}).get("paused"):
+        return
+    meta = obj["metadata"]
+    await api.cluster.patch(rtype, meta["namespace"], meta["name"], PAUSE)
+    out.line(
+        f"Paused {what} '{meta['name']}' ({rtype.group}, namespace: {meta['namespace']}), so that it does not deploy "
+        f"its own spec over the rollback (spec.paused: true; resume with `{resume}`)"
+    )
