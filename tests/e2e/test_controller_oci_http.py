@@ -409,9 +409,10 @@ def test_kbld_paths_leaving_the_fetch_directory_are_refused_and_the_canary_stays
     controller_tmp: Path,
 ):
     """kbld reads ImagesLocks and its own configuration from every path it is given: one leading out of the fetch
-    directory (`..`, absolute (read within the fetched content), a bundle's lock that is a symlink) would let an App's author feed it the controller's
-    files. The canary is an ImagesLock the test plants; had kbld read it, its digest would be deployed. A file kbld
-    fails on fails the App as any template step does, kbld's own words in usefulErrorMessage."""
+    directory (`..`, a bundle's lock that is a symlink) would let an App's author feed it the controller's files; an
+    absolute path is read within the fetched content, as kapp-controller reads it. The canary is an ImagesLock the
+    test plants; had kbld read it, its digest would be deployed. A file kbld fails on fails the App as any template
+    step does, kbld's own words in usefulErrorMessage."""
     token = f"sha256:{uuid.uuid4().hex * 2}"
     canary = controller_tmp / "canary.yml"
     canary.write_bytes(
