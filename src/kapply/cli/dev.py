@@ -51,7 +51,7 @@ DELETE = Flag("delete", Kind.BOOL, False, "Delete deployed app")
 def dev_command(section: str) -> Command:
     return Command(
         "dev",
-        "Deploy App CRs and packaging CRs",
+        "Deploy App CRs and packaging CRs, as kctrl dev does, without a controller (kapply)",
         "kapply.cli.dev:dev",
         section=section,
         flag_sections=(FlagSection("Flags", (DELETE, FILE, KBLD_BUILD, LOCAL, NAMESPACE, tty_flag(False))),),
