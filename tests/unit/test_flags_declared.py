@@ -178,7 +178,7 @@ def _fields(target: Target) -> set[str]:
 
 # the fields of an option no flag sets: other options, built from their own flags (or not a flag at all)
 NOT_FROM_ONE_FLAG = {
-    Target.DEPLOY: {"diff", "apply", "wait", "resource_filter", "allow"},
+    Target.DEPLOY: {"diff", "apply", "wait", "resource_filter", "allow", "rollback_of"},  # rollback_of: --to
     Target.DELETE: {"apply", "wait", "resource_filter", "used_kinds_only"},
 }
 

@@ -160,7 +160,7 @@ async def keep(cluster: Cluster, change: Obj, applied: Applied, warn: Callable[[
     try:
         await cluster.create(SECRETS, secret)
     except ClusterError as e:
-        if e.status != 403:
+        if not e.forbidden:
             warn(f"What app-change '{meta['name']}' applies is not kept (it cannot be rolled back to): {e}")
         return False
     return True
