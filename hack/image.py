@@ -7,14 +7,17 @@
   run as root; `--mode=unshare` would need subordinate id ranges and leave a tree owned by mapped ids, which the
   layers would then have to map back).
 - kapply: a virtualenv in /opt/kapply made with the image's own python3 (in a chroot, from mmdebstrap's customize
-  hook), into which the image's python installs the project's wheel (built here with `pip wheel`) and its
-  dependencies at the versions and sha256 hashes of hack/image-requirements.txt, from wheels downloaded beforehand:
-  nothing inside the chroot touches the network.
+  hook), into which the image's python installs kapply's dependencies at the versions and sha256 hashes of
+  hack/image-requirements.txt, from wheels downloaded beforehand, and then (in a chroot of a copy of that tree, with
+  pip run from its locked wheel) the project's wheel (built here with `pip wheel`): nothing inside a chroot touches
+  the network.
 - The tools: helm, kustomize, kbld, cue and sops from hack/tools.py's cache (built from the Go module proxy), and ytt
   when the build is given one (`--ytt` or $KAPPLY_YTT: the Go module proxy this project uses refuses Carvel's
   modules, so it cannot be built here), in /usr/local/bin, named by $KAPPLY_HELM, $KAPPLY_KUSTOMIZE, $KAPPLY_KBLD,
   $KAPPLY_CUE, $KAPPLY_SOPS and $KAPPLY_YTT in the image's config.
-- The image: three layers (Debian; the tools; /opt/kapply), each a tarball written here deterministically (sorted,
+- The image: three layers (Debian with the virtualenv and its dependencies; the tools; what installing kapply's wheel
+  added to the virtualenv, with the directories above it, and the image's manifest), each a tarball written here
+  deterministically (sorted,
   every mtime SOURCE_DATE_EPOCH, numeric owners, no user or group names, gzip without a timestamp); absolute symlinks
   made relative (same meaning under the image's root, and an image unpacked anywhere then keeps every link inside
   it); /dev left empty; setuid and setgid bits dropped (the controller needs none, and its pods forbid privilege
@@ -31,8 +34,13 @@ hack/tools.py and by the sha256 of their binaries. Two builds from the same inpu
 the same image digest.
 
 The build is cached under a key of its inputs (this script, the lock file, the wheel's sha256, the tools' sha256): a
-build with the same key is reused, not rebuilt. The mirror's content is not part of the key: `build --rebuild` picks
-up Debian's updates.
+build with the same key is reused, not rebuilt. So is each of the first two layers, built once for its own inputs:
+the Debian stage ($KAPPLY_CACHE/image/debian-<key>: this script and the lock file; its tree, its layer and pip's
+wheel) and the tools stage (tools-<key>: this script and the tools' sha256). A new commit (a new wheel) only installs
+the wheel into a copy of the Debian stage's tree (hard links, but a copy of the virtualenv) and writes the kapply
+layer and rootfs.tar: what the install changed beside adding files under /opt/kapply is refused, so the layers are
+the tree's. The image is the same as one built without the cache from the same inputs. The mirror's content is not
+part of any key: `build --rebuild` builds every stage again and picks up Debian's updates.
 
 Usage:
     image.py build [--out DIR] [--rebuild] [--ytt PATH] [--wheel WHEEL]   build unless built for these inputs;
@@ -65,8 +73,9 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, redirect_stdout
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -259,8 +268,8 @@ def remove_tree(path: Path) -> None:
 
 
 def build(out: Path | None, ytt: Path | None, rebuild: bool, wheel: Path | None = None) -> Path:
-    """The build's directory: reused when built for the same inputs, else built. The wheel is built from the checkout
-    unless given."""
+    """The build's directory: reused when built for the same inputs, else built (its Debian and tools layers taken
+    from the cache when built for theirs). The wheel is built from the checkout unless given."""
     with locked(CACHE_ROOT):  # builds work in CACHE_ROOT, whatever their output directory
         for stale in CACHE_ROOT.glob("work-*"):  # a build that was killed (the lock is ours: no build is running)
             remove_tree(stale)
@@ -285,13 +294,50 @@ def build(out: Path | None, ytt: Path | None, rebuild: bool, wheel: Path | None 
             if target.exists() and any(target.iterdir()) and not done.exists():
                 sys.exit(f"[image] {target} is not empty and holds no build; refusing to replace it")
             remove_tree(target)
-            _build(work, wheel, binaries, key, inputs, target)
+            debian = stage("debian", {"recipe": inputs["recipe"], "lock": inputs["lock"]}, rebuild, build_debian)
+            tools_stage = stage(
+                "tools", {"recipe": inputs["recipe"], "tools": inputs["tools"]}, rebuild, partial(build_tools, binaries)
+            )
+            _build(work, wheel, debian, tools_stage, key, inputs, target)
             log(f"built in {time.monotonic() - started:.0f} s: {target}")
         finally:
             remove_tree(work)
         if out is None:
             prune(target)
         return target
+
+
+def stage(name: str, inputs: dict[str, object], rebuild: bool, make: Callable[[Path], None]) -> Path:
+    """A cached stage's directory (CACHE_ROOT/<name>-<key of its inputs>), built by `make` unless built; the newest
+    KEEP of each stage are kept."""
+    key = cache_key(inputs)
+    directory = CACHE_ROOT / f"{name}-{key}"
+    done = directory / "stage.json"
+    if done.exists() and not rebuild:
+        log(f"the {name} layer: built already for its inputs ({directory.name})")
+        os.utime(done)
+        return directory
+    started = time.monotonic()
+    building = CACHE_ROOT / f"work-{name}-{key}"
+    remove_tree(building)
+    building.mkdir()
+    try:
+        make(building)
+        (building / "stage.json").write_text(json.dumps({"key": key, "inputs": inputs}, indent=2) + "\n")
+        remove_tree(directory)
+        building.rename(directory)
+    finally:
+        remove_tree(building)
+    log(f"the {name} layer: built in {time.monotonic() - started:.0f} s ({directory.name})")
+    others = sorted(
+        (p for p in CACHE_ROOT.glob(f"{name}-*") if (p / "stage.json").exists() and p != directory),
+        key=lambda p: (p / "stage.json").stat().st_mtime,
+        reverse=True,
+    )
+    for old in others[KEEP - 1 :]:
+        log(f"removing the older {name} layer {old}")
+        remove_tree(old)
+    return directory
 
 
 def prune(keep: Path) -> None:
@@ -307,10 +353,10 @@ def prune(keep: Path) -> None:
             remove_tree(old)
 
 
-def _build(
-    work: Path, wheel: Path, binaries: dict[str, Path], key: str, inputs: dict[str, object], target: Path
-) -> None:
-    wheels = work / "wheels"
+def build_debian(directory: Path) -> None:
+    """The Debian stage: `rootfs/` (Debian, the kapply user, the virtualenv with the locked dependencies),
+    `debian.tar.gz` (its layer) and pip's wheel (which installs kapply's, per build)."""
+    wheels = directory / "wheels"
     log("downloading the locked Python dependencies")
     run(
         sys.executable,
@@ -328,13 +374,11 @@ def _build(
         "--dest",
         wheels,
     )
-    entries = read_lock()
-    (wheels / "requirements.txt").write_text("\n".join(e for e in entries if not e.startswith("pip==")) + "\n")
-    plan = {"wheel": wheel.name, "tools": {name: str(path) for name, path in binaries.items()}}
-    (work / "plan.json").write_text(json.dumps(plan))
+    entries_ = read_lock()
+    (wheels / "requirements.txt").write_text("\n".join(e for e in entries_ if not e.startswith("pip==")) + "\n")
 
-    rootfs = work / "rootfs"
-    hook = shlex.join([sys.executable, str(Path(__file__).resolve()), "customize", "ROOT", str(work)])
+    rootfs = directory / "rootfs"
+    hook = shlex.join([sys.executable, str(Path(__file__).resolve()), "customize", "ROOT", str(wheels)])
     hook = hook.replace("ROOT", '"$1"')
     log(f"mmdebstrap: Debian {SUITE} ({', '.join(PACKAGES)}) into {rootfs}")
     run(
@@ -352,12 +396,58 @@ def _build(
         *MIRRORS,
         env={**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)},
     )
+    (pip_wheel,) = wheels.glob("pip-*.whl")
+    shutil.move(pip_wheel, directory / pip_wheel.name)
+    shutil.rmtree(wheels)
+    log("writing the debian layer")
+    write_layers(rootfs, {"debian": directory / "debian.tar.gz"}, None, lambda relative: "debian")
+
+
+def build_tools(binaries: dict[str, Path], directory: Path) -> None:
+    """The tools stage: `root/usr/local/bin/<tool>` (each binary, mode 0755) and `tools.tar.gz` (its layer)."""
+    bin_dir = directory / "root" / TOOL_DIR.lstrip("/")
+    bin_dir.mkdir(parents=True)
+    for name, source in sorted(binaries.items()):
+        shutil.copyfile(source, bin_dir / name)
+        os.chmod(bin_dir / name, 0o755)
+    prefix = TOOL_DIR.lstrip("/") + "/"
+    log("writing the tools layer")
+    write_layers(
+        directory / "root",
+        {"tools": directory / "tools.tar.gz"},
+        None,
+        lambda relative: "tools" if relative.startswith(prefix) else None,
+    )
+
+
+def _build(
+    work: Path, wheel: Path, debian: Path, tools_stage: Path, key: str, inputs: dict[str, object], target: Path
+) -> None:
+    """The kapply layer on the cached stages: Debian's tree (hard links, but a copy of the virtualenv), the tools
+    (hard links), the wheel installed by the image's python in a chroot; then the image."""
+    rootfs = work / "rootfs"
+    log("installing kapply's wheel into a copy of the Debian stage")
+    run("cp", "-al", debian / "rootfs", rootfs)
+    venv = VENV.lstrip("/")
+    shutil.rmtree(rootfs / venv)  # pip writes there: a copy, so the cached stage's files stay as they are
+    run("cp", "-a", debian / "rootfs" / venv, rootfs / venv)
+    binaries = {}
+    for tool in sorted((tools_stage / "root" / TOOL_DIR.lstrip("/")).iterdir()):
+        os.link(tool, rootfs / TOOL_DIR.lstrip("/") / tool.name)
+        binaries[tool.name] = tool
+    (pip_wheel,) = debian.glob("pip-*.whl")
+    install_kapply(rootfs, wheel, pip_wheel, work)
     target.mkdir(parents=True)
     shutil.copy2(work / "manifest.txt", target / "manifest.txt")
 
-    log("writing the layers")
-    layers = {name: work / f"{name}.tar.gz" for name in LAYERS}
-    write_layers(rootfs, layers, target / "rootfs.tar")
+    log("writing the kapply layer")
+    layer_of = kapply_layer_of(debian / "rootfs", rootfs, set(binaries))
+    layers = {
+        "debian": debian / "debian.tar.gz",
+        "tools": tools_stage / "tools.tar.gz",
+        "kapply": work / "kapply.tar.gz",
+    }
+    write_layers(rootfs, {"kapply": layers["kapply"]}, target / "rootfs.tar", layer_of)
     remove_tree(rootfs)
 
     version = kapply_version()
@@ -366,7 +456,7 @@ def _build(
     log("assembling the image with crane")
     with throwaway_registry(crane, work) as host:
         ref = f"{host}/kapply:{version}"
-        layer_args = (a for p in layers.values() for a in ("-f", p))
+        layer_args = (a for name in LAYERS for a in ("-f", layers[name]))
         run(crane, "append", "--oci-empty-base", *layer_args, "-t", ref, capture=True)
         env = [f"PATH={IMAGE_PATH}", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "HOME=/tmp"]
         env += [f"KAPPLY_{name.upper()}={TOOL_DIR}/{name}" for name in sorted(binaries)]
@@ -414,6 +504,39 @@ def _build(
     log(f"{tag} {digest}: {megabytes[0]:.0f} MB compressed, {megabytes[1]:.0f} MB unpacked")
 
 
+def paths_of(root: Path) -> dict[str, tuple[int, int, int, int, int]]:
+    """Every path under `root` with what identifies its content and metadata (a directory's size and mtime left
+    out: they change when an entry is added)."""
+    found = {}
+    for relative, info in entries(root):
+        directory = stat.S_ISDIR(info.st_mode)
+        found[relative] = (
+            info.st_mode,
+            info.st_uid,
+            info.st_gid,
+            0 if directory else info.st_size,
+            0 if directory else info.st_mtime_ns,
+        )
+    return found
+
+
+def kapply_layer_of(base: Path, root: Path, tools: set[str]) -> Callable[[str], str | None]:
+    """Which of `root`'s paths the kapply layer holds: what installing the wheel added under the virtualenv, and
+    the directories above them. Anything else it changed, added or removed would be in no layer: refused."""
+    before, after = paths_of(base), paths_of(root)
+    tool_paths = {f"{TOOL_DIR.lstrip('/')}/{name}" for name in tools}
+    venv = VENV.lstrip("/")
+    added = {p for p in after if p not in before and p not in tool_paths}
+    problems = sorted(p for p in added if not p.startswith(venv + "/"))
+    problems += sorted(p for p in before if p not in after)
+    problems += sorted(p for p in before if p in after and before[p] != after[p])
+    if problems:
+        sys.exit(f"[image] installing the wheel changed what the Debian stage holds: {', '.join(problems[:10])}")
+    ancestors = {"/".join(p.split("/")[:i]) for p in added for i in range(1, p.count("/") + 1)}
+    in_layer = added | ancestors
+    return lambda relative: "kapply" if relative in in_layer else None
+
+
 def blob(layout: Path, digest: str) -> Path:
     algorithm, hexdigest = digest.split(":", 1)
     return layout / "blobs" / algorithm / hexdigest
@@ -453,40 +576,56 @@ def throwaway_registry(crane: Path, work: Path) -> Iterator[str]:
             process.wait(10)
 
 
-# ---------------------------------------------------------------- inside mmdebstrap's customize hook
+# ---------------------------------------------------------------- inside the chroots
 
 
-def customize(root: Path, work: Path) -> None:
-    """Run by mmdebstrap (as root, with /proc, /sys and /dev mounted in the chroot) once Debian is installed."""
-    plan = json.loads((work / "plan.json").read_text())
-
+def chroot_in(root: Path) -> Callable[..., str]:
     def chroot(*args: str, capture: bool = False) -> str:
         return run("chroot", root, *args, env=CHROOT_ENV, capture=capture)
 
+    return chroot
+
+
+def customize(root: Path, wheels: Path) -> None:
+    """Run by mmdebstrap (as root, with /proc, /sys and /dev mounted in the chroot) once Debian is installed: the
+    kapply user, and the virtualenv with the locked dependencies (not kapply: that is the per-build layer)."""
+    chroot = chroot_in(root)
     with open(root / "etc" / "passwd", "a") as passwd:
         passwd.write(f"kapply:x:{USER}:{USER}:kapply controller:/tmp:/usr/sbin/nologin\n")
     with open(root / "etc" / "group", "a") as group:
         group.write(f"kapply:x:{USER}:\n")
 
-    log(f"a virtualenv in {VENV}, with the locked dependencies and {plan['wheel']}")
+    log(f"a virtualenv in {VENV}, with the locked dependencies")
     chroot("/usr/bin/python3", "-m", "venv", "--without-pip", VENV)
     for script in (root / VENV.lstrip("/") / "bin").glob("[Aa]ctivate*"):
         script.unlink()
     staged = root / "tmp" / "kapply-wheels"
-    shutil.copytree(work / "wheels", staged)
+    shutil.copytree(wheels, staged)
     (pip_wheel,) = staged.glob("pip-*.whl")
     pip = [f"{VENV}/bin/python", f"/tmp/kapply-wheels/{pip_wheel.name}/pip"]  # pip runs from its wheel: not installed
     offline = ["--no-index", "--find-links", "/tmp/kapply-wheels", "--no-deps", "--only-binary=:all:"]
     chroot(*pip, "install", "--quiet", *offline, "--require-hashes", "-r", "/tmp/kapply-wheels/requirements.txt")
-    chroot(*pip, "install", "--quiet", *offline, f"/tmp/kapply-wheels/{plan['wheel']}")
+    chroot(*pip, "check")
+    shutil.rmtree(staged)
+    for name in ("resolv.conf", "hostname"):  # the build machine's, copied in by mmdebstrap; a pod gets its own
+        (root / "etc" / name).unlink(missing_ok=True)
+
+
+def install_kapply(root: Path, wheel: Path, pip_wheel: Path, work: Path) -> None:
+    """Install kapply's wheel into the virtualenv with the image's python and pip's wheel (a chroot, nothing
+    mounted), and write the manifest of what the image holds (in the image and as work/manifest.txt)."""
+    chroot = chroot_in(root)
+    staged = root / "tmp" / "kapply-wheels"
+    staged.mkdir()
+    for source in (wheel, pip_wheel):
+        shutil.copyfile(source, staged / source.name)
+    pip = [f"{VENV}/bin/python", f"/tmp/kapply-wheels/{pip_wheel.name}/pip"]
+    offline = ["--no-index", "--no-deps", "--only-binary=:all:"]
+    chroot(*pip, "install", "--quiet", *offline, f"/tmp/kapply-wheels/{wheel.name}")
     chroot(*pip, "check")
     shutil.rmtree(staged)
 
-    for name, source in sorted(plan["tools"].items()):
-        destination = root / TOOL_DIR.lstrip("/") / name
-        shutil.copyfile(source, destination)
-        os.chmod(destination, 0o755)
-
+    tools = sorted(p.name for p in (root / TOOL_DIR.lstrip("/")).iterdir())
     versions = {
         "kapply": chroot(f"{VENV}/bin/kapply", "version", capture=True),
         "git": chroot("git", "--version", capture=True),
@@ -496,7 +635,7 @@ def customize(root: Path, work: Path) -> None:
         "cue": chroot(f"{TOOL_DIR}/cue", "version", capture=True),
         "sops": chroot(f"{TOOL_DIR}/sops", "--version", "--disable-version-check", capture=True),
     }
-    if "ytt" in plan["tools"]:
+    if "ytt" in tools:
         versions["ytt"] = chroot(f"{TOOL_DIR}/ytt", "version", capture=True)
     debian = chroot("dpkg-query", "--show", "--showformat=${Package}\t${Version}\t${Architecture}\n", capture=True)
     python = chroot(
@@ -506,10 +645,9 @@ def customize(root: Path, work: Path) -> None:
         "print(''.join(sorted(f'{d.metadata[\"Name\"]}\\t{d.version}\\n' for d in m.distributions())), end='')",
         capture=True,
     )
-    tool_lines = [f"{name}\t{versions[name].strip().splitlines()[0]}" for name in sorted(plan["tools"])]
     tool_lines = [
-        f"{line}\tsha256:{sha256(Path(plan['tools'][name]))}"
-        for line, name in zip(tool_lines, sorted(plan["tools"]), strict=True)
+        f"{name}\t{versions[name].strip().splitlines()[0]}\tsha256:{sha256(root / TOOL_DIR.lstrip('/') / name)}"
+        for name in tools
     ]
     manifest = "\n".join(
         [
@@ -529,19 +667,9 @@ def customize(root: Path, work: Path) -> None:
     )
     (root / MANIFEST_IN_IMAGE.lstrip("/")).write_text(manifest)
     (work / "manifest.txt").write_text(manifest)
-    for name in ("resolv.conf", "hostname"):  # the build machine's, copied in by mmdebstrap; a pod gets its own
-        (root / "etc" / name).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- layers
-
-
-def layer_of(relative: str) -> str:
-    if relative == VENV.lstrip("/") or relative.startswith(VENV.lstrip("/") + "/"):
-        return "kapply"
-    if relative.startswith(TOOL_DIR.lstrip("/") + "/"):
-        return "tools"
-    return "debian"
 
 
 def entries(root: Path, relative: str = "") -> Iterator[tuple[str, os.stat_result]]:
@@ -590,18 +718,19 @@ def gzipped_tar(path: Path) -> Iterator[tarfile.TarFile]:
         yield tar
 
 
-def write_layers(root: Path, layers: dict[str, Path], whole: Path) -> None:
-    """Each layer's tarball (gzipped), and the whole root file system as one (uncompressed)."""
-    first_of: dict[tuple[int, int], tuple[str, str]] = {}  # hard links: (device, inode) -> (path, layer)
-    with (
-        gzipped_tar(layers["debian"]) as debian,
-        gzipped_tar(layers["tools"]) as tools_tar,
-        gzipped_tar(layers["kapply"]) as kapply,
-        tarfile.open(whole, "w", format=tarfile.PAX_FORMAT) as everything,
-    ):
-        tars = {"debian": debian, "tools": tools_tar, "kapply": kapply}
+def write_layers(
+    root: Path, layers: dict[str, Path], whole: Path | None, layer_of: Callable[[str], str | None]
+) -> None:
+    """The tarball (gzipped) of each layer in `layers`, holding the paths `layer_of` puts in it, and, when `whole` is
+    given, every path under `root` in one (uncompressed). A hard link stays one where both paths are in one layer."""
+    first_of: dict[tuple[int, int], tuple[str, str | None]] = {}  # hard links: (device, inode) -> (path, layer)
+    with ExitStack() as stack:
+        tars = {name: stack.enter_context(gzipped_tar(path)) for name, path in layers.items()}
+        everything = stack.enter_context(tarfile.open(whole, "w", format=tarfile.PAX_FORMAT)) if whole else None
         for relative, info in entries(root):
             layer = layer_of(relative)
+            if layer not in tars and everything is None:
+                continue
             entry = tar_info(relative, info, root)
             if entry.type == tarfile.REGTYPE and info.st_nlink > 1:
                 inode = (info.st_dev, info.st_ino)
@@ -609,7 +738,9 @@ def write_layers(root: Path, layers: dict[str, Path], whole: Path) -> None:
                     entry.type, entry.linkname, entry.size = tarfile.LNKTYPE, first_of[inode][0], 0
                 else:
                     first_of.setdefault(inode, (relative, layer))
-            for tar in (tars[layer], everything):
+            for tar in (tars.get(layer) if layer is not None else None, everything):
+                if tar is None:
+                    continue
                 if entry.type == tarfile.REGTYPE:
                     with open(root / relative, "rb") as content:
                         tar.addfile(entry, content)
@@ -685,12 +816,12 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("lock", help="resolve the Python dependencies into hack/image-requirements.txt")
     hook = sub.add_parser("customize")  # mmdebstrap's customize hook (internal)
     hook.add_argument("root", type=Path)
-    hook.add_argument("work", type=Path)
+    hook.add_argument("wheels", type=Path)
     args = parser.parse_args(argv)
     cluster.LOG_PREFIX = "[image]"
 
     if args.command == "customize":
-        customize(args.root, args.work)
+        customize(args.root, args.wheels)
     elif args.command == "lock":
         lock()
     elif args.command == "push" and args.dir is not None:

@@ -4,7 +4,8 @@ The image is built from this checkout, or reused from the cache when its inputs 
 tools, the recipe) are the ones it was built from; pushed with crane to a real OCI registry (`crane registry serve`);
 pulled back with kapply.oci into a directory, exactly as an App's `image` fetch would; and run from that root file
 system with chroot, as the user and with the environment its config names. Building needs root and mmdebstrap
-(`make image` installs it): about a minute when nothing is cached, seconds when it is.
+(`make image` installs it): a few minutes when nothing is cached; for a new commit about 10 s (the Debian and tools
+layers are cached for their own inputs: only kapply's wheel is installed again).
 
 kapply.oci unpacks layers as untrusted input and refuses absolute symlinks; the build writes Debian's absolute ones
 (`/etc/alternatives/...`, the CA certificates) as relative ones, so the image unpacks whole: that is checked here.

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import re
 import stat
+import subprocess
 import sys
 import tarfile
 import tomllib
@@ -57,30 +58,108 @@ def members(path: Path) -> list[tarfile.TarInfo]:
         return tar.getmembers()
 
 
-def test_layers_are_deterministic_sorted_and_split_by_path(image: ModuleType, tmp_path: Path) -> None:
+def whole_layers(image: ModuleType, tmp_path: Path, prefix: str = "") -> dict[str, Path]:
+    return {name: tmp_path / f"{prefix}{name}.tar.gz" for name in image.LAYERS}
+
+
+def by_path(relative: str) -> str:
+    """The split a whole build makes: the tools, what installing the wheel added, and Debian's stage."""
+    if relative.startswith("usr/local/bin/"):
+        return "tools"
+    return "kapply" if relative.startswith("opt/kapply/bin/kapply") else "debian"
+
+
+def test_layers_are_deterministic_sorted_and_split_as_asked(image: ModuleType, tmp_path: Path) -> None:
     root = tree(tmp_path / "root")
-    first = {name: tmp_path / f"a-{name}.tar.gz" for name in image.LAYERS}
-    image.write_layers(root, first, tmp_path / "a.tar")
+    first = whole_layers(image, tmp_path, "a-")
+    image.write_layers(root, first, tmp_path / "a.tar", by_path)
     os.utime(root / "usr/bin/mawk", (1, 1))  # times on disk do not matter
-    second = {name: tmp_path / f"b-{name}.tar.gz" for name in image.LAYERS}
-    image.write_layers(root, second, tmp_path / "b.tar")
+    second = whole_layers(image, tmp_path, "b-")
+    image.write_layers(root, second, tmp_path / "b.tar", by_path)
     for name in image.LAYERS:
         assert first[name].read_bytes() == second[name].read_bytes(), name
     assert (tmp_path / "a.tar").read_bytes() == (tmp_path / "b.tar").read_bytes()
 
     names = {layer: [m.name for m in members(first[layer])] for layer in image.LAYERS}
-    assert names["kapply"] == ["opt/kapply", "opt/kapply/bin", "opt/kapply/bin/kapply", "opt/kapply/bin/python3"]
+    assert names["kapply"] == ["opt/kapply/bin/kapply"]
     assert names["tools"] == ["usr/local/bin/helm"]
-    assert "opt" in names["debian"] and "usr/local/bin" in names["debian"]
+    assert "opt/kapply/bin/python3" in names["debian"] and "usr/local/bin" in names["debian"]
     whole = [m.name for m in members(tmp_path / "a.tar")]
     assert whole == sorted(whole, key=lambda n: n.split("/"))  # a directory, then what it holds, names sorted
     assert set(whole) == {n for layer in names.values() for n in layer}
+
+    # a layer alone (a cached stage's), without the whole tarball, is the same bytes
+    image.write_layers(root, {"tools": tmp_path / "tools-alone.tar.gz"}, None, by_path)
+    assert (tmp_path / "tools-alone.tar.gz").read_bytes() == first["tools"].read_bytes()
+
+
+def test_the_kapply_layer_holds_what_the_wheel_added_and_the_directories_above(
+    image: ModuleType, tmp_path: Path
+) -> None:
+    base = tree(tmp_path / "base")
+    root = tmp_path / "root"
+    subprocess.run(["cp", "-a", base, root], check=True)  # as the build copies: a FIFO, links and modes kept
+    site = root / "opt/kapply/lib/python3.11/site-packages/kapply"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("")
+    (root / "opt/kapply/bin/kapply-new").write_text("#!/opt/kapply/bin/python")
+    (root / "usr/local/bin/ytt").write_bytes(b"\x7fELF")  # a tool: its own layer
+    layer_of = image.kapply_layer_of(base, root, {"ytt"})
+    layers = whole_layers(image, tmp_path)
+    image.write_layers(root, {"kapply": layers["kapply"]}, tmp_path / "rootfs.tar", layer_of)
+    assert [m.name for m in members(layers["kapply"])] == [
+        "opt",
+        "opt/kapply",
+        "opt/kapply/bin",
+        "opt/kapply/bin/kapply-new",
+        "opt/kapply/lib",
+        "opt/kapply/lib/python3.11",
+        "opt/kapply/lib/python3.11/site-packages",
+        "opt/kapply/lib/python3.11/site-packages/kapply",
+        "opt/kapply/lib/python3.11/site-packages/kapply/__init__.py",
+    ]
+    whole = {m.name for m in members(tmp_path / "rootfs.tar")}
+    assert {"usr/local/bin/ytt", "usr/bin/mawk", "opt/kapply/bin/kapply-new"} <= whole
+
+
+@pytest.mark.parametrize("change", ["added elsewhere", "removed", "changed", "chmod"])
+def test_a_wheel_install_that_touches_the_debian_stage_is_refused(
+    image: ModuleType, tmp_path: Path, change: str
+) -> None:
+    base = tree(tmp_path / "base")
+    root = tmp_path / "root"
+    subprocess.run(["cp", "-a", base, root], check=True)  # as the build copies: a FIFO, links and modes kept
+    if change == "added elsewhere":
+        (root / "etc/kapply").write_text("")
+    elif change == "removed":
+        (root / "usr/bin/su").unlink()
+    elif change == "changed":
+        (root / "opt/kapply/bin/kapply").write_text("#!/bin/sh -- longer")
+    else:
+        (root / "usr/bin/mawk").chmod(0o700)
+    with pytest.raises(SystemExit, match="installing the wheel changed what the Debian stage holds"):
+        image.kapply_layer_of(base, root, set())
+
+
+def test_the_tools_stage_holds_each_binary_executable(image: ModuleType, tmp_path: Path) -> None:
+    sources = tmp_path / "built"
+    sources.mkdir()
+    for name in ("helm", "cue"):
+        (sources / name).write_bytes(b"\x7fELF " + name.encode())
+        (sources / name).chmod(0o700)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    image.build_tools({name: sources / name for name in ("helm", "cue")}, stage)
+    found = {m.name: m for m in members(stage / "tools.tar.gz")}
+    assert list(found) == ["usr/local/bin/cue", "usr/local/bin/helm"]
+    assert {stat.S_IMODE(m.mode) for m in found.values()} == {0o755}
+    assert (stage / "root/usr/local/bin/helm").read_bytes() == b"\x7fELF helm"
 
 
 def test_entries_are_normalized(image: ModuleType, tmp_path: Path) -> None:
     root = tree(tmp_path / "root")
     layers = {name: tmp_path / f"{name}.tar.gz" for name in image.LAYERS}
-    image.write_layers(root, layers, tmp_path / "rootfs.tar")
+    image.write_layers(root, layers, tmp_path / "rootfs.tar", by_path)
     entries = {m.name: m for m in members(tmp_path / "rootfs.tar")}
     assert {(m.mtime, m.uname, m.gname) for m in entries.values()} == {(image.SOURCE_DATE_EPOCH, "", "")}
     assert {(m.uid, m.gid) for m in entries.values()} == {(os.getuid(), os.getgid())}  # numeric, as on disk
@@ -104,7 +183,7 @@ def test_a_device_outside_dev_is_refused(image: ModuleType, tmp_path: Path) -> N
     root = tree(tmp_path / "root")
     os.mkfifo(root / "tmp" / "pipe")
     with pytest.raises(SystemExit, match="tmp/pipe: a device, FIFO or socket outside /dev"):
-        image.write_layers(root, {n: tmp_path / f"{n}.tar.gz" for n in image.LAYERS}, tmp_path / "rootfs.tar")
+        image.write_layers(root, whole_layers(image, tmp_path), tmp_path / "rootfs.tar", by_path)
 
 
 def test_the_lock_pins_every_dependency_by_version_and_hash(image: ModuleType) -> None:
