@@ -58,6 +58,16 @@ stringData: {{password: "{PASSWORD}"}}
 }
 
 
+GHOST_FILES = {
+    "config.yml": """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ghost-config}
+data: {mode: blue}
+"""
+}
+
+
 @pytest.fixture(scope="module")
 def app_namespace(kube: Client) -> Iterator[str]:
     name = f"t-dashboard-{uuid.uuid4().hex[:5]}"
@@ -73,7 +83,9 @@ def app(cluster: Cluster, kube: Client, app_namespace: str, tmp_path_factory: py
         for doc in yaml.safe_load_all(deployer(app_namespace)):
             create_if_missing(kube, from_dict(doc))
         kube.create(App(**inline_app("web", app_namespace, FILES, driftPolicy="warn")))
-        eventually(lambda: condition(kube, app_namespace, "web") == "ReconcileSucceeded", timeout=60, what="deploy")
+        kube.create(App(**inline_app("ghost", app_namespace, GHOST_FILES)))
+        for name in ("web", "ghost"):
+            eventually(lambda: condition(kube, app_namespace, name) == "ReconcileSucceeded", timeout=60, what=name)  # noqa: B023
         yield "web"
         delete_apps_and_show_log(kube, app_namespace, process)
 
@@ -141,7 +153,9 @@ def first_event(url: str) -> str:
 
 def test_the_list_follows_the_app_live(tab: Page, kube: Client, url: str, app_namespace: str, app: str):
     tab.goto(url)
-    row = tab.locator("#apps tbody tr", has_text=app_namespace)
+    row = tab.locator("#apps tbody tr", has_text=app_namespace).filter(
+        has=tab.get_by_role("link", name=app, exact=True)
+    )
     expect(row).to_contain_text("ReconcileSucceeded", timeout=10_000)
     expect(row).to_contain_text("warn")
     tab.fill("#f-namespace", "no-such-namespace")
@@ -206,6 +220,45 @@ def test_the_app_page_shows_drift_with_its_writer_and_no_secret(
         for value in (PASSWORD, DRIFTED_PASSWORD):
             assert value not in text
     assert "(masked" in answers[2], "the drifted Secret field is listed, its values masked"
+
+
+def test_a_ghost_diffs_copied_rule_once_added_ends_it(
+    browser: Browser, kube: Client, url: str, app_namespace: str, app: str
+):
+    """The App `ghost` (drift policy enforce): a field another writer changes is set back by a sync of an unchanged
+    desired state (a ghost diff); the page's copy button gives the suggested rule, which added to the App's files
+    ends it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab = context.new_page()
+    try:
+        kube.patch(
+            ConfigMap,
+            "ghost-config",
+            {"data": {"mode": "green"}},
+            namespace=app_namespace,
+            patch_type=PatchType.MERGE,
+            field_manager="intruder",
+        )
+        tab.goto(app_url(url, app_namespace, "ghost"))
+        ghosts = tab.locator("#ghosts tbody")
+        expect(ghosts).to_contain_text("data.mode", timeout=15_000)
+        expect(ghosts).to_contain_text("intruder")
+        expect(tab.locator("#suggested")).to_contain_text("rebaseRules")
+        tab.get_by_role("button", name="Copy the suggested rule").click()
+        expect(tab.locator("#live")).to_contain_text("copied")
+        rule = str(tab.evaluate("navigator.clipboard.readText()"))
+        assert "rebaseRules" in rule
+        kube.patch(
+            App,
+            "ghost",
+            {"spec": {"fetch": [{"inline": {"paths": {**GHOST_FILES, "rules.yml": rule}}}]}},
+            namespace=app_namespace,
+            patch_type=PatchType.MERGE,
+        )
+        expect(ghosts.locator("tr")).to_have_count(0, timeout=15_000)  # gone at the first checked sync after it
+    finally:
+        context.close()
 
 
 def test_actions_pause_resume_and_kick(tab: Page, kube: Client, url: str, app_namespace: str, app: str):

@@ -122,7 +122,7 @@ class Dashboard:
                 elif not only or key == only:
                     rows = self._rows(filters, key)
                     await response.write(_sse("row", rows[0]) if rows else _sse("gone", {"key": key}))
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the page went away
             pass
         finally:
             self.board.unsubscribe(queue)
