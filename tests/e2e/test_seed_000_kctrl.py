@@ -224,7 +224,9 @@ def missing(out: str, patterns: tuple[str, ...]) -> list[str]:
 
 def described(namespace: str) -> tuple[str, ...]:
     """What `kubectl describe app pkg-demo` shows after the upgrade, in order: the blog's fields (the deploy's output
-    with `--diff-changes=true`: the replicas set back to 2)."""
+    with `--diff-changes=true`: the replicas set back to 2), then the field kapply names. The actor's write may land
+    while kapp waits on the deploy, before kapply records what it applied: that record must not take the actor's
+    replicas for kapply's (kapply.apply.execute `_record`), or the next sync finds nothing to do and says nothing."""
     return (
         r"Status:",
         r"Type: +ReconcileSucceeded",
@@ -239,6 +241,11 @@ def described(namespace: str) -> tuple[str, ...]:
         rf"{namespace} +simple-app +Deployment +\S+ +update +- +reconcile +ok +-",
         r"Op: +0 create, 0 delete, 1 update, 0 noop, 0 exists",
         r"Wait to: 1 reconcile, 0 delete, 0 noop",
+        # kapply's: the field and its writer, held (the actor set it again) or a ghost diff (set back once more)
+        r"(Field Owners|Ghost Diffs):",
+        r"Path: +spec\.replicas",
+        rf"Resource: +deployment/simple-app \(apps/v1\) namespace: {namespace}",
+        r"Written By: +kubectl \(Update, scale\)",
     )
 
 
@@ -398,11 +405,12 @@ def test_seed_000_the_ghost_diff_story_typed_with_kctrl_and_kubectl(story: Story
         assert status(kube, CarvelInstall, ns, INSTALL)["version"] == "2.0.0"
 
         # "Now, if we will run `app describe` again, we will see the exact diff": the new version's deploy options end
-        # the hold, so its deploy sets the replicas back with the diff; retyped until that deploy has ended.
+        # the hold, so its deploy sets the replicas back with the diff; retyped until that deploy has ended. kapply's
+        # App status also names the field and its writer.
         eventually(
             lambda: not missing(sh("kubectl describe app pkg-demo"), described(ns)),
             timeout=30,
-            what="kubectl describe app pkg-demo showing the deploy's diff (the session is above)",
+            what="kubectl describe app pkg-demo showing the deploy's diff and the field (the session is above)",
         )
         # "we will see that another configmap has been generated"
         assert changes(sh) > before

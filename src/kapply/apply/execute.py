@@ -123,13 +123,16 @@ class Applier:
             return body  # the write would be refused: record after it (which warns)
         return {**body, "metadata": {**body["metadata"], "annotations": merged}}
 
-    async def _record(self, rtype: ResourceType, saved: Obj, applied: Obj) -> None:
+    async def _record(self, rtype: ResourceType, saved: Obj, applied: Obj, written: Obj | None = None) -> None:
         """Annotate the stored object with the copy kapply applied, unless the write already did so correctly; and
         with its identity when the server named it (`generateName`: it was written as `<generateName>*`), as kapp's
-        second write after a create does."""
+        second write after a create does. `written`: the object as kapply's own write left it (`saved`, unless someone
+        else wrote it since: then `saved` is the latest copy); the copy's fingerprint is of `written`, so that a change
+        made in between (an autoscaler's, while kapp waits) is not recorded as kapply's and the next deploy sees it."""
+        written = saved if written is None else written
         annotations = {objects.IDENTITY: identity_value(saved)}
         if records_original(applied) and records_original(saved):
-            recording = last_applied_annotations(saved, applied, self.config)
+            recording = last_applied_annotations(written, applied, self.config)
             if recording is None:
                 self.progress.warn(
                     f"Not recording the last-applied copy of {describe(saved)}: it is larger than "
@@ -151,7 +154,7 @@ class Applier:
             elif e.conflict:  # changed in between (a controller): record against the latest copy
                 latest = await self.cluster.get(rtype, meta.get("namespace"), meta["name"])
                 if latest is not None:
-                    await self._record(rtype, latest, applied)
+                    await self._record(rtype, latest, applied, written)
             else:
                 raise ApplyError(f"Recording the last-applied copy of {describe(saved)}: {e}") from e
 
