@@ -9,7 +9,6 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from datetime import UTC, datetime
 from importlib import resources
 
 import orjson
@@ -95,9 +94,8 @@ class Dashboard:
         return _plain(404, "Not Found")
 
     def _rows(self, filters: view.Filters, key: str = "") -> list[Obj]:
-        now = datetime.now(UTC)
         rows = [view.row(obj) for k, obj in sorted(self.board.objects.items()) if not key or k == key]
-        return [r.to_json(now) for r in rows if filters.match(r)]
+        return [r.to_json() for r in rows if filters.match(r)]
 
     def _snapshot(self, filters: view.Filters, key: str = "") -> Obj:
         return {"rows": self._rows(filters, key), "hidden": sorted(self.board.hidden.values())}
@@ -143,7 +141,7 @@ class Dashboard:
             return _json({"error": str(e)}, _refused_status(e))
         if obj is None:
             return _json({"error": f"{resource.kind} {namespace}/{name} not found"}, 404)
-        out = view.detail(obj, datetime.now(UTC)) | {"key": key}
+        out = view.detail(obj) | {"key": key}
         out["tree"], out["events"], out["history"] = await asyncio.gather(
             _part(self._tree(namespace, name)),
             _part(self._app_events(resource, namespace, name)),

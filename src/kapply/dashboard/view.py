@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kapply.objects import Obj
@@ -38,25 +37,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def parse_time(text: str) -> datetime | None:
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except (TypeError, ValueError):
-        return None
-
-
-def age(text: str, now: datetime) -> str:
-    """`5s`, `3m`, `2h`, `4d` (kubectl's short ages); "" for no time."""
-    then = parse_time(text)
-    if then is None:
-        return ""
-    seconds = max(0, int((now - then).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def state(obj: Obj) -> str:
@@ -92,7 +72,8 @@ class Row:
     def key(self) -> str:
         return f"{self.kind}.{self.group}/{self.namespace}/{self.name}"
 
-    def to_json(self, now: datetime) -> Obj:
+    def to_json(self) -> Obj:
+        """Times as the status has them (RFC 3339): the page shows how long ago, kept current."""
         return {
             "key": self.key,
             "kind": self.kind,
@@ -102,8 +83,7 @@ class Row:
             "state": self.state,
             "description": self.description,
             "lastDeploy": self.last_deploy,
-            "lastDeployAgo": age(self.last_deploy, now),
-            "age": age(self.created, now),
+            "created": self.created,
             "paused": self.paused,
             "canceled": self.canceled,
             "driftPolicy": self.drift_policy,
@@ -171,7 +151,7 @@ def _masked_entry(entry: Any) -> Obj:
     return item
 
 
-def detail(obj: Obj, now: datetime) -> Obj:
+def detail(obj: Obj) -> Obj:
     """One App's (or PackageInstall's) page: its row, conditions, last deploy (and fetch, template, inspect) output as
     the status holds it, drift and ghost diffs (Secrets masked) with the suggested Config."""
     status = _dict(obj.get("status"))
@@ -188,7 +168,7 @@ def detail(obj: Obj, now: datetime) -> Obj:
                 "updatedAt": str(part.get("updatedAt", "")),
             }
     return {
-        "row": row(obj).to_json(now),
+        "row": row(obj).to_json(),
         "conditions": [_dict(c) for c in _list(status.get("conditions"))],
         "usefulErrorMessage": str(status.get("usefulErrorMessage", "")),
         "stages": stages,

@@ -29,6 +29,15 @@
     }
   }
 
+  // kubectl's short age of an RFC 3339 time ("" for none): computed in the page, so that it stays current.
+  function ago(time) {
+    const then = Date.parse(time);
+    if (!time || Number.isNaN(then)) return "";
+    const seconds = Math.max(0, Math.floor((Date.now() - then) / 1000));
+    for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) if (seconds >= size) return Math.floor(seconds / size) + unit;
+    return seconds + "s";
+  }
+
   function query(params) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
@@ -50,7 +59,7 @@
         name.append(link);
         const state = el("td", r.state, "state-" + r.state);
         const num = (n) => el("td", n, "num");
-        return [r.kind, r.namespace, name, state, r.lastDeployAgo ? r.lastDeployAgo + " ago" : "never", r.age,
+        return [r.kind, r.namespace, name, state, r.lastDeploy ? ago(r.lastDeploy) + " ago" : "never", ago(r.created),
           r.driftPolicy, num(r.drifted), num(r.ghostDiffs), r.description];
       });
       document.getElementById("empty").hidden = rows.size > 0;
@@ -88,6 +97,7 @@
       source.onerror = () => { live.textContent = "Connection lost: reconnecting…"; };
     }
 
+    setInterval(render, 10000);  // the ages move on
     let timer = 0;
     document.getElementById("filters").addEventListener("input", () => {
       clearTimeout(timer);
@@ -107,7 +117,7 @@
       const dl = document.getElementById("summary");
       dl.replaceChildren();
       const items = [["Kind", r.kind + " (" + r.group + ")"], ["State", r.state], ["Description", r.description],
-        ["Last deploy", r.lastDeploy ? r.lastDeploy + " (" + r.lastDeployAgo + " ago)" : "never"], ["Age", r.age],
+        ["Last deploy", r.lastDeploy ? r.lastDeploy + " (" + ago(r.lastDeploy) + " ago)" : "never"], ["Age", ago(r.created)],
         ["Paused", r.paused ? "yes" : "no"], ["Canceled", r.canceled ? "yes" : "no"], ["Drift policy", r.driftPolicy]];
       for (const [k, v] of items) dl.append(el("dt", k), el("dd", v));
     }
