@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -61,7 +62,14 @@ def remove_carvel_crds(cluster: Cluster) -> None:
     """Undo what a carvel-mode module installed: kapp-controller's CRDs share kapply's kinds and short names (`kubectl
     get pkgi` would name either group), so a later test must not find them. Objects left with a finalizer of the
     stopped controller would keep their CRD terminating: their finalizers are dropped first."""
-    env = {"KUBECONFIG": str(cluster.kubeconfig), "PATH": os.environ.get("PATH", "")}
+    with tempfile.TemporaryDirectory(prefix="kubectl-cache-") as cache:  # never a .kube/ in the working directory
+        _drop_carvel_finalizers(
+            {"KUBECONFIG": str(cluster.kubeconfig), "PATH": os.environ.get("PATH", ""), "KUBECACHEDIR": cache}
+        )
+    kapply(cluster.kubeconfig, "delete", "-a", CARVEL_CRD_APP, "-n", CRD_NAMESPACE, "-y")
+
+
+def _drop_carvel_finalizers(env: dict[str, str]) -> None:
     for resource in CARVEL_RESOURCES:
         listed = subprocess.run(
             [
@@ -95,7 +103,6 @@ def remove_carvel_crds(cluster: Cluster) -> None:
                 capture_output=True,
                 timeout=60,
             )
-    kapply(cluster.kubeconfig, "delete", "-a", CARVEL_CRD_APP, "-n", CRD_NAMESPACE, "-y")
 
 
 def moved(text: str, namespace: str) -> list[dict[str, Any]]:
