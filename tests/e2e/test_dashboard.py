@@ -173,6 +173,8 @@ def test_the_list_follows_the_app_live(tab: Page, kube: Client, url: str, app_na
     finally:
         kube.patch(App, app, {"spec": {"paused": None}}, namespace=app_namespace, patch_type=PatchType.MERGE)
     expect(row).not_to_contain_text("Paused", timeout=2_000)
+    tab.get_by_role("link", name="Packages").click()  # the packages page: one LIST per served kind, as it loads
+    expect(tab.locator("#live")).to_contain_text("Loaded")
 
 
 def test_the_app_page_shows_drift_with_its_writer_and_no_secret(

@@ -182,3 +182,43 @@ def test_the_board_tells_its_pages_and_forgets_what_a_list_no_longer_has():
     board.unsubscribe(queue)
     board.event("ADDED", app("c"))
     assert queue.empty()
+
+
+def test_the_packages_pages_rows():
+    repository = {
+        "metadata": {"namespace": "ns", "name": "repo"},
+        "spec": {"fetch": {"imgpkgBundle": {"image": "registry.example/repo:1"}}},
+        "status": {"conditions": [{"type": "ReconcileSucceeded", "status": "True"}], "friendlyDescription": "ok"},
+    }
+    assert view.repository_json(repository) == {
+        "namespace": "ns",
+        "name": "repo",
+        "source": "registry.example/repo:1",
+        "state": "ReconcileSucceeded",
+        "description": "ok",
+    }
+    assert view.repository_json({"spec": {"fetch": {"inline": {}}}})["source"] == "inline"
+    assert view.package_json(
+        {"metadata": {"namespace": "ns"}, "spec": {"refName": "a.example", "version": "1.0.0"}}
+    ) == {
+        "namespace": "ns",
+        "refName": "a.example",
+        "version": "1.0.0",
+    }
+    install = {
+        "apiVersion": "packaging.kapply.dev/v1alpha1",
+        "kind": "PackageInstall",
+        "metadata": {"namespace": "ns", "name": "a"},
+        "spec": {"paused": True, "packageRef": {"refName": "a.example", "versionSelection": {"constraints": ">=1"}}},
+        "status": {"version": "1.0.0", "lastAttemptedVersion": "1.1.0"},
+    }
+    assert view.install_json(install) == {
+        "key": "PackageInstall.packaging.kapply.dev/ns/a",
+        "namespace": "ns",
+        "name": "a",
+        "package": "a.example",
+        "constraints": ">=1",
+        "version": "1.0.0",
+        "lastAttemptedVersion": "1.1.0",
+        "state": "Paused",
+    }

@@ -28,10 +28,31 @@ APP: Obj = {
 KEY = "App.kapply.dev/prod/web"
 
 
+class FakeDiscovery:
+    """Serves kapply's packaging kinds and kapp-controller's PackageRepository."""
+
+    def find(self, api_version: str, kind: str) -> object | None:
+        return object() if api_version.startswith("packaging.kapply.dev/") or kind == "PackageRepository" else None
+
+
 @dataclass
 class FakeCluster:
     patches: list[Any] = field(default_factory=list)
     refuse: bool = False
+
+    async def discovery(self) -> FakeDiscovery:
+        return FakeDiscovery()
+
+    async def list(self, rtype: Any) -> list[Obj]:
+        if rtype.group == "packaging.carvel.dev":
+            raise ClusterError(
+                'packagerepositories.packaging.carvel.dev is forbidden: User "jo" cannot list', status=403
+            )
+        if rtype.kind == "PackageInstall":
+            return [
+                {"kind": "PackageInstall", "apiVersion": "packaging.kapply.dev/v1alpha1", "metadata": {"name": "i"}}
+            ]
+        return []
 
     async def get(self, rtype: Any, namespace: str, name: str) -> Obj | None:
         return None
@@ -155,3 +176,15 @@ async def _test_actions_patch_as_kapply_app_does_and_pass_on_a_refusal(served: S
     api.cluster.refuse = True
     answer = await client.post(f"/tok/api/action?key={KEY}&action=pause", headers=posting(client))
     assert answer.status == 403 and "cannot patch" in orjson.loads(await answer.read())["message"]
+
+
+def test_the_packages_page_lists_what_the_user_may_and_says_what_is_hidden() -> None:
+    run(_test_the_packages_page_lists_what_the_user_may_and_says_what_is_hidden)
+
+
+async def _test_the_packages_page_lists_what_the_user_may_and_says_what_is_hidden(served: Served) -> None:
+    client, _, _ = served
+    assert (await client.get("/tok/packages", headers=own(client))).status == 200
+    page = await (await client.get("/tok/api/packages", headers=own(client))).json()
+    assert [i["name"] for i in page["installs"]] == ["i"] and page["repositories"] == page["packages"] == []
+    assert len(page["hidden"]) == 1 and "packagerepositories.packaging.carvel.dev are hidden" in page["hidden"][0]

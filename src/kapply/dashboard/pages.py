@@ -39,7 +39,8 @@ def list_page(token: str, csrf: str) -> str:
     return (
         _head("kapply dashboard: Apps", token, csrf)
         + f"""<body data-page="list">
-<header><h1>Apps and PackageInstalls</h1><p id="live" role="status" aria-live="polite">connecting…</p></header>
+<header><nav><a href="/{token}/packages">Packages</a></nav><h1>Apps and PackageInstalls</h1>
+<p id="live" role="status" aria-live="polite">connecting…</p></header>
 <main>
 <form id="filters" class="filters" role="search" aria-label="Filter the list">
 <label for="f-namespace">Namespace</label><input id="f-namespace" name="namespace" autocomplete="off">
@@ -102,6 +103,32 @@ def app_page(token: str, csrf: str) -> str:
 <table id="history"><thead><tr><th scope="col">Name</th><th scope="col">Started</th><th scope="col">Finished</th>
 <th scope="col">Successful</th><th scope="col">Description</th><th scope="col">Diff (masked)</th></tr></thead>
 <tbody></tbody></table></section>
+</main>
+</body>
+</html>
+"""
+    )
+
+
+def packages_page(token: str, csrf: str) -> str:
+    return (
+        _head("kapply dashboard: packages", token, csrf)
+        + f"""<body data-page="packages">
+<header><p><a href="/{token}/">← All Apps</a></p><h1>Packages</h1>
+<p id="live" role="status" aria-live="polite">loading…</p></header>
+<main>
+<div id="hidden" class="hidden-note" role="note"></div>
+<section aria-labelledby="h-repositories"><h2 id="h-repositories">Repositories</h2>
+<table id="repositories"><thead><tr><th scope="col">Namespace</th><th scope="col">Name</th><th scope="col">Source</th>
+<th scope="col">State</th><th scope="col">Description</th></tr></thead><tbody></tbody></table></section>
+<section aria-labelledby="h-packages"><h2 id="h-packages">Available packages</h2>
+<table id="packages"><thead><tr><th scope="col">Namespace</th><th scope="col">Package</th>
+<th scope="col">Versions</th></tr></thead><tbody></tbody></table></section>
+<section aria-labelledby="h-installs"><h2 id="h-installs">Installs</h2>
+<table id="installs"><thead><tr><th scope="col">Namespace</th><th scope="col">Name</th><th scope="col">Package</th>
+<th scope="col">Constraints</th><th scope="col">Runs</th><th scope="col">Last attempted</th><th scope="col">State</th>
+</tr></thead><tbody></tbody></table></section>
+<p><button type="button" id="refresh">Refresh</button></p>
 </main>
 </body>
 </html>

@@ -28,6 +28,7 @@ PAUSE = [{"op": "add", "path": "/spec/paused", "value": True}]
 UNPAUSE = [{"op": "remove", "path": "/spec/paused"}]
 # What each action sends, as `kapply app kick` (pause, then unpause: the controller reconciles now) and `app pause`.
 ACTIONS = {"kick": (PAUSE, UNPAUSE), "pause": (PAUSE,), "resume": (UNPAUSE,)}
+PAGES = {"": pages.list_page, "app": pages.app_page, "packages": pages.packages_page}
 STATIC = {"dashboard.js": "application/javascript", "dashboard.css": "text/css"}
 _RESOURCES = {f"{r.kind}.{r.group}": r for v in (KAPPLY, CARVEL) for r in (v.app, v.install)}
 
@@ -79,14 +80,16 @@ class Dashboard:
             return await self._action(request)
         if request.method not in ("GET", "HEAD"):
             return _plain(405, "Method Not Allowed")
-        if rest in ("", "app"):
-            text = pages.list_page(self.token, self.csrf) if rest == "" else pages.app_page(self.token, self.csrf)
+        if rest in PAGES:
+            text = PAGES[rest](self.token, self.csrf)
             return web.Response(text=text, content_type="text/html", charset="utf-8", headers=security.HEADERS)
         if rest.startswith("static/") and rest[7:] in STATIC:
             body = resources.files("kapply.dashboard").joinpath("static", rest[7:]).read_bytes()
             return web.Response(body=body, content_type=STATIC[rest[7:]], headers=security.HEADERS)
         if rest == "api/apps":
             return _json(self._snapshot(view.Filters.of(request.query)))
+        if rest == "api/packages":
+            return _json(await self._packages())
         if rest == "api/app":
             return await self._app(request.query.get("key", ""))
         if rest == "events":
@@ -125,6 +128,34 @@ class Dashboard:
         finally:
             self.board.unsubscribe(queue)
         return response
+
+    async def _packages(self) -> Obj:
+        """The packages page: repositories, available packages and installs of the groups the cluster serves (one
+        LIST each, when the page loads), and the kinds the user may not list, with the API server's message."""
+        discovery = await self.api.cluster.discovery()
+        out: Obj = {"repositories": [], "packages": [], "installs": [], "hidden": []}
+        shown = {"repositories": view.repository_json, "packages": view.package_json, "installs": view.install_json}
+        wanted = [
+            (part, resource)
+            for vocabulary in (KAPPLY, CARVEL)
+            for part, resource in (
+                ("repositories", vocabulary.repository),
+                ("packages", vocabulary.package),
+                ("installs", vocabulary.install),
+            )
+            if discovery.find(resource.api_version, resource.kind) is not None
+        ]
+        listed = await asyncio.gather(
+            *(self.api.cluster.list(resource.rtype) for _, resource in wanted), return_exceptions=True
+        )
+        for (part, resource), found in zip(wanted, listed, strict=True):
+            if isinstance(found, ClusterError):
+                out["hidden"].append(f"{resource.plural}.{resource.group} are hidden: {found}")
+            elif isinstance(found, BaseException):
+                raise found
+            else:
+                out[part].extend(shown[part](obj) for obj in found)
+        return out
 
     async def _object(self, resource: Resource, namespace: str, name: str) -> Obj | None:
         found = self.board.objects.get(f"{resource.kind}.{resource.group}/{namespace}/{name}")

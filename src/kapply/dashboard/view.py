@@ -191,3 +191,47 @@ def event_json(event: Obj) -> Obj:
 
 def sorted_events(events: Sequence[Obj]) -> list[Obj]:
     return sorted((event_json(e) for e in events), key=lambda e: str(e["lastTimestamp"]), reverse=True)
+
+
+def _where(obj: Obj) -> tuple[str, str]:
+    meta = _dict(obj.get("metadata"))
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def repository_json(obj: Obj) -> Obj:
+    """A PackageRepository on the packages page: where it fetches from and its state."""
+    namespace, name = _where(obj)
+    fetch = _dict(_dict(obj.get("spec")).get("fetch"))
+    source = next((str(v.get("image") or v.get("url") or k) for k, v in fetch.items() if isinstance(v, dict)), "")
+    status = _dict(obj.get("status"))
+    return {
+        "namespace": namespace,
+        "name": name,
+        "source": source,
+        "state": state(obj),
+        "description": str(status.get("friendlyDescription", "")),
+    }
+
+
+def package_json(obj: Obj) -> Obj:
+    """A Package (one version of one package) on the packages page."""
+    namespace, _ = _where(obj)
+    spec = _dict(obj.get("spec"))
+    return {"namespace": namespace, "refName": str(spec.get("refName", "")), "version": str(spec.get("version", ""))}
+
+
+def install_json(obj: Obj) -> Obj:
+    """A PackageInstall on the packages page: the package and version it asks for, and the version it runs."""
+    namespace, name = _where(obj)
+    ref = _dict(_dict(obj.get("spec")).get("packageRef"))
+    status = _dict(obj.get("status"))
+    return {
+        "key": row(obj).key,
+        "namespace": namespace,
+        "name": name,
+        "package": str(ref.get("refName", "")),
+        "constraints": str(_dict(ref.get("versionSelection")).get("constraints", "")),
+        "version": str(status.get("version", "")),
+        "lastAttemptedVersion": str(status.get("lastAttemptedVersion", "")),
+        "state": state(obj),
+    }

@@ -213,5 +213,36 @@
     load();
   }
 
-  if (document.body.dataset.page === "list") listPage(); else appPage();
+  // --- packages: repositories, available packages (their versions grouped), installs ------------------------------
+  function packagesPage() {
+    const live = document.getElementById("live");
+
+    async function load() {
+      const data = await (await fetch(base + "api/packages", { cache: "no-store" })).json();
+      document.getElementById("hidden").replaceChildren(...data.hidden.map((text) => el("p", text)));
+      fillTable("repositories", data.repositories, (r) => [r.namespace, r.name, r.source, el("td", r.state, "state-" + r.state), r.description]);
+      const versions = new Map();
+      for (const p of data.packages) {
+        const key = p.namespace + "\u0000" + p.refName;
+        if (!versions.has(key)) versions.set(key, { namespace: p.namespace, refName: p.refName, versions: [] });
+        versions.get(key).versions.push(p.version);
+      }
+      const grouped = [...versions.values()].sort((a, b) => (a.namespace + a.refName).localeCompare(b.namespace + b.refName));
+      fillTable("packages", grouped, (p) => [p.namespace, p.refName, p.versions.join(", ")]);
+      fillTable("installs", data.installs, (i) => {
+        const name = el("td");
+        const link = el("a", i.name);
+        link.href = base + "app?" + query({ key: i.key });
+        name.append(link);
+        return [i.namespace, name, i.package, i.constraints, i.version, i.lastAttemptedVersion, el("td", i.state, "state-" + i.state)];
+      });
+      live.textContent = "Loaded " + new Date().toLocaleTimeString();
+    }
+
+    document.getElementById("refresh").addEventListener("click", load);
+    load();
+  }
+
+  const page = document.body.dataset.page;
+  if (page === "list") listPage(); else if (page === "packages") packagesPage(); else appPage();
 })();
