@@ -1,5 +1,5 @@
-"""Finding the programs kapply runs (git, ytt, kustomize, helm, kbld, cue, sops): `$KAPPLY_<PROGRAM>`, which must then
-name an executable file (a wrong path is an error, not a fall-back), else PATH."""
+"""Finding the programs kapply runs (git, ytt, kustomize, helm, kbld, cue, sops, vendir): `$KAPPLY_<PROGRAM>`, which
+must then name an executable file (a wrong path is an error, not a fall-back), else PATH."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ ENV = {
     "kbld": "KAPPLY_KBLD",
     "cue": "KAPPLY_CUE",
     "sops": "KAPPLY_SOPS",
+    "vendir": "KAPPLY_VENDIR",
 }
 
 

@@ -132,6 +132,7 @@ def authors(oci_registry: Registry, tmp_path_factory: pytest.TempPathFactory) ->
     for name, variable in (("ytt", "KAPPLY_YTT"), ("kbld", "KAPPLY_KBLD"), ("imgpkg", "KAPPLY_IMGPKG")):
         (programs / name).symlink_to(external_tool(name, variable))
     (programs / "vendir").symlink_to(external_tool("vendir", "KAPPLY_VENDIR"))
+    (programs / "helm").symlink_to(external_tool("helm", "KAPPLY_HELM"))  # vendir's helm chart fetch runs it
     root = tmp_path_factory.mktemp("authoring")
     oci_registry.push_files(f"{oci_registry.host}/authoring/app:{IMAGE_TAG}", {"app": b"app"}, root / "layers")
     for tool in TOOLS:
@@ -227,6 +228,118 @@ def test_repository_release_defaults_and_errors(authors: Authors) -> None:
     for tool in TOOLS:
         (authors.dir(tool) / "empty").mkdir()
     authors.both("repository", "release", stdin="a.b.c\n{repo:none}\n", cwd="empty")
+
+
+# --- package init from a Helm chart in a Helm repository, then release ------------------------------------------------
+
+HELM_REF = "chart.authoring.corp.com"
+CHART = "apiVersion: v2\nname: hello\nversion: 0.1.0\nappVersion: '1.0'\n"
+CHART_TEMPLATE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-hello
+data:
+  image: {{ .Values.image }}
+  replicas: {{ .Values.replicas | quote }}
+"""
+# what kctrl's values schema generator reads: types as YAML 1.2 resolves them, descriptions from the comments above
+CHART_VALUES = """# A document's comment
+
+# replicas The number of replicas
+# over two lines
+replicas: 2
+## Double hashed
+## and again
+double: x
+# -- helm-docs style
+docs: y
+# separated by a blank line
+
+separated: z
+image: {registry}/authoring/app:1
+answers:
+  yes: yes
+  quoted: "1"
+  tilde: ~
+  nothing:
+  nulled: null
+  negative: -3
+  exp: 1e3
+  ratio: 0.5
+  enabled: true
+# the servers
+servers:
+  # the first server
+  - name: a # not a description
+    port: 1
+empty: {{}}
+none: []
+base: &base
+  k: v
+derived: *base
+block: |
+  text
+  more
+"""
+
+
+@pytest.fixture(scope="module")
+def helm_repository(oci_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Helm repository served over http on this machine (`helm package` and `helm repo index` of a chart whose
+    ConfigMap names the pushed image): its URL."""
+    import functools
+    import http.server
+    import threading
+
+    helm = external_tool("helm", "KAPPLY_HELM")
+    root = tmp_path_factory.mktemp("helm-repository")
+    chart, served = root / "hello", root / "served"
+    (chart / "templates").mkdir(parents=True)
+    served.mkdir()
+    (chart / "Chart.yaml").write_text(CHART)
+    (chart / "values.yaml").write_text(CHART_VALUES.format(registry=oci_registry.host))
+    (chart / "templates" / "cm.yaml").write_text(CHART_TEMPLATE)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(served)))
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    for argv in (["package", str(chart), "-d", str(served)], ["repo", "index", str(served), "--url", url]):
+        subprocess.run([helm, *argv], check=True, capture_output=True, timeout=60)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        thread.join(10)
+
+
+@pytest.fixture
+def helm_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kapply's vendir and helm: the ones kctrl runs."""
+    monkeypatch.setenv("KAPPLY_VENDIR", str(external_tool("vendir", "KAPPLY_VENDIR")))
+    monkeypatch.setenv("KAPPLY_HELM", str(external_tool("helm", "KAPPLY_HELM")))
+
+
+@pytest.mark.usefixtures("helm_tools")
+def test_init_from_a_helm_repository_and_release(authors: Authors, helm_repository: str) -> None:
+    """vendir.yml written and synced (upstream/ and vendir.lock.yml are vendir's), the PackageBuild's helmTemplate;
+    a rerun offers the last answers and fails as kctrl does when vendir cannot fetch; release: the chart templated,
+    its images locked, the values schema kctrl generates from the chart's values.yaml."""
+    for tool in TOOLS:
+        (authors.dir(tool) / "helm").mkdir()
+    authors.both("init", "--tty", stdin=f"{HELM_REF}\n3\n{helm_repository}\nhello\n0.1.0\n", cwd="helm")
+    authors.both("init", stdin="\n\n\n\n9.9.9\n", cwd="helm")
+    authors.both("init", stdin="\n\n\n\n0.1.0\n", cwd="helm")
+    authors.both(
+        "release", "--version", "1.0.0", "--tag", "v1", "--repo-output", "repo", stdin="{repo:helm}\n", cwd="helm"
+    )
+    package = yaml.safe_load((authors.dir("kapply") / "helm/repo/packages" / HELM_REF / "1.0.0.yml").read_text())
+    replicas = package["spec"]["valuesSchema"]["openAPIv3"]["properties"]["replicas"]
+    assert replicas == {"default": 2, "description": "The number of replicas over two lines", "type": "integer"}
 
 
 # --- what kapply pushed, on the cluster -------------------------------------------------------------------------------

@@ -58,6 +58,11 @@ class AuthoringUI:
         self._shown(tty_only=False)
         self.out.block(block)
 
+    def command_text(self, text: str) -> None:
+        """kctrl's PrintCmdExecutionText: a command line (`$ ...`) shown in a TTY only."""
+        self._shown(tty_only=True)
+        self.out.begin_line(f"{INDENT}$ {text}\n")
+
     def ask_text(self, label: str, default: str, check: Check | None = None) -> str:
         if self.assume_yes:
             return default

@@ -4,9 +4,11 @@ package-resources.yml as it writes them (kapply.cli.package.authoring), from a l
 The questions, in order (kctrl's defaults come from the files of an earlier run):
 1. the package's reference name (a DNS subdomain of at least three segments);
 2. where its content comes from: kctrl offers a local directory, a GitHub release, a Helm chart from a Helm
-   repository, a Git repository and a Helm chart from a Git repository; kapply builds from a local directory only, and
-   says so for the others (docs/compatibility.md, "Known differences");
-3. the paths (comma-separated) that hold its manifests: templated with ytt, then kbld, and put in its bundle;
+   repository, a Git repository and a Helm chart from a Git repository; kapply builds from a local directory or a
+   Helm chart from a Helm repository, and says so for the others (docs/compatibility.md, "Known differences");
+3. for a local directory, the paths (comma-separated) that hold its manifests: templated with ytt, then kbld, and put
+   in its bundle; for a Helm chart, its repository URL, name and version (kapply.cli.package.authoring_vendir: written
+   to vendir.yml and fetched into `upstream` by vendir), templated with helm, then ytt and kbld;
 4. on a rerun whose Package templates otherwise than the PackageBuild now does: whether to overwrite the Package's.
 
 Like kctrl, each step saves what it decided (a question left unanswered leaves the files as far as they got).
@@ -14,11 +16,13 @@ Like kctrl, each step saves what it decided (a question left unanswered leaves t
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli.command import Args
 from kapply.cli.package import authoring as files
+from kapply.cli.package import authoring_vendir as vendir
 from kapply.cli.package.authoring_ui import AuthoringUI
 from kapply.errors import KapplyError
 from kapply.flags import YES
@@ -36,6 +40,7 @@ SOURCES = (
     "Git Repository",
     "Helm Chart from Git Repository",
 )
+HELM_REPOSITORY = 2  # the index of "Helm Chart from Helm Repository"
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DNS1123_SUBDOMAIN_MAX = 253
 
@@ -115,17 +120,25 @@ def init(args: Args, out: Output) -> None:
 
     ui.header("Content")
     ui.informational(CONTENT_HELP)
-    source = ui.ask_choice("Enter source", SOURCES, 0)
-    if source != 0:
+    vendir_config = vendir.read_config() if os.path.exists(vendir.VENDIR_FILE) else None
+    source = ui.ask_choice("Enter source", SOURCES, vendir.source_index(vendir_config) or 0)
+    if source == HELM_REPOSITORY:
+        vendir_config = vendir_config or vendir.read_config()
+        vendir.configure_helm_chart(ui, vendir_config)
+        vendir.sync(ui)
+        files.set_build_app_spec(build, vendir.helm_app_spec(files.build_app_spec(build)))
+        files.build_export(build)["includePaths"] = [vendir.SYNC_DIRECTORY]
+    elif source != 0:
         raise KapplyError(
-            f"kapply package init builds a package from a local directory only ({SOURCES[source]} is not supported: "
-            "fetch the content into a directory first)"
+            f"kapply package init builds a package from a local directory or a Helm chart from a Helm repository only "
+            f"({SOURCES[source]} is not supported: fetch the content into a directory first)"
         )
-    ui.informational(PATHS_HELP)
-    answer = ui.ask_text("Enter the paths which contain Kubernetes manifests", ",".join(files.include_paths(build)))
-    paths = [path.strip() for path in answer.split(",")]
-    files.set_build_app_spec(build, local_app_spec(paths, files.build_app_spec(build)))
-    files.build_export(build)["includePaths"] = paths
+    else:
+        ui.informational(PATHS_HELP)
+        answer = ui.ask_text("Enter the paths which contain Kubernetes manifests", ",".join(files.include_paths(build)))
+        paths = [path.strip() for path in answer.split(",")]
+        files.set_build_app_spec(build, local_app_spec(paths, files.build_app_spec(build)))
+        files.build_export(build)["includePaths"] = paths
     files.write_yaml(files.BUILD_FILE, build)
 
     if _differs(package, build) and _package_was_made(package):

@@ -11,12 +11,14 @@ As kctrl does it:
    push`; credentials from the Docker config (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`), plain http
    for a registry on this machine, as imgpkg;
 4. write the PackageMetadata and the Package (`--version`, default `0.0.0+build.<unix time>`: its App fetches the
-   bundle by digest, its kbld step reads the bundle's lock, its values schema is ytt's of the templates' data values
+   bundle by digest, its kbld step reads the bundle's lock, its values schema is ytt's of the templates' data values,
+   or kctrl's of the chart's values.yaml when the first step is helmTemplate (kapply.cli.package.authoring_helm_schema),
    unless `--openapi-schema=false`) to `--copy-to` (`carvel-artifacts/packages/<name>/package.yml`) and, with
    `--repo-output`, in a repository's layout (`<dir>/packages/<name>/<version>.yml`).
 
-The programs: ytt and kbld, found as kapply finds them ($KAPPLY_YTT, $KAPPLY_KBLD, else PATH), run with the user's
-environment (kbld reads registry credentials as the user's docker does).
+The programs: helm (helmTemplate steps, `helm template kctrl-builder <path> --namespace in-memory`, shown by no
+command line as kctrl shows none), ytt and kbld, found as kapply finds them ($KAPPLY_HELM, $KAPPLY_YTT, $KAPPLY_KBLD,
+else PATH), run with the user's environment (kbld reads registry credentials as the user's docker does).
 """
 
 from __future__ import annotations
@@ -151,6 +153,8 @@ def template(ui: AuthoringUI, app_spec: dict[str, Any], build_values: str, valid
                 if not validations:
                     args.append("--dangerous-data-values-disable-validation")
                 printed = _run(ui, args, printed, cwd=None)
+            elif isinstance(step, dict) and isinstance(step.get("helmTemplate"), dict):
+                printed = _helm_template(step["helmTemplate"])
             elif isinstance(step, dict) and isinstance(step.get("kbld"), dict):
                 # run where the lock's directory is kapply's own (kctrl makes and removes ./.imgpkg)
                 args = ["kbld"]
@@ -162,10 +166,33 @@ def template(ui: AuthoringUI, app_spec: dict[str, Any], build_values: str, valid
                 lock = (Path(scratch) / LOCK_FILE).read_bytes()
             else:
                 kinds = ", ".join(step) if isinstance(step, dict) else str(step)
-                raise KapplyError(f"kapply package release runs ytt and kbld template steps only (found: {kinds})")
+                raise KapplyError(
+                    f"kapply package release runs helmTemplate, ytt and kbld template steps only (found: {kinds})"
+                )
     if lock is None:
         raise KapplyError("Releasing package: the PackageBuild's templates have no kbld step to lock the images with")
     return lock
+
+
+def _helm_template(step: dict[str, Any]) -> str:
+    """`helm template` of the chart at the step's path, as kapp-controller runs it for kctrl's in-memory App
+    (`kctrl-builder` in `in-memory`); kctrl shows no command line for it."""
+    path = str(step.get("path") or ".")
+    argv = ["template", "kctrl-builder", path, "--namespace", "in-memory", "--include-crds"]
+    for values in step.get("valuesFrom") or []:
+        if isinstance(values, dict) and values.get("path"):
+            argv += ["--values", str(values["path"])]
+    done = subprocess.run(
+        [programs.find("helm"), *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        raise KapplyError(f"Reconciling: Templating helm chart: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
 
 
 def _run(ui: AuthoringUI, argv: list[str], stdin: str | None, cwd: str | None) -> str:
@@ -185,6 +212,13 @@ def values_schema(args: Args, app_spec: dict[str, Any]) -> Any:
     if not args["openapi-schema"]:
         return None
     from kapply import yamlio
+
+    steps = app_spec.get("template") or []
+    first = steps[0] if isinstance(steps, list) and steps and isinstance(steps[0], dict) else {}
+    if isinstance(first.get("helmTemplate"), dict):  # kctrl: the first step's values only
+        from kapply.cli.package.authoring_helm_schema import values_schema as helm_values_schema
+
+        return helm_values_schema(str(first["helmTemplate"].get("path") or "."))
 
     argv = ["--data-values-schema-inspect", "--output=openapi-v3"]
     for step in app_spec.get("template") or []:

@@ -1,0 +1,145 @@
+"""`package init`'s upstream sources, as kctrl 0.53 fetches them: the answers go into `vendir.yml` (one directory,
+`upstream`, of one content at `.`), saved after each answer, the file is shown, and the real vendir syncs it
+(`vendir sync -f vendir.yml`, which writes `upstream/` and `vendir.lock.yml`).
+
+Built: a Helm chart from a Helm repository (its repository URL, chart name and version). kctrl's other upstream
+sources (a GitHub release, a Git repository, a Helm chart from a Git repository) are refused with a message.
+
+vendir is found as kapply finds its programs ($KAPPLY_VENDIR, else PATH) and runs with the user's environment; it runs
+helm, which it finds on PATH unless $VENDIR_HELM_BINARY names it (kapply sets that to $KAPPLY_HELM when only the
+latter is set).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+from kapply import programs
+from kapply.cli.package import authoring as files
+from kapply.cli.package.authoring_ui import AuthoringUI
+from kapply.errors import KapplyError
+from kapply.objects import Obj
+
+VENDIR_FILE = "vendir.yml"
+SYNC_DIRECTORY = "upstream"
+VENDIR_API_VERSION = "vendir.k14s.io/v1alpha1"
+
+VENDIR_HELP = (
+    "We will use vendir to fetch the data from the source to the local directory.\n"
+    "Vendir allows us to declaratively state what should be in a directory and sync\n"
+    "data sources into it.\n"
+    "All the information entered above has been persisted into a vendir.yml file.\n"
+)
+SYNC_HELP = (
+    "\nNext step is to run 'vendir sync' to fetch the data from the source to the local\n"
+    "directory.\n"
+    "Vendir will sync the data into the upstream folder.\n"
+)
+
+
+def read_config() -> Obj:
+    """vendir.yml, or a new Config."""
+    text = files.read_text(VENDIR_FILE)
+    if text is None:
+        return {"apiVersion": VENDIR_API_VERSION, "kind": "Config", "minimumRequiredVersion": ""}
+    config = files.load_mapping(text, VENDIR_FILE)
+    config.setdefault("minimumRequiredVersion", "")
+    return config
+
+
+def content(config: Obj) -> dict[str, Any]:
+    """The one content of the one directory (made when there is none); more is refused as kctrl refuses it."""
+    directories = config.get("directories")
+    if not isinstance(directories, list) or not directories:
+        directories = config["directories"] = [{"path": SYNC_DIRECTORY, "contents": [{"path": "."}]}]
+    if len(directories) > 1:
+        raise KapplyError("More than 1 directory config found in the vendir file. (hint: Run vendir sync manually)")
+    contents = directories[0].get("contents") if isinstance(directories[0], dict) else None
+    if not isinstance(contents, list) or not contents:
+        contents = directories[0]["contents"] = [{"path": "."}]
+    if len(contents) > 1:
+        raise KapplyError("More than 1 content config found in the vendir file. (hint: Run vendir sync manually)")
+    found: dict[str, Any] = contents[0]
+    return found
+
+
+def save(config: Obj) -> None:
+    files.write_yaml(VENDIR_FILE, _without_empty(config))
+
+
+def _without_empty(value: Any) -> Any:
+    """What Go writes of vendir's structs: empty fields are omitted (`minimumRequiredVersion` is always written)."""
+    if isinstance(value, dict):
+        kept = {k: _without_empty(v) for k, v in value.items() if v not in ("", None) or k == "minimumRequiredVersion"}
+        return kept
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def source_index(config: Obj | None) -> int | None:
+    """The source an earlier run chose, as an index of init.SOURCES (None: none fetched with vendir)."""
+    if config is None:
+        return None
+    try:
+        found = content(config)
+    except KapplyError:
+        return None
+    if "helmChart" in found:
+        return 2
+    return None
+
+
+def configure_helm_chart(ui: AuthoringUI, config: Obj) -> None:
+    """kctrl's questions for a Helm chart from a Helm repository: its repository URL, name and version."""
+    found = content(config)
+    for key in [k for k in found if k not in ("path", "helmChart")]:
+        del found[key]
+    chart = found.get("helmChart")
+    if not isinstance(chart, dict):
+        chart = found["helmChart"] = {}
+    save(config)
+    repository = chart.get("repository")
+    if not isinstance(repository, dict):
+        repository = chart["repository"] = {}
+    repository["url"] = ui.ask_text("Enter helm chart repository URL", str(repository.get("url") or "")).strip()
+    save(config)
+    chart["name"] = ui.ask_text("Enter helm chart name", str(chart.get("name") or "")).strip()
+    save(config)
+    chart["version"] = ui.ask_text("Enter helm chart version", str(chart.get("version") or "")).strip()
+    save(config)
+
+
+def sync(ui: AuthoringUI) -> None:
+    """Show vendir.yml and run `vendir sync -f vendir.yml`; its stderr is the error when it fails."""
+    ui.informational(VENDIR_HELP)
+    ui.header(f"Printing {VENDIR_FILE} ")
+    text = files.read_text(VENDIR_FILE) or ""
+    ui.command_output(text.rstrip("\n"))
+    ui.informational(SYNC_HELP)
+    ui.header("Running vendir sync")
+    ui.command_text(f"vendir sync -f {VENDIR_FILE}\n")
+    env = dict(os.environ)
+    helm = os.environ.get(programs.ENV["helm"])
+    if helm and "VENDIR_HELM_BINARY" not in env:
+        env["VENDIR_HELM_BINARY"] = helm
+    done = subprocess.run(
+        [programs.find("vendir"), "sync", "-f", VENDIR_FILE],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise KapplyError(f"Running vendir sync: {done.stderr}")
+
+
+def helm_app_spec(existing: dict[str, Any] | None) -> dict[str, Any]:
+    """The App spec a chart fetched into `upstream` is built with: helm template, then ytt and kbld."""
+    deploy = (existing or {}).get("deploy") or [{"kapp": {}}]
+    template = [{"helmTemplate": {"path": SYNC_DIRECTORY}}, {"ytt": {"paths": ["-"]}}, {"kbld": {}}]
+    return {"template": template, "deploy": deploy}
