@@ -8,16 +8,18 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import ConfigMap, Pod
 from lightkube.types import PatchType
 
-from tests.compat.harness import Harness, Pair
+from tests.compat.harness import Harness, Namespaces, Pair
+from tests.e2e.harness import Cluster
 
 pytestmark = pytest.mark.compat
 MERGE = PatchType.MERGE
@@ -101,8 +103,7 @@ def pods(kube: Client, namespace: str) -> list[Pod]:
     return list(kube.list(Pod, namespace=namespace))
 
 
-@pytest.fixture
-def web(both: Harness, kube: Client) -> Harness:
+def deploy_web(both: Harness, kube: Client) -> Harness:
     """A Deployment (with the ReplicaSet and Pod the controllers make for it) and a ConfigMap, deployed by each tool."""
     for result in both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=WEB):
         assert result.code == 0, result.output
@@ -111,6 +112,37 @@ def web(both: Harness, kube: Client) -> Harness:
         assert time.monotonic() < deadline, "the controllers did not make the Pods"
         time.sleep(0.5)
     return both
+
+
+@pytest.fixture
+def web(both: Harness, kube: Client) -> Harness:
+    return deploy_web(both, kube)
+
+
+@pytest.fixture(scope="module")
+def web_once(kapp_binary: Path, cluster: Cluster, kube: Client) -> Iterator[tuple[Harness, dict[str, list[str]]]]:
+    """The deployed app and the objects its deploys left (`left`), shared by the tests that only show a plan
+    (`--diff-run`): each checks that the objects are those before and after it, so one that changed them fails, and
+    so does every test after it."""
+    namespaces = Namespaces(kube, "ignored-and-errors-plans")
+    try:
+        both = deploy_web(Harness(kapp_binary, cluster.kubeconfig, namespaces), kube)
+        yield both, left(both, kube)
+    finally:
+        namespaces.cleanup()
+
+
+def left(both: Harness, kube: Client) -> dict[str, list[str]]:
+    """The objects in each tool's namespace, by kind and name."""
+    return {
+        tool: sorted(
+            f"{kind.__name__}/{obj.metadata.name}"
+            for kind in (ConfigMap, Deployment, ReplicaSet, Pod)
+            for obj in kube.list(kind, namespace=namespace)
+            if obj.metadata and obj.metadata.name
+        )
+        for tool, namespace in both.ns.items()
+    }
 
 
 @pytest.mark.parametrize(
@@ -125,8 +157,13 @@ def web(both: Harness, kube: Client) -> Harness:
         ("--diff-filter", '{"existingResource":{"kinds":["Deployment"]}}'),
     ],
 )
-def test_delete_plans_the_controller_made_objects_as_ignored_changes(web: Harness, flags: tuple[str, ...]):
+def test_delete_plans_the_controller_made_objects_as_ignored_changes(
+    web_once: tuple[Harness, dict[str, list[str]]], kube: Client, flags: tuple[str, ...]
+):
+    web, deployed = web_once
+    assert left(web, kube) == deployed
     web.same(on_kapps_app(web, "delete", "-a", "app", "-n", "{ns}", "--diff-run", "--tty", *flags), exact=False)
+    assert left(web, kube) == deployed
 
 
 def test_delete_waits_until_the_controller_made_objects_are_gone(web: Harness, kube: Client):
@@ -146,10 +183,15 @@ def test_delete_waits_until_the_controller_made_objects_are_gone(web: Harness, k
         ("--apply-ignored", "--logs=false"),  # without logs kapp does not list the app's Pods: nothing to ignore
     ],
 )
-def test_deploy_shows_ignored_changes_only_when_asked(web: Harness, flags: tuple[str, ...]):
+def test_deploy_shows_ignored_changes_only_when_asked(
+    web_once: tuple[Harness, dict[str, list[str]]], kube: Client, flags: tuple[str, ...]
+):
+    web, deployed = web_once
+    assert left(web, kube) == deployed
     web.same(
         web.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "--diff-run", "--tty", *flags, input=WEB), exact=False
     )
+    assert left(web, kube) == deployed
 
 
 OWNED = WEB.replace(
