@@ -33,6 +33,20 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
             raise
 
 
+@pytest.fixture(scope="module")
+def module_namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one module (named after it), deleted afterwards (without waiting)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").lower())
+    name = f"t-{slug[:40].strip('-')}-{uuid.uuid4().hex[:5]}"
+    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
+    yield name
+    try:
+        kube.delete(Namespace, name)
+    except ApiError as e:
+        if e.status.code != 404:
+            raise
+
+
 @pytest.fixture
 def kapply(cluster: Cluster) -> KapplyRunner:
     """The kapply CLI, run as a subprocess against the test cluster."""

@@ -442,6 +442,22 @@ class Controllers:
             print(f"--- {name} ---\n{log.read_text() if log.exists() else ''}")
 
 
+@contextmanager
+def module_controller(
+    kubeconfig: Path, kube: Client, namespace: str, logs: Path, *flags: str, env: dict[str, str] | None = None
+) -> Iterator[Controllers]:
+    """One controller for a module's namespace (`conftest.module_namespace`): the App CRD installed, the namespace's
+    `deployer` account made, no leader election; its Apps deleted while it still runs, when the module is done."""
+    install_crd(kubeconfig, kube)
+    create_all(kube, deployer(namespace))
+    running = Controllers(kubeconfig, kube, namespace, logs)
+    running.start("--leader-elect=false", *flags, env=env)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
 def strict_validation_errors(kubeconfig: Path, manifest: Path) -> list[str]:
     """What the API server's strict field validation says of each document of `manifest` (an unknown or duplicate
     field is an error, where a plain write only warns and drops it): a dry-run create with fieldValidation=Strict.

@@ -22,8 +22,6 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Namespace
 
 from kapply import __version__
 from kapply.api import AsyncClient
@@ -31,10 +29,8 @@ from tests.e2e.controller_harness import (
     App,
     Controllers,
     config_map_data,
-    create_all,
-    deployer,
     inline_app,
-    install_crd,
+    module_controller,
     tool_env,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
@@ -46,29 +42,19 @@ CANARY = f"CANARY-{uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="module")
-def module_namespace(kube: Client) -> Iterator[str]:
-    name = f"t-app-fields-{uuid.uuid4().hex[:5]}"
-    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
-    yield name
-    try:
-        kube.delete(Namespace, name)
-    except ApiError as e:
-        if e.status.code != 404:
-            raise
-
-
-@pytest.fixture(scope="module")
 def controller(
     cluster: Cluster, kube: Client, module_namespace: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Controllers]:
-    install_crd(cluster.kubeconfig, kube)
-    create_all(kube, deployer(module_namespace))
-    running = Controllers(cluster.kubeconfig, kube, module_namespace, tmp_path_factory.mktemp("logs"))
-    running.start("--leader-elect=false", "--dangerous-allow-file-urls", env=tool_env("ytt", "helm", "kbld"))
-    try:
+    logs = tmp_path_factory.mktemp("logs")
+    with module_controller(
+        cluster.kubeconfig,
+        kube,
+        module_namespace,
+        logs,
+        "--dangerous-allow-file-urls",
+        env=tool_env("ytt", "helm", "kbld"),
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 def app(name: str, namespace: str, files: dict[str, str], labels: dict[str, str] | None = None, **spec: Any) -> Any:

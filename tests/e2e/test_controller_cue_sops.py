@@ -36,8 +36,7 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Event, Namespace, Secret
+from lightkube.resources.core_v1 import Event, Secret
 
 from tests.e2e.controller_harness import (
     App,
@@ -45,10 +44,9 @@ from tests.e2e.controller_harness import (
     config_map,
     config_map_data,
     create_all,
-    deployer,
     endpoint,
     inline_app,
-    install_crd,
+    module_controller,
     samples,
     status,
     tool_env,
@@ -170,36 +168,22 @@ def tarball(files: dict[str, str], links: dict[str, str]) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def module_namespace(kube: Client) -> Iterator[str]:
-    name = f"t-cue-sops-{uuid.uuid4().hex[:5]}"
-    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
-    yield name
-    try:
-        kube.delete(Namespace, name)
-    except ApiError as e:
-        if e.status.code != 404:
-            raise
-
-
-@pytest.fixture(scope="module")
 def controller(
     cluster: Cluster, kube: Client, module_namespace: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Controllers]:
     """One controller for the module's namespace, with ytt, cue and sops, under small sandbox limits."""
-    install_crd(cluster.kubeconfig, kube)
-    create_all(kube, deployer(module_namespace))
-    running = Controllers(cluster.kubeconfig, kube, module_namespace, tmp_path_factory.mktemp("logs"))
-    running.start(
-        "--leader-elect=false",
+    logs = tmp_path_factory.mktemp("logs")
+    with module_controller(
+        cluster.kubeconfig,
+        kube,
+        module_namespace,
+        logs,
         f"--sandbox-memory-mib={MEMORY_MIB}",
         f"--sandbox-cpu={CPU}s",
         "--namespace-concurrency=10",  # the hostile Apps all at once (half of --concurrency by default)
         env=tool_env("ytt", "cue", "sops"),
-    )
-    try:
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 def app(name: str, namespace: str, files: dict[str, str], template: list[dict[str, Any]], **spec: Any) -> Any:

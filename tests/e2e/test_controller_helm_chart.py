@@ -25,17 +25,14 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Namespace
 
 from tests.e2e.controller_harness import (
     App,
     Controllers,
     config_map_data,
     create_all,
-    deployer,
     inline_app,
-    install_crd,
+    module_controller,
     status,
     tool_env,
 )
@@ -162,30 +159,20 @@ def serving() -> Iterator[Callable[[], Repository]]:
 
 
 @pytest.fixture(scope="module")
-def module_namespace(kube: Client) -> Iterator[str]:
-    name = f"t-helm-chart-{uuid.uuid4().hex[:5]}"
-    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
-    yield name
-    try:
-        kube.delete(Namespace, name)
-    except ApiError as e:
-        if e.status.code != 404:
-            raise
-
-
-@pytest.fixture(scope="module")
 def controller(
     cluster: Cluster, kube: Client, module_namespace: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Controllers]:
     """One controller for the module's namespace, with ytt and helm, allowed plain http to the loopback registry."""
-    install_crd(cluster.kubeconfig, kube)
-    create_all(kube, deployer(module_namespace))
-    running = Controllers(cluster.kubeconfig, kube, module_namespace, tmp_path_factory.mktemp("logs"))
-    running.start("--leader-elect=false", "--dangerous-allow-plain-http-registries", env=tool_env("ytt", "helm"))
-    try:
+    logs = tmp_path_factory.mktemp("logs")
+    with module_controller(
+        cluster.kubeconfig,
+        kube,
+        module_namespace,
+        logs,
+        "--dangerous-allow-plain-http-registries",
+        env=tool_env("ytt", "helm"),
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,7 @@ from tests.e2e.controller_harness import (
     config_map,
     config_map_data,
     create_all,
-    deployer,
-    install_crd,
+    module_controller,
     tool_env,
 )
 from tests.e2e.harness import Cluster
@@ -40,14 +39,13 @@ from tests.e2e.test_controller_helm_chart import (
     Repository,
     basic,
     helm_app,
-    module_namespace,
     secret,
     serving,
 )
 from tests.e2e.test_controller_hostile import _texts, assert_refused, climb, outcomes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
-__all__ = ["module_namespace", "serving"]  # the fixtures this module uses from test_controller_helm_chart
+__all__ = ["serving"]  # the fixture this module uses from test_controller_helm_chart
 
 MAX_BYTES = 1 << 20
 CHART_YAML = b"apiVersion: v2\nname: hello\nversion: 0.1.0\nappVersion: '1.0'\n"
@@ -66,14 +64,15 @@ def canary(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def controller(
     cluster: Cluster, kube: Client, module_namespace: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Controllers]:
-    install_crd(cluster.kubeconfig, kube)
-    create_all(kube, deployer(module_namespace))
-    running = Controllers(cluster.kubeconfig, kube, module_namespace, tmp_path_factory.mktemp("logs"))
-    running.start("--leader-elect=false", env={**tool_env("ytt", "helm"), "KAPPLY_FETCH_MAX_BYTES": str(MAX_BYTES)})
-    try:
+    logs = tmp_path_factory.mktemp("logs")
+    with module_controller(
+        cluster.kubeconfig,
+        kube,
+        module_namespace,
+        logs,
+        env={**tool_env("ytt", "helm"), "KAPPLY_FETCH_MAX_BYTES": str(MAX_BYTES)},
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 def chart_tgz(members: dict[str, bytes | tuple[bytes, str]]) -> bytes:
