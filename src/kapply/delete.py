@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 from kapply import objects
 from kapply.app import history, record
-from kapply.app.lock import hold
-from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, order
 from kapply.apply.progress import LoggedProgress, Progress
@@ -32,6 +30,9 @@ from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
 from kapply.resources.labeled import at_written_versions, is_transient, list_labeled, types_in_scope
+
+# Imported where a delete runs, not planned: the hold (kapply.app.lock) and the apply loop, which planning and a
+# deploy that changes nothing never use (start-up, bench/why.md).
 
 PARTIAL_DELETE_CHANGES_TO_KEEP = 200  # kapp's app-change GC after a delete that keeps the app
 
@@ -130,6 +131,8 @@ def _transient(obj: Obj) -> bool:
 
 async def run(cluster: Cluster, plan: DeletePlan, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
     """Delete the app's resources, its history and its record; returns the changes waited on."""
+    from kapply.app.lock import hold
+
     if plan.app.labeled:  # no record and no history: only the resources
         return await _delete_labeled(cluster, plan, progress or LoggedProgress())
     async with hold(cluster, plan.app) as app:
@@ -137,6 +140,8 @@ async def run(cluster: Cluster, plan: DeletePlan, progress: Progress | None = No
 
 
 async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress: Progress) -> tuple[ClusterChange, ...]:
+    from kapply.apply.loop import ApplyLoop
+
     app, _ = await history.begin(cluster, app, "delete", [], "", record=False)
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, app.meta.label_selector, plan.options.apply, plan.options.wait, progress
@@ -167,6 +172,8 @@ async def _check_gone(cluster: Cluster, app: record.App, used_kinds_only: bool =
 
 
 async def _delete_labeled(cluster: Cluster, plan: DeletePlan, progress: Progress) -> tuple[ClusterChange, ...]:
+    from kapply.apply.loop import ApplyLoop
+
     options = plan.options
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, plan.app.label_selector, options.apply, options.wait, progress

@@ -22,11 +22,8 @@ from typing import TextIO, TypeVar
 
 from kapply import objects
 from kapply.app import history, record
-from kapply.app.lock import changed_since_planned, held_by_other, hold
 from kapply.app.meta import AppMeta, GroupVersionKind, kinds_of
-from kapply.app.rename import rename
 from kapply.apply import preflight
-from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, description, order
 from kapply.apply.progress import LoggedProgress, Progress
@@ -635,6 +632,10 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
             await record.update_record(cluster, app, lambda cm: record.merge_labels(cm, options.app_labels))
         plan.write_app_metadata()
         return Result(app, (), "", (), 0)
+    # The hold, the rename and the apply loop are imported where they run: a deploy that changes nothing never
+    # does, and its start-up is mostly imports (bench/why.md).
+    from kapply.app.lock import hold
+
     async with hold(cluster, app, options.app_labels, revalidate=partial(_still_as_planned, cluster, plan)) as app:
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
             write_app_metadata(options.app_metadata_file, app)
@@ -646,6 +647,8 @@ async def _under_its_name(cluster: Cluster, plan: Plan) -> record.App:
     """The app, its record stored under the name it is deployed as (before `run` holds it)."""
     app = plan.app
     if plan.renamed_from is not None:  # kapp's --prev-app: the earlier record takes the new name
+        from kapply.app.rename import rename
+
         await rename(cluster, plan.renamed_from, app.name, app.namespace)
     elif app.stored and record.fq_names() and not app.configmap_name.endswith(record.FQ_SUFFIX):
         app = await _migrated(cluster, app)
@@ -656,6 +659,9 @@ async def _migrated(cluster: Cluster, app: record.App) -> record.App:
     """kapp's migration under KAPP_FQ_CONFIGMAP_NAMES=true: an app recorded as `<app>` is recorded anew as
     `<app>.apps.k14s.io` (annotated `kapp.k14s.io/is-configmap-migrated`) and the old record deleted, as every deploy
     that applies does (not a diff run). Not while another deploy or delete holds the app."""
+    from kapply.app.lock import held_by_other
+    from kapply.app.rename import rename
+
     current = await cluster.get(record.CONFIGMAPS, app.namespace, app.configmap_name)
     other = None if current is None else held_by_other(current, "", datetime.now(UTC))
     if other is not None:
@@ -669,6 +675,8 @@ async def _still_as_planned(cluster: Cluster, plan: Plan, recorded: AppMeta) -> 
     if the app has exactly the objects the plan was made with: each update then checks that its approved diff still
     holds (`kapply.apply.execute`). Otherwise it is refused: a plan that does not know some of the app's objects
     would leave them behind, and one that counts on objects gone would fail half-way."""
+    from kapply.app.lock import changed_since_planned
+
     listing = plan.listing
     if listing is None:
         raise changed_since_planned(plan.app)
@@ -689,6 +697,8 @@ async def _still_as_planned(cluster: Cluster, plan: Plan, recorded: AppMeta) -> 
 
 
 async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Result:
+    from kapply.apply.loop import ApplyLoop
+
     options = plan.options
     if not plan.changes:
         plan.write_app_metadata()
@@ -711,6 +721,8 @@ async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Re
 
 
 async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progress) -> Result:
+    from kapply.apply.loop import ApplyLoop
+
     options = plan.options
     app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
     stored_diff = plan.line_diffs()

@@ -1,0 +1,34 @@
+"""What a no-change redeploy imports stays cut (bench/why.md, issue 33): the modules that only run when a deploy or
+delete applies something (the app's hold, renames, the apply loop and what only it uses) are imported where they
+run, not when the command's modules are."""
+
+import subprocess
+import sys
+
+# What `kapply deploy` imports before it plans: the CLI, the deploy command, the public API and both pipelines.
+COMMAND_MODULES = ("kapply.cli.main", "kapply.cli.deploy", "kapply.api", "kapply.deploy", "kapply.delete")
+
+LAZY = (
+    "kapply.app.lock",
+    "kapply.app.rename",
+    "kapply.apply.loop",
+    "kapply.apply.execute",
+    "kapply.apply.observe",
+    "kapply.apply.verdict",
+)
+
+
+def _imported_after(modules):
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_a_deploys_modules_leave_the_apply_path_unimported():
+    imported = _imported_after(COMMAND_MODULES)
+    assert "kapply.deploy" in imported
+    assert sorted(imported & set(LAZY)) == []
+
+
+def test_the_lazy_modules_import_on_their_own():
+    assert set(LAZY) <= _imported_after(LAZY)
