@@ -31,7 +31,7 @@ import orjson
 
 from kapply import objects
 from kapply.app.meta import AppMeta
-from kapply.app.record import CONFIGMAPS, App, merge_labels, new_record, update_record
+from kapply.app.record import CONFIGMAPS, App, merge_labels, new_record, remember_written, update_record
 from kapply.errors import AppNotFoundError, ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, once_answered
@@ -126,7 +126,9 @@ async def _take(
     now = datetime.now(UTC)
     if not app.stored:
         try:
-            await cluster.create(CONFIGMAPS, new_record(app, labels, {objects.DEPLOY_LOCK: _value(holder, now)}))
+            created = await cluster.create(
+                CONFIGMAPS, new_record(app, labels, {objects.DEPLOY_LOCK: _value(holder, now)})
+            )
         except ClusterError as e:
             if e.conflict:
                 raise ConcurrencyError(
@@ -134,6 +136,7 @@ async def _take(
                     "applied (run again to see the diff against it)"
                 ) from e
             raise
+        remember_written(cluster, created)
         return replace(app, stored=True)
     accepted = [app.meta]
     if revalidate is not None:

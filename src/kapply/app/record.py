@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import re
 import time
@@ -150,10 +151,17 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
     if found is not None:
         return found
     name = plain_name(name)
-    for cm_name in (name + FQ_SUFFIX, name):
-        cm = await cluster.get(CONFIGMAPS, namespace, cm_name)
-        if cm is not None:
-            return _from_configmap(name, cm)
+    # Both names asked at once (one round trip, issue 33), then taken in kapp's order: the migrated name first, an
+    # error of a name only when every name before it was absent.
+    answers = await asyncio.gather(
+        *(cluster.get(CONFIGMAPS, namespace, cm_name) for cm_name in (name + FQ_SUFFIX, name)),
+        return_exceptions=True,
+    )
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer is not None:
+            return _from_configmap(name, answer)
     return None
 
 
@@ -260,22 +268,42 @@ def merge_labels(cm: Obj, labels: Mapping[str, str]) -> None:
 _writers: weakref.WeakKeyDictionary[Cluster, dict[tuple[str, str], asyncio.Lock]] = weakref.WeakKeyDictionary()
 
 
+# Per connection, per record: the record as this process last wrote (or created) it, which the next update starts
+# from instead of reading it again (issue 33: one round trip less per write); its resourceVersion makes the write
+# fail with a conflict if anyone wrote in between, and the update then reads the record and changes it again.
+_written: weakref.WeakKeyDictionary[Cluster, dict[tuple[str, str], Obj]] = weakref.WeakKeyDictionary()
+
+
+def remember_written(cluster: Cluster, cm: Obj) -> None:
+    """Keep the record as the server answered a write of it (see `_written`)."""
+    meta = cm["metadata"]
+    _written.setdefault(cluster, {})[(meta["namespace"], meta["name"])] = copy.deepcopy(cm)
+
+
 async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None]) -> Obj:
-    """Read the app ConfigMap, `change` it and write it back with its resourceVersion; on a conflict (another writer
-    in between), read and change it again. Writes of one process to one record are serialised, so that a lock's
-    heartbeat and the deploy's own updates do not conflict with each other."""
-    writer = _writers.setdefault(cluster, {}).setdefault((app.namespace, app.configmap_name), asyncio.Lock())
+    """Read the app ConfigMap (or take it as this process last wrote it), `change` it and write it back with its
+    resourceVersion; on a conflict (another writer in between), read and change it again. Writes of one process to
+    one record are serialised, so that a lock's heartbeat and the deploy's own updates do not conflict with each
+    other."""
+    key = (app.namespace, app.configmap_name)
+    writer = _writers.setdefault(cluster, {}).setdefault(key, asyncio.Lock())
     async with writer:
+        last = _written.get(cluster, {}).pop(key, None)
         for _ in range(10):
-            cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
+            remembered = last is not None
+            cm = copy.deepcopy(last) if last is not None else await cluster.get(CONFIGMAPS, *key)
+            last = None
             if cm is None:
                 raise AppNotFoundError(f"{app.describe()} does not exist")
             change(cm)
             try:
-                return await cluster.update(CONFIGMAPS, cm)
+                written = await cluster.update(CONFIGMAPS, cm)
             except ClusterError as e:
-                if not e.conflict:
+                if not (e.conflict or (remembered and e.not_found)):  # not found: deleted since, as a read says
                     raise
+                continue
+            remember_written(cluster, written)
+            return written
         raise KapplyError(f"Updating the record of {app.describe()}: it kept changing (tried 10 times)")
 
 
@@ -320,6 +348,7 @@ async def owners(cluster: Cluster, namespace: str, label_key: str, values: Colle
 
 
 async def delete(cluster: Cluster, app: App) -> None:
+    _written.get(cluster, {}).pop((app.namespace, app.configmap_name), None)
     await cluster.delete(CONFIGMAPS, app.namespace, app.configmap_name)
 
 

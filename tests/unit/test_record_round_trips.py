@@ -1,0 +1,157 @@
+"""The app record's round trips (issue 33): both of its names are asked at once, the answers still taken in kapp's
+order; an update starts from the record as this process last wrote it, and reads it only when someone else wrote in
+between (or deleted it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from kapply import deploy
+from kapply.app import record
+from kapply.app.meta import AppMeta
+from kapply.errors import AppNotFoundError, ClusterError, KapplyError
+from kapply.objects import Obj
+from kapply.resources.cluster import Discovery, ResourceType
+from tests.unit.conftest import BUILTIN_TYPES
+from tests.unit.fake_cluster import FakeCluster
+
+
+class TwoNames:
+    """Answers a GET only once both names are asked (a lookup one after the other would hang), from `answers`."""
+
+    def __init__(self, answers: dict[str, Obj | None | ClusterError]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+        self.both = asyncio.Event()
+
+    async def get(self, rtype: object, namespace: str, name: str) -> Obj | None:
+        self.asked.append(name)
+        if len(self.asked) == 2:
+            self.both.set()
+        await asyncio.wait_for(self.both.wait(), 5)
+        answer = self.answers[name]
+        if isinstance(answer, ClusterError):
+            raise answer
+        return answer
+
+
+def configmap(name: str, label_value: str) -> Obj:
+    spec = AppMeta("kapp.k14s.io/app", label_value).to_json().decode()
+    return {"metadata": {"name": name, "namespace": "ns"}, "data": {"spec": spec}}
+
+
+def find(answers: dict[str, Obj | None | ClusterError]) -> record.App | None:
+    return asyncio.run(record.find(TwoNames(answers), "ns", "web"))  # type: ignore[arg-type]
+
+
+def test_both_names_are_asked_at_once_and_the_migrated_one_wins():
+    fq = "web" + record.FQ_SUFFIX
+    found = find({fq: configmap(fq, "fq"), "web": configmap("web", "plain")})
+    assert found is not None and (found.configmap_name, found.meta.label_value) == (fq, "fq")
+    found = find({fq: None, "web": configmap("web", "plain")})
+    assert found is not None and (found.configmap_name, found.meta.label_value) == ("web", "plain")
+    assert find({fq: None, "web": None}) is None
+
+
+def test_an_error_counts_only_where_the_names_before_it_were_absent():
+    fq = "web" + record.FQ_SUFFIX
+    denied = ClusterError("configmaps is forbidden", 403, "Forbidden")
+    found = find({fq: configmap(fq, "fq"), "web": denied})
+    assert found is not None and found.configmap_name == fq
+    with pytest.raises(ClusterError, match="forbidden"):
+        find({fq: denied, "web": configmap("web", "plain")})
+    with pytest.raises(ClusterError, match="forbidden"):
+        find({fq: None, "web": denied})
+
+
+def stored_app(fake: FakeCluster) -> record.App:
+    app = record.App("web", "ns", "web", AppMeta("kapp.k14s.io/app", "v1"))
+    asyncio.run(fake.create(record.CONFIGMAPS, record.new_record(app, {}, {})))
+    return app
+
+
+def label(value: str) -> Callable[[Obj], None]:
+    def write(cm: Obj) -> None:
+        cm["metadata"].setdefault("labels", {})["step"] = value
+
+    return write
+
+
+def test_an_update_after_this_processs_own_write_does_not_read_the_record_again():
+    fake = FakeCluster(Discovery(()))
+    app = stored_app(fake)
+
+    async def updates() -> None:
+        await record.update_record(fake, app, label("one"))  # type: ignore[arg-type]
+        await record.update_record(fake, app, label("two"))  # type: ignore[arg-type]
+
+    asyncio.run(updates())
+    assert [verb for verb, _, _ in fake.log if verb in ("get", "update")] == ["get", "update", "update"]
+    assert fake.objects[("", "ConfigMap", "ns", "web")]["metadata"]["labels"]["step"] == "two"
+
+
+def test_a_write_in_between_is_read_and_kept_and_a_deleted_record_is_missing():
+    fake = FakeCluster(Discovery(()))
+    app = stored_app(fake)
+
+    async def updates() -> None:
+        await record.update_record(fake, app, label("one"))  # type: ignore[arg-type]
+        other = await fake.get(record.CONFIGMAPS, "ns", "web")
+        assert other is not None
+        other["metadata"]["annotations"]["other"] = "kept"
+        await fake.update(record.CONFIGMAPS, other)  # another writer: the remembered version is stale
+        await record.update_record(fake, app, label("two"))  # type: ignore[arg-type]
+        cm = fake.objects[("", "ConfigMap", "ns", "web")]
+        assert (cm["metadata"]["labels"]["step"], cm["metadata"]["annotations"]["other"]) == ("two", "kept")
+        await fake.delete(record.CONFIGMAPS, "ns", "web")  # by another process: this one still remembers it
+        with pytest.raises(AppNotFoundError, match="does not exist"):
+            await record.update_record(fake, app, label("three"))  # type: ignore[arg-type]
+
+    asyncio.run(updates())
+
+
+class NoNamespace(FakeCluster):
+    """The new app's namespace does not exist: the record's dry-run create fails, after the plan's first lookup of a
+    desired resource was sent (a check that held the lookups back would time out)."""
+
+    def __init__(self, *, lookups: bool) -> None:
+        super().__init__(Discovery(BUILTIN_TYPES))
+        self.lookups = lookups
+        self.namespace = "gone"
+        self.looked_up = asyncio.Event()
+
+    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
+        if not name.startswith("web"):  # not the record
+            self.looked_up.set()
+        return await super().get(rtype, namespace, name)
+
+    async def list(
+        self, rtype: ResourceType, *, label_selector: str | None = None, namespace: str | None = None
+    ) -> list[Obj]:
+        self.looked_up.set()
+        return await super().list(rtype, label_selector=label_selector, namespace=namespace)
+
+    async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        assert dry_run
+        if self.lookups:
+            await asyncio.wait_for(self.looked_up.wait(), 5)
+        raise ClusterError('namespaces "gone" not found', status=404)
+
+
+def planned(resources: list[Obj]) -> None:
+    fake = NoNamespace(lookups=bool(resources))
+    asyncio.run(deploy.plan(fake, "web", deploy.Source(resources=resources), namespace_name="gone"))  # type: ignore[arg-type]
+
+
+def test_a_new_apps_record_is_checked_beside_the_lookups_and_its_error_comes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAPP_FQ_CONFIGMAP_NAMES", raising=False)
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config"}, "data": {"a": "1"}}
+    with pytest.raises(KapplyError, match='^namespaces "gone" not found$'):
+        planned([config])
+    with pytest.raises(KapplyError, match='^namespaces "gone" not found$'):  # not the plan's own refusal
+        planned([])  # the plan refuses an empty set of resources
