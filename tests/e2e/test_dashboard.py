@@ -2,7 +2,8 @@
 controller, one App and one dashboard server for the module (and a second server as the restricted user). The list
 follows the App live (one watch per kind, server-sent events), its page shows the drifted field with its writer,
 its actions patch it as `kapply app kick|pause` do and are refused with the API server's message when RBAC forbids;
-no Secret value appears in any page or answer.
+a rollback to an earlier change shows its diff, pauses the App and deploys it; no Secret value appears in any page
+or answer.
 
 `$KAPPLY_DASHBOARD_SCREENSHOT` names a file for a screenshot of the App's page (docs/dashboard.png is made so)."""
 
@@ -288,6 +289,63 @@ def test_actions_pause_resume_and_kick(tab: Page, kube: Client, url: str, app_na
         timeout=15,
         what="the kicked sync",
     )
+
+
+def test_a_rollback_shows_its_diff_pauses_the_app_and_is_refused_when_rbac_forbids(
+    tab: Page, browser: Browser, kube: Client, url: str, restricted_url: str, app_namespace: str, app: str
+):
+    """v2 (the ConfigMap's mode red) deployed by the controller; the page's "Roll back to this change" of the oldest
+    kept change (v1: blue) shows the masked diff, and once confirmed pauses the App (saying so) and deploys v1. The
+    restricted user's rollback is refused with the API server's message, changing nothing."""
+    v2 = {"config.yml": FILES["config.yml"].replace("mode: blue", "mode: red")}
+    generation = int(kube.get(App, app, namespace=app_namespace).metadata.generation)
+    spec = {"spec": {"fetch": [{"inline": {"paths": v2}}]}}
+    kube.patch(App, app, spec, namespace=app_namespace, patch_type=PatchType.MERGE)
+    try:
+        eventually(
+            lambda: (
+                status(kube, app_namespace, app).get("observedGeneration") == generation + 1
+                and condition(kube, app_namespace, app) == "ReconcileSucceeded"
+            ),
+            timeout=30,
+            what="v2 deployed",
+        )
+        assert kube.get(ConfigMap, "web-config", namespace=app_namespace).data == {"mode": "red"}
+        tab.goto(app_url(url, app_namespace))
+        oldest = tab.get_by_role("button", name=re.compile(r"^Roll back to this change: ")).last
+        expect(oldest).to_be_visible(timeout=10_000)
+        change = str(oldest.get_attribute("aria-label")).rpartition(" ")[2]
+        restricted = browser.new_page()
+        try:
+            restricted.goto(app_url(restricted_url, app_namespace))
+            refused = restricted.evaluate(
+                """async ([key, change]) => {
+                  const csrf = document.querySelector('meta[name="kapply-csrf"]').content;
+                  const answer = await fetch("api/action?" + new URLSearchParams({ key, action: "rollback", change }),
+                    { method: "POST", headers: { "X-Kapply-CSRF": csrf } });
+                  return [answer.status, (await answer.json()).message];
+                }""",
+                [f"App.kapply.dev/{app_namespace}/{app}", change],
+            )
+        finally:
+            restricted.close()
+        assert refused[0] == 403 and "forbidden" in refused[1], refused
+        assert not kube.get(App, app, namespace=app_namespace)["spec"].get("paused")
+        oldest.click()
+        expect(tab.locator("#rollback-diff")).to_contain_text("mode: blue")
+        expect(tab.locator("#rollback-diff")).not_to_contain_text(PASSWORD)
+        tab.locator("#rollback-yes").click()
+        result = tab.locator("#action-result")
+        expect(result).to_contain_text(f"Rolled back to app change '{change}'", timeout=30_000)
+        expect(result).to_contain_text("Paused App 'web' (kapply.dev")
+        assert kube.get(App, app, namespace=app_namespace)["spec"].get("paused") is True
+        assert kube.get(ConfigMap, "web-config", namespace=app_namespace).data == {"mode": "blue"}
+        expect(tab.locator("#history tbody tr").first).to_contain_text(f"rollback to {change}", timeout=5_000)
+        for value in (PASSWORD, DRIFTED_PASSWORD):
+            assert value not in tab.content()
+    finally:
+        spec = {"spec": {"fetch": [{"inline": {"paths": FILES}}], "paused": None}}
+        kube.patch(App, app, spec, namespace=app_namespace, patch_type=PatchType.MERGE)
 
 
 def test_a_restricted_user_sees_what_is_hidden_and_is_refused(

@@ -1,6 +1,6 @@
 """What each app-change keeps for a rollback (kapply.app.history: Applied, keep, kept, their collection), the
 documents a deploy keeps (kapply.deploy.split_manifests), and the controller's App paused before a rollback
-(kapply.cli.app_change.pause_controller_app). Rollbacks on a real cluster: tests/e2e/test_rollback.py."""
+(kapply.controller.rollback.pause_deployers). Rollbacks on a real cluster: tests/e2e/test_rollback.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from kapply.app import history
 from kapply.app.meta import AppMeta
 from kapply.app.record import App
-from kapply.cli.app_change import pause_controller_app
+from kapply.controller.rollback import pause_deployers
 from kapply.deploy import DeployOptions, _applied, split_manifests
 from kapply.diff.filter import ChangeFilter
 from kapply.errors import ClusterError, KapplyError
@@ -181,7 +181,7 @@ def app_obj(paused: bool = False, owners: list[Obj] | None = None) -> Obj:
 @pytest.mark.parametrize("group", ["kapply.dev", "kappctrl.k14s.io"])
 def test_a_rollback_pauses_the_app_a_controller_deploys_it_with(group: str):
     api, out = Recorder({(group, "web"): app_obj()}), Lines()
-    asyncio.run(pause_controller_app(cast(Any, api), "web.app", "ns", cast(Any, out)))
+    asyncio.run(pause_deployers(cast(Any, api), "web.app", "ns", out.line))
     assert api.patched == [("App", group, "ns", "web", PAUSE)]
     assert out.lines == [
         f"Paused App 'web' ({group}, namespace: ns), so that it does not deploy its own spec over the rollback "
@@ -194,7 +194,7 @@ def test_a_rollback_pauses_the_package_install_that_made_the_app():
     install = {"metadata": {"name": "pkgi", "namespace": "ns"}, "spec": {}}
     objs = {("kapply.dev", "web"): app_obj(owners=[owner]), ("packaging.kapply.dev", "pkgi"): install}
     api, out = Recorder(objs), Lines()
-    asyncio.run(pause_controller_app(cast(Any, api), "web.app", "ns", cast(Any, out)))
+    asyncio.run(pause_deployers(cast(Any, api), "web.app", "ns", out.line))
     assert api.patched == [
         ("PackageInstall", "packaging.kapply.dev", "ns", "pkgi", PAUSE),
         ("App", "kapply.dev", "ns", "web", PAUSE),
@@ -206,5 +206,5 @@ def test_a_rollback_pauses_the_package_install_that_made_the_app():
 @pytest.mark.parametrize(("app", "paused"), [("web", False), ("other.app", False), ("web.app", True)])
 def test_no_app_is_paused_when_no_controller_deploys_the_app_or_it_is_paused(app: str, paused: bool):
     api, out = Recorder({("kapply.dev", "web"): app_obj(paused)}), Lines()
-    asyncio.run(pause_controller_app(cast(Any, api), app, "ns", cast(Any, out)))
+    asyncio.run(pause_deployers(cast(Any, api), app, "ns", out.line))
     assert api.patched == [] and out.lines == []

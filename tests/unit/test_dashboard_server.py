@@ -1,12 +1,13 @@
 """kapply.dashboard.server with a fake API client: the pages and their assets (package data), the list as JSON and as
 server-sent events, one App's page data with its parts the user may not read said so, the actions' patches and the
-API server's refusal, and the checks every request passes first."""
+API server's refusal, a rollback's preview and run, and the checks every request passes first."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from kapply.dashboard.board import Board
 from kapply.dashboard.server import Dashboard
-from kapply.errors import ClusterError
+from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 
 APP: Obj = {
@@ -43,7 +44,10 @@ class FakeCluster:
     async def discovery(self) -> FakeDiscovery:
         return FakeDiscovery()
 
-    async def list(self, rtype: Any) -> list[Obj]:
+    async def list(self, rtype: Any, **kwargs: Any) -> list[Obj]:
+        if rtype.kind == "Secret":  # what app-changes kept (their data never reaches the page)
+            kept = {"type": "kapply.dev/app-change-applied", "data": {"applied.json.gz": "c2VjcmV0"}}
+            return [{**kept, "metadata": {"name": "web.app-change-1"}}, {"metadata": {"name": "other"}}]
         if rtype.group == "packaging.carvel.dev":
             raise ClusterError(
                 'packagerepositories.packaging.carvel.dev is forbidden: User "jo" cannot list', status=403
@@ -74,8 +78,27 @@ class FakeApi:
     async def inspect(self, app: str, *, namespace: str | None = None) -> list[Obj]:
         raise ClusterError('configmaps is forbidden: User "jo" cannot list', status=403)
 
+    changes: list[Any] = field(default_factory=list)
+    deployed: list[Any] = field(default_factory=list)
+
     async def app_changes(self, app: str, *, namespace: str | None = None) -> list[Any]:
-        return []
+        return self.changes
+
+    async def plan_rollback(self, app: str, change: str, *, namespace: str | None = None) -> Any:
+        if change == "forbidden":
+            raise ClusterError('secrets "forbidden" is forbidden: User "jo" cannot get', status=403)
+        if change != "web.app-change-1":
+            raise KapplyError(f"App-change '{change}' of App '{app}' kept nothing to roll back to")
+        app_ = SimpleNamespace(name=app, namespace=namespace)
+        options = SimpleNamespace(rollback_of=change)
+        return SimpleNamespace(app=app_, options=options, changes=(), hunks=lambda: (), pending=False)
+
+    async def check_deploy(self, plan: Any) -> None:
+        pass
+
+    async def run_deploy(self, plan: Any, *, progress: Any = None) -> Any:
+        self.deployed.append(plan)
+        return SimpleNamespace(app_change="web.app-change-2")
 
 
 Served = tuple[TestClient, Dashboard, FakeApi]
@@ -188,3 +211,29 @@ async def _test_the_packages_page_lists_what_the_user_may_and_says_what_is_hidde
     page = await (await client.get("/tok/api/packages", headers=own(client))).json()
     assert [i["name"] for i in page["installs"]] == ["i"] and page["repositories"] == page["packages"] == []
     assert len(page["hidden"]) == 1 and "packagerepositories.packaging.carvel.dev are hidden" in page["hidden"][0]
+
+
+def test_a_rollback_is_previewed_then_run_and_a_refusal_is_passed_on() -> None:
+    run(_test_a_rollback_is_previewed_then_run_and_a_refusal_is_passed_on)
+
+
+async def _test_a_rollback_is_previewed_then_run_and_a_refusal_is_passed_on(served: Served) -> None:
+    client, _, api = served
+    meta = SimpleNamespace(started_at="t0", finished_at="t1", successful=True, description="update")
+    api.changes = [SimpleNamespace(name=n, meta=meta, diff="") for n in ("web.app-change-0", "web.app-change-1")]
+    history = (await (await client.get(f"/tok/api/app?key={KEY}", headers=own(client))).json())["history"]
+    assert [(h["name"], h["kept"]) for h in history] == [("web.app-change-1", True), ("web.app-change-0", False)]
+    preview = await client.get(f"/tok/api/rollback?key={KEY}&change=web.app-change-1", headers=own(client))
+    assert preview.status == 200 and (await preview.json())["ok"] is True and api.deployed == []
+    answer = await client.get(f"/tok/api/rollback?key={KEY}&change=web.app-change-0", headers=own(client))
+    assert answer.status == 409 and "kept nothing" in (await answer.json())["message"]
+    action = f"/tok/api/action?key={KEY}&action=rollback&change="
+    assert (await client.post(action + "web.app-change-1", headers=own(client))).status == 403  # no CSRF token
+    answer = await client.post(action + "web.app-change-1", headers=posting(client))
+    assert answer.status == 200 and len(api.deployed) == 1
+    assert (await answer.json())["message"] == (
+        "Rolled back to app change 'web.app-change-1', recorded as app change 'web.app-change-2'"
+    )
+    answer = await client.post(action + "forbidden", headers=posting(client))
+    assert answer.status == 403 and "cannot get" in (await answer.json())["message"] and len(api.deployed) == 1
+    assert (await client.post(action, headers=posting(client))).status == 400

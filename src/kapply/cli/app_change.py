@@ -11,13 +11,8 @@ from kapply.cli.common import confirm, existing_app, run
 from kapply.errors import KapplyError
 
 if TYPE_CHECKING:
-    from kapply.api import AsyncClient
     from kapply.app.history import AppChange
-    from kapply.objects import Obj
-    from kapply.resources.cluster import ResourceType
     from kapply.ui.output import Output
-
-CONTROLLER_APP_SUFFIX = ".app"  # the kapp app a controller's App deploys as (kapply.controller.deploy.kapp_app_name)
 
 
 def list_changes(args: Args, out: Output) -> None:
@@ -88,10 +83,11 @@ def rollback(args: Args, out: Output) -> None:
 
 
 async def _rollback(args: Args, out: Output) -> None:
-    """Plan deploying again what the change `--to` applied, show it as a deploy does, ask, pause the controller's
-    App that deploys the app (if one does: else it would deploy its own spec over the rollback), and run it."""
+    """Plan deploying again what the change `--to` applied, show it as a deploy does, ask, and run it as the
+    dashboard does (kapply.controller.rollback: the controller's App that deploys the app is paused first)."""
     from kapply.api import deploy_options
     from kapply.cli.common import app_client
+    from kapply.controller.rollback import roll_back
     from kapply.flags import diff_view
     from kapply.ui.changes import changes_table, show_changes
     from kapply.ui.messages import ProgressLines
@@ -112,48 +108,5 @@ async def _rollback(args: Args, out: Output) -> None:
         await api.check_deploy(plan)
         if plan.pending:
             confirm(args, out)
-        await pause_controller_app(api, plan.app.name, plan.app.namespace, out)
-        result = await api.run_deploy(plan, progress=ProgressLines(out))
-        recorded = f", recorded as app change '{result.app_change}'" if result.app_change else ""
-        out.line(f"Rolled back to app change '{to}'{recorded}")
+        await roll_back(api, plan, out.line, ProgressLines(out))
         out.finish()
-
-
-async def pause_controller_app(api: AsyncClient, app: str, namespace: str, out: Output) -> None:
-    """Pause the App (kapply's or kapp-controller's) that deploys the kapp app `app` (`<App>.app`), and the
-    PackageInstall that made that App (its reconcile would set the App's `paused` back), saying so, as Argo CD turns
-    auto-sync off before a rollback; nothing when no App deploys it or it is paused already."""
-    from kapply.controller.vocabulary import VOCABULARIES
-    from kapply.errors import ClusterError
-
-    if not app.endswith(CONTROLLER_APP_SUFFIX):
-        return
-    name = app.removesuffix(CONTROLLER_APP_SUFFIX)
-    for vocabulary in VOCABULARIES.values():
-        try:
-            found = await api.cluster.get(vocabulary.app.rtype, namespace, name)
-        except ClusterError:  # the group is not served, or may not be read
-            continue
-        if found is None:
-            continue
-        for owner in (found.get("metadata") or {}).get("ownerReferences") or []:
-            if owner.get("apiVersion") == vocabulary.install.api_version and owner.get("kind") == "PackageInstall":
-                install = await api.cluster.get(vocabulary.install.rtype, namespace, owner.get("name", ""))
-                if install is not None:
-                    resume = f"kapply package installed kick -i {owner['name']}"
-                    await _pause(api, vocabulary.install.rtype, install, "the App's PackageInstall", resume, out)
-        await _pause(api, vocabulary.app.rtype, found, "App", f"kapply app kick -a {name}", out)
-
-
-async def _pause(api: AsyncClient, rtype: ResourceType, obj: Obj, what: str, resume: str, out: Output) -> None:
-    """Set `spec.paused` (unless it is set), saying so."""
-    from kapply.cli.package.common import PAUSE
-
-    if (obj.get("spec") or {}).get("paused"):
-        return
-    meta = obj["metadata"]
-    await api.cluster.patch(rtype, meta["namespace"], meta["name"], PAUSE)
-    out.line(
-        f"Paused {what} '{meta['name']}' ({rtype.group}, namespace: {meta['namespace']}), so that it does not deploy "
-        f"its own spec over the rollback (spec.paused: true; resume with `{resume}`)"
-    )

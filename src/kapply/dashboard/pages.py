@@ -75,12 +75,17 @@ def app_page(token: str, csrf: str) -> str:
 <button type="button" data-action="kick">Sync now</button>
 <button type="button" data-action="pause">Pause</button>
 <button type="button" data-action="resume">Resume</button>
-<span id="rollback-slot"></span>
 </div>
 <p id="action-result" role="status" aria-live="polite"></p>
 <dialog id="confirm" aria-labelledby="confirm-text"><p id="confirm-text"></p>
 <div class="actions"><button type="button" id="confirm-yes">Yes</button>
 <button type="button" id="confirm-no" autofocus>No</button></div></dialog>
+<dialog id="rollback" aria-labelledby="rollback-text"><p id="rollback-text"></p>
+<pre id="rollback-diff" tabindex="0"></pre>
+<p>An App that deploys this app (and the PackageInstall that made it) is paused first, so that it does not deploy its
+own spec over the rollback.</p>
+<div class="actions"><button type="button" id="rollback-yes">Roll back</button>
+<button type="button" id="rollback-no" autofocus>Cancel</button></div></dialog>
 </section>
 <section aria-labelledby="h-summary"><h2 id="h-summary">State</h2><dl id="summary"></dl>
 <table id="conditions"><caption>Conditions</caption><thead><tr><th scope="col">Type</th><th scope="col">Status</th>
@@ -101,7 +106,8 @@ def app_page(token: str, csrf: str) -> str:
 <th scope="col">Count</th><th scope="col">Message</th></tr></thead><tbody></tbody></table></section>
 <section aria-labelledby="h-history"><h2 id="h-history">App changes</h2>
 <table id="history"><thead><tr><th scope="col">Name</th><th scope="col">Started</th><th scope="col">Finished</th>
-<th scope="col">Successful</th><th scope="col">Description</th><th scope="col">Diff (masked)</th></tr></thead>
+<th scope="col">Successful</th><th scope="col">Description</th><th scope="col">Diff (masked)</th>
+<th scope="col">Roll back</th></tr></thead>
 <tbody></tbody></table></section>
 </main>
 </body>

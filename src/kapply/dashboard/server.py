@@ -1,7 +1,7 @@
 """The dashboard's web server (kapply.dashboard.security says whom it answers): the two pages, their script and style
 (files shipped in the package: static/), the list as JSON and as server-sent events (from the Board's one watch per
-kind), one App's page data, and its actions (sync now, pause, resume) done with the user's own credentials: the API
-server's refusal is the answer when RBAC forbids one."""
+kind), one App's page data, and its actions (sync now, pause, resume, and roll back to a change, previewed first)
+done with the user's own credentials: the API server's refusal is the answer when RBAC forbids one."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from importlib import resources
 import orjson
 from aiohttp import web
 
-from kapply.api import AsyncClient, Transcript
+from kapply.api import AsyncClient, Plan, Transcript
+from kapply.app.history import KEPT_LABEL, KEPT_TYPE, SECRETS
+from kapply.controller.rollback import roll_back
 from kapply.controller.vocabulary import CARVEL, KAPPLY, Resource
 from kapply.dashboard import pages, security, view
 from kapply.dashboard.board import Board, follow, served_kinds
@@ -92,6 +94,8 @@ class Dashboard:
             return _json(await self._packages())
         if rest == "api/app":
             return await self._app(request.query.get("key", ""))
+        if rest == "api/rollback":
+            return await self._rollback_preview(request.query.get("key", ""), request.query.get("change", ""))
         if rest == "events":
             return await self._events(request)
         return _plain(404, "Not Found")
@@ -195,6 +199,7 @@ class Dashboard:
 
     async def _history(self, namespace: str, name: str) -> object:
         changes = await self.api.app_changes(f"{name}.app", namespace=namespace)
+        kept = await self._kept(namespace)
         return [
             {
                 "name": c.name,
@@ -203,15 +208,70 @@ class Dashboard:
                 "successful": c.meta.successful,
                 "description": c.meta.description,
                 "diff": c.diff,  # masked with the diffMaskRules before it was stored (Secret values never reach it)
+                "kept": None if kept is None else c.name in kept,  # what it applied is kept: it may be rolled back to
             }
             for c in reversed(changes)
         ]
 
+    async def _kept(self, namespace: str) -> set[str] | None:
+        """The names of the app-changes in `namespace` whose applied documents are kept (a rollback may go back to
+        them); None when the user may not list Secrets there (the rollback's preview then says why). The Secrets'
+        data stays in this process: only their names reach the page."""
+        try:
+            secrets_ = await self.api.cluster.list(SECRETS, namespace=namespace, label_selector=KEPT_LABEL)
+        except ClusterError:
+            return None
+        return {s["metadata"]["name"] for s in secrets_ if s.get("type") == KEPT_TYPE}
+
+    async def _plan_rollback(self, key: str, change: str) -> Plan | web.Response:
+        """The rollback of the App `key`'s kapp app (`<name>.app`) to `change`, or the answer saying why there is
+        none (the API server's refusal when RBAC forbids reading what it needs)."""
+        parsed = parse_key(key)
+        if parsed is None or not change:
+            return _plain(400, "Bad Request: a rollback needs an App's key and the app change to roll back to")
+        _, namespace, name = parsed
+        try:
+            return await self.api.plan_rollback(f"{name}.app", change, namespace=namespace)
+        except ClusterError as e:
+            return _json({"ok": False, "message": str(e)}, _refused_status(e))
+        except KapplyError as e:
+            return _json({"ok": False, "message": str(e)}, 409)
+
+    async def _rollback_preview(self, key: str, change: str) -> web.Response:
+        """What rolling back to `change` would change, as `app-change rollback` shows it: its diff from the live
+        state (Secret values masked) and the changes table."""
+        plan = await self._plan_rollback(key, change)
+        if isinstance(plan, web.Response):
+            return plan
+        transcript = Transcript()
+        transcript.plan(plan, hunks=True)
+        transcript.finish()
+        return _json({"ok": True, "diff": transcript.text, "pending": plan.pending})
+
+    async def _rollback(self, key: str, change: str) -> web.Response:
+        """Roll back as `kapply app-change rollback` does (kapply.controller.rollback: the controller's App and its
+        PackageInstall paused first, saying so), with the plan made again now (the live state may have moved since
+        the preview)."""
+        plan = await self._plan_rollback(key, change)
+        if isinstance(plan, web.Response):
+            return plan
+        said: list[str] = []
+        try:
+            await self.api.check_deploy(plan)
+            await roll_back(self.api, plan, said.append)
+        except ClusterError as e:
+            return _json({"ok": False, "message": "\n".join([*said, str(e)])}, _refused_status(e))
+        except KapplyError as e:
+            return _json({"ok": False, "message": "\n".join([*said, str(e)])}, 409)
+        return _json({"ok": True, "message": "\n".join(said)})
+
     async def _action(self, request: web.Request) -> web.Response:
         key, action = request.query.get("key", ""), request.query.get("action", "")
+        if action == "rollback":
+            return await self._rollback(key, request.query.get("change", ""))
         parsed = parse_key(key)
         if parsed is None or action not in ACTIONS:
-            return _plain(400, "Bad Request: an action needs an App's key and kick, pause or resume")
+            return _plain(400, "Bad Request: an action needs an App's key and kick, pause, resume or rollback")
         resource, namespace, name = parsed
         try:
             for patch in ACTIONS[action]:

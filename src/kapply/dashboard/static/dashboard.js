@@ -145,6 +145,19 @@
       return td;
     }
 
+    // A change that kept what it applied (or, when the user may not list Secrets, any change: the preview says why
+    // not) offers "Roll back to this change": its diff from the live state first, then a confirmation.
+    function rollbackCell(h) {
+      const td = el("td");
+      if (h.kept === false) { td.textContent = "not kept"; return td; }
+      const button = el("button", "Roll back to this change");
+      button.type = "button";
+      button.setAttribute("aria-label", "Roll back to this change: " + h.name);
+      button.addEventListener("click", () => previewRollback(h.name));
+      td.append(button);
+      return td;
+    }
+
     async function load() {
       const answer = await fetch(base + "api/app?" + query({ key }), { cache: "no-store" });
       const data = await answer.json();
@@ -164,7 +177,7 @@
       document.getElementById("tree").textContent = typeof data.tree === "string" ? data.tree : data.tree.error;
       fillTable("events", data.events, (e) => [e.lastTimestamp, e.type, e.reason, e.count, e.message]);
       fillTable("history", data.history, (h) => [h.name, h.startedAt, h.finishedAt,
-        h.successful === null ? "" : h.successful ? "yes" : "no", h.description, diffCell(h.diff)]);
+        h.successful === null ? "" : h.successful ? "yes" : "no", h.description, diffCell(h.diff), rollbackCell(h)]);
       live.textContent = "Live: updated " + new Date().toLocaleTimeString();
     }
 
@@ -195,6 +208,44 @@
       result.textContent = "Working…";
       try {
         const answer = await fetch(base + "api/action?" + query({ key, action: chosen }), {
+          method: "POST", headers: { "X-Kapply-CSRF": csrf }, cache: "no-store" });
+        const data = await answer.json();
+        result.textContent = data.message;
+        result.className = data.ok ? "" : "error";
+      } catch (e) {
+        result.textContent = "Failed: " + e;
+        result.className = "error";
+      }
+      reload();
+    });
+    const rollbackDialog = document.getElementById("rollback");
+    let rollbackTo = "";
+    async function previewRollback(change) {
+      const result = document.getElementById("action-result");
+      result.textContent = "Planning the rollback to " + change + "…";
+      result.className = "";
+      try {
+        const answer = await fetch(base + "api/rollback?" + query({ key, change }), { cache: "no-store" });
+        const data = await answer.json();
+        if (!data.ok) { result.textContent = data.message; result.className = "error"; return; }
+        result.textContent = "";
+        rollbackTo = change;
+        document.getElementById("rollback-text").textContent = "Roll back to app change " + change + "?" +
+          (data.pending ? " It changes what the diff below shows:" : " It changes nothing on the cluster.");
+        document.getElementById("rollback-diff").textContent = data.diff;
+        rollbackDialog.showModal();
+      } catch (e) {
+        result.textContent = "Failed: " + e;
+        result.className = "error";
+      }
+    }
+    document.getElementById("rollback-no").addEventListener("click", () => rollbackDialog.close());
+    document.getElementById("rollback-yes").addEventListener("click", async () => {
+      rollbackDialog.close();
+      const result = document.getElementById("action-result");
+      result.textContent = "Rolling back to " + rollbackTo + "…";
+      try {
+        const answer = await fetch(base + "api/action?" + query({ key, action: "rollback", change: rollbackTo }), {
           method: "POST", headers: { "X-Kapply-CSRF": csrf }, cache: "no-store" });
         const data = await answer.json();
         result.textContent = data.message;
