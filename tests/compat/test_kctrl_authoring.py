@@ -74,7 +74,7 @@ class Authors:
     def repository(self, tool: str, name: str) -> str:
         return f"{self.base}/{tool}/{name}"
 
-    def run(self, tool: str, args: tuple[str, ...], stdin: str, cwd: str = "") -> Run:
+    def run(self, tool: str, args: tuple[str, ...], stdin: str, cwd: str = "", group: str = "package") -> Run:
         """`{repo:NAME}` in stdin is the tool's registry repository NAME."""
         stdin = re.sub(r"\{repo:([a-z-]+)\}", lambda m: self.repository(tool, m.group(1)), stdin)
         if tool == "kctrl":
@@ -83,7 +83,7 @@ class Authors:
             argv, env = [sys.executable, "-m", "kapply"], dict(os.environ)
         env["HOME"] = str(self.root / f"home-{tool}")  # no Docker config: the registry needs none
         done = subprocess.run(
-            [*argv, "package", *args],
+            [*argv, group, *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -93,9 +93,10 @@ class Authors:
         )
         return Run(done.returncode, done.stdout, done.stderr)
 
-    def both(self, *args: str, stdin: str, cwd: str = "") -> None:
-        """The command with each tool (kctrl first); what each printed and the files each wrote, compared."""
-        runs = {tool: self.run(tool, args, stdin, cwd) for tool in TOOLS}
+    def both(self, *args: str, stdin: str, cwd: str = "", group: str = "package") -> None:
+        """The command (of `group`: package or app) with each tool (kctrl first); what each printed and the files each
+        wrote, compared."""
+        runs = {tool: self.run(tool, args, stdin, cwd, group) for tool in TOOLS}
         seen = {tool: self.seen(tool, runs[tool]) for tool in TOOLS}
         assert seen["kapply"] == seen["kctrl"], "\n".join(("kctrl:", *seen["kctrl"], "", "kapply:", *seen["kapply"]))
 
@@ -340,6 +341,31 @@ def test_init_from_a_helm_repository_and_release(authors: Authors, helm_reposito
     package = yaml.safe_load((authors.dir("kapply") / "helm/repo/packages" / HELM_REF / "1.0.0.yml").read_text())
     replicas = package["spec"]["valuesSchema"]["openAPIv3"]["properties"]["replicas"]
     assert replicas == {"default": 2, "description": "The number of replicas over two lines", "type": "integer"}
+
+
+# --- app init ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("helm_tools")
+def test_app_init(authors: Authors, helm_repository: str) -> None:
+    """From a local directory (kctrl saves both files before it asks for the content), again with the last answers,
+    stopped at the end of its input; then from a Helm chart, where an earlier source was a local directory (the build's
+    templates are kept), and back to a local directory (refused: vendir.yml says a Helm chart)."""
+    for tool in TOOLS:
+        (authors.dir(tool) / "app" / "config").mkdir(parents=True)
+        (authors.dir(tool) / "app" / "config" / "config.yml").write_text(CONFIG.format(registry="example.com"))
+    authors.both("init", "--tty", stdin="hello-app\n1\nconfig\n", cwd="app", group="app")
+    authors.both("init", stdin="\n\nconfig,config\n", cwd="app", group="app")
+    authors.both("init", "--tty", stdin="\n\n", cwd="app", group="app")
+    authors.both("init", "--tty", stdin=f"\n3\n{helm_repository}\nhello\n0.1.0\n", cwd="app", group="app")
+    authors.both("init", stdin="\n1\n", cwd="app", group="app")
+    for tool in TOOLS:  # a user's app.yml: read into kctrl's App struct, nothing filled in
+        (authors.dir(tool) / "app-helm").mkdir()
+        (authors.dir(tool) / "app-helm" / "app.yml").write_text(
+            "apiVersion: kappctrl.k14s.io/v1alpha1\nkind: App\nmetadata: {name: mine}\n"
+            "spec: {deploy: [], paused: true, x: 1}\n"
+        )
+    authors.both("init", stdin=f"\n3\n{helm_repository}\nhello\n0.1.0\n", cwd="app-helm", group="app")
 
 
 # --- what kapply pushed, on the cluster -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import io
 import math
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -133,16 +133,20 @@ def test_init_again_offers_the_last_chart_and_fails_with_vendirs_error(
     assert "version: 9.9.9" in (tmp_path / vendir.VENDIR_FILE).read_text(), "saved before the sync"
 
 
-def test_vendir_yml_of_more_than_one_directory_or_content_is_refused() -> None:
+def test_vendir_yml_of_more_than_one_directory_or_content_is_refused_and_the_last_source() -> None:
     two = {"directories": [{"path": "a"}, {"path": "b"}]}
     with pytest.raises(KapplyError, match="More than 1 directory config found in the vendir file"):
         vendir.content(two)
     contents = {"directories": [{"path": "a", "contents": [{"path": "."}, {"path": "x"}]}]}
     with pytest.raises(KapplyError, match="More than 1 content config found"):
         vendir.content(contents)
-    assert vendir.source_index(two) is None
-    assert vendir.source_index({"directories": [{"contents": [{"path": ".", "git": {}}]}]}) is None
-    assert vendir.source_index(None) is None
+    git = {"directories": [{"contents": [{"path": ".", "git": {}}]}]}
+    assert (vendir.source_index(git, False), vendir.source_index(git, True)) == (3, 4)
+    release = {"directories": [{"contents": [{"path": ".", "githubRelease": {}}]}]}
+    assert vendir.source_index(release, False) == 1
+    assert vendir.source_index({"directories": [{"contents": [{"path": "."}]}]}, False) is None
+    assert vendir.source_index({}, False) is None
+    assert vendir.source_index(None, False) is None
 
 
 # --- the values schema ------------------------------------------------------------------------------------------------
@@ -239,12 +243,12 @@ def test_release_takes_the_schema_of_the_first_template_step(tmp_path: Path, mon
     (tmp_path / "upstream").mkdir()
     (tmp_path / "upstream" / "values.yaml").write_text("# how many\nreplicas: 1\n")
     spec = {"template": [{"helmTemplate": {"path": "upstream"}}, {"ytt": {"paths": ["-"]}}]}
-    found = release_values_schema({"openapi-schema": True}, spec)
+    found = release_values_schema(cast(Any, {"openapi-schema": True}), spec)
     assert found == {
         "type": "object",
         "properties": {"replicas": {"description": "how many", "type": "integer", "default": 1}},
     }
-    assert release_values_schema({"openapi-schema": False}, spec) is None
+    assert release_values_schema(cast(Any, {"openapi-schema": False}), spec) is None
 
 
 def test_helm_template_runs_as_kapp_controller_runs_it_for_kctrl(

@@ -29,6 +29,7 @@ API_GROUPS = Flag(
 )
 # `version --controller`: kctrl's flag, reading kapply's controller (app_version.py)
 CONTROLLER = Flag("controller", Kind.BOOL, False, "Get the version of the controller deployed on the cluster (kapply)")
+CHDIR = Flag("chdir", Kind.STRING, "", "Working directory with app-build and other config")  # app init
 NOOP = Flag("noop", Kind.BOOL, False, "Ignore resources created by the app and delete the custom resource itself")
 
 
@@ -63,7 +64,7 @@ def app_command(section: str) -> Command:
     """`kapply app` (`a`), listed in the root's help under `section`."""
     return Command(
         "app",
-        "App resources, as kctrl's app commands: list, get, status, pause, kick, delete (kapply)",
+        "App resources, as kctrl's app commands: list, get, status, pause, kick, delete, init (kapply)",
         aliases=("a",),
         section=section,
         children=(
@@ -91,6 +92,22 @@ def app_command(section: str) -> Command:
                 tty=False,
                 aliases=("g",),
                 example=_examples("get", ("Get details for an App", "-a simple-app")),
+            ),
+            Command(
+                "init",
+                "Initialize App (experimental)",
+                f"{MODULE}.app_init:init",
+                flag_sections=(
+                    FlagSection(
+                        "Flags",
+                        (CHDIR, tty_flag(False)),
+                    ),
+                ),
+                examples=_examples(
+                    "init",
+                    ("Initialize an App in the current directory, answering kctrl's questions", ""),
+                    ("Initialize the App whose files are in another directory", "--chdir my-app"),
+                ),
             ),
             _command(
                 "kick",

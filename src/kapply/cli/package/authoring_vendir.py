@@ -79,17 +79,34 @@ def _without_empty(value: Any) -> Any:
     return value
 
 
-def source_index(config: Obj | None) -> int | None:
-    """The source an earlier run chose, as an index of init.SOURCES (None: none fetched with vendir)."""
-    if config is None:
+def source_index(config: Obj | None, helm_in_build: bool) -> int | None:
+    """The source an earlier run chose, as an index of init.SOURCES, read from vendir.yml as kctrl reads it (a Git
+    repository's is a Helm chart's when the build templates with helm); None: none fetched with vendir."""
+    if config is None or not config.get("directories"):
         return None
-    try:
-        found = content(config)
-    except KapplyError:
-        return None
+    found = content(config)
     if "helmChart" in found:
         return 2
+    if "githubRelease" in found:
+        return 1
+    if "git" in found:
+        return 4 if helm_in_build else 3
     return None
+
+
+def choose_source(ui: AuthoringUI, sources: tuple[str, ...], build_app_spec: dict[str, Any] | None) -> int:
+    """kctrl's question for the source (the last one by default); another source than vendir.yml's is refused."""
+    config = read_config() if os.path.exists(VENDIR_FILE) else None
+    steps = (build_app_spec or {}).get("template")
+    helm = isinstance(steps, list) and any(isinstance(s, dict) and "helmTemplate" in s for s in steps)
+    previous = source_index(config, helm)
+    chosen = ui.ask_choice("Enter source", sources, previous or 0)
+    if previous is not None and chosen != previous:
+        raise KapplyError(
+            "Transitioning from one fetch option to another is not allowed. Earlier option selected: "
+            f"{sources[previous]}, Current Option selected: {sources[chosen]}"
+        )
+    return chosen
 
 
 def configure_helm_chart(ui: AuthoringUI, config: Obj) -> None:
@@ -138,8 +155,12 @@ def sync(ui: AuthoringUI) -> None:
         raise KapplyError(f"Running vendir sync: {done.stderr}")
 
 
-def helm_app_spec(existing: dict[str, Any] | None) -> dict[str, Any]:
-    """The App spec a chart fetched into `upstream` is built with: helm template, then ytt and kbld."""
-    deploy = (existing or {}).get("deploy") or [{"kapp": {}}]
-    template = [{"helmTemplate": {"path": SYNC_DIRECTORY}}, {"ytt": {"paths": ["-"]}}, {"kbld": {}}]
-    return {"template": template, "deploy": deploy}
+def helm_app_spec(app_spec: dict[str, Any], export: dict[str, Any]) -> None:
+    """Build a chart fetched into `upstream` with helm template, then ytt and kbld: as kctrl, only where the build has
+    no templates (or include paths) yet."""
+    if not app_spec.get("template"):
+        app_spec["template"] = [{"helmTemplate": {"path": SYNC_DIRECTORY}}, {"ytt": {"paths": ["-"]}}, {"kbld": {}}]
+    if not app_spec.get("deploy"):
+        app_spec["deploy"] = [{"kapp": {}}]
+    if not export.get("includePaths"):
+        export["includePaths"] = [SYNC_DIRECTORY]

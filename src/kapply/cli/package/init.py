@@ -16,7 +16,6 @@ Like kctrl, each step saves what it decided (a question left unanswered leaves t
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -120,14 +119,13 @@ def init(args: Args, out: Output) -> None:
 
     ui.header("Content")
     ui.informational(CONTENT_HELP)
-    vendir_config = vendir.read_config() if os.path.exists(vendir.VENDIR_FILE) else None
-    source = ui.ask_choice("Enter source", SOURCES, vendir.source_index(vendir_config) or 0)
+    source = vendir.choose_source(ui, SOURCES, files.build_app_spec(build))
     if source == HELM_REPOSITORY:
-        vendir_config = vendir_config or vendir.read_config()
-        vendir.configure_helm_chart(ui, vendir_config)
+        vendir.configure_helm_chart(ui, vendir.read_config())
         vendir.sync(ui)
-        files.set_build_app_spec(build, vendir.helm_app_spec(files.build_app_spec(build)))
-        files.build_export(build)["includePaths"] = [vendir.SYNC_DIRECTORY]
+        app_spec = files.build_app_spec(build) or {}
+        vendir.helm_app_spec(app_spec, files.build_export(build))
+        files.set_build_app_spec(build, app_spec)
     elif source != 0:
         raise KapplyError(
             f"kapply package init builds a package from a local directory or a Helm chart from a Helm repository only "
