@@ -343,14 +343,46 @@ def test_init_from_a_helm_repository_and_release(authors: Authors, helm_reposito
     assert replicas == {"default": 2, "description": "The number of replicas over two lines", "type": "integer"}
 
 
+@pytest.fixture(scope="module")
+def git_repository(oci_registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A bare Git repository on this machine holding the ConfigMap under config/, tagged v1.0.0: its file:// URL."""
+    root = tmp_path_factory.mktemp("git-repository")
+    work, bare = root / "work", root / "bare.git"
+    (work / "config").mkdir(parents=True)
+    (work / "config" / "config.yml").write_text(CONFIG.format(registry=oci_registry.host))
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    for argv in (
+        ["init", "-q", "-b", "main", str(work)],
+        ["-C", str(work), "add", "."],
+        ["-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "config"],
+        ["-C", str(work), "tag", "v1.0.0"],
+        ["clone", "-q", "--bare", str(work), str(bare)],
+    ):
+        subprocess.run(["git", *argv], check=True, capture_output=True, env=env, timeout=60)
+    return f"file://{bare}"
+
+
+@pytest.mark.usefixtures("helm_tools")
+def test_init_from_a_git_repository_and_release(authors: Authors, git_repository: str) -> None:
+    """vendir.yml's git content (URL, reference, include paths) synced by vendir; stopped at the end of its input
+    (kctrl's files as far as they got), another source refused; then released (ytt over `upstream`)."""
+    for tool in TOOLS:
+        (authors.dir(tool) / "git").mkdir()
+    authors.both("init", "--tty", stdin=f"git.authoring.corp.com\n4\n{git_repository}\n", cwd="git")
+    authors.both("init", "--tty", stdin="\n\n\nv1.0.0\nconfig/*\n", cwd="git")
+    authors.both("init", stdin="\n5\n", cwd="git")
+    authors.both("release", "--version", "1.0.0", "--tag", "v1", stdin="{repo:git}\n", cwd="git")
+
+
 # --- app init ---------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("helm_tools")
-def test_app_init(authors: Authors, helm_repository: str) -> None:
+def test_app_init(authors: Authors, helm_repository: str, git_repository: str) -> None:
     """From a local directory (kctrl saves both files before it asks for the content), again with the last answers,
     stopped at the end of its input; then from a Helm chart, where an earlier source was a local directory (the build's
-    templates are kept), and back to a local directory (refused: vendir.yml says a Helm chart)."""
+    templates are kept), and back to a local directory (refused: vendir.yml says a Helm chart); from a Git
+    repository."""
     for tool in TOOLS:
         (authors.dir(tool) / "app" / "config").mkdir(parents=True)
         (authors.dir(tool) / "app" / "config" / "config.yml").write_text(CONFIG.format(registry="example.com"))
@@ -359,6 +391,9 @@ def test_app_init(authors: Authors, helm_repository: str) -> None:
     authors.both("init", "--tty", stdin="\n\n", cwd="app", group="app")
     authors.both("init", "--tty", stdin=f"\n3\n{helm_repository}\nhello\n0.1.0\n", cwd="app", group="app")
     authors.both("init", stdin="\n1\n", cwd="app", group="app")
+    for tool in TOOLS:
+        (authors.dir(tool) / "app-git").mkdir()
+    authors.both("init", stdin=f"\n4\n{git_repository}\nv1.0.0\nconfig/*\n", cwd="app-git", group="app")
     for tool in TOOLS:  # a user's app.yml: read into kctrl's App struct, nothing filled in
         (authors.dir(tool) / "app-helm").mkdir()
         (authors.dir(tool) / "app-helm" / "app.yml").write_text(

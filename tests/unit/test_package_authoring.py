@@ -156,13 +156,13 @@ def test_init_again_offers_the_last_answers_and_asks_before_overwriting_the_pack
     assert install["spec"]["packageRef"]["refName"] == "samplepackage.corp.com", "as kctrl: the install is kept"
 
 
-def test_init_builds_from_a_local_directory_or_a_helm_repository_only(
+def test_init_refuses_a_github_release(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = kapply(monkeypatch, capsys, "a.b.c\n4\n", "init")
+    code, _, err = kapply(monkeypatch, capsys, "a.b.c\n2\n", "init")
     assert code == 1
-    assert "(Git Repository is not supported: fetch the content into a directory first)" in err
+    assert "(Github Release is not supported: fetch the content into a directory first)" in err
     code, _, err = kapply(monkeypatch, capsys, "", "init", "--chdir", "missing")
     assert (code, err) == (1, "kapply: Error: chdir missing: no such file or directory\n")
 

@@ -262,3 +262,35 @@ def test_helm_template_runs_as_kapp_controller_runs_it_for_kctrl(
     assert printed == "template kctrl-builder upstream --namespace in-memory --include-crds --values v.yml\n"
     with pytest.raises(KapplyError, match="Templating helm chart: Error: no chart"):
         _helm_template({"path": "broken"})
+
+
+# --- a Git repository -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("fake_vendir")
+def test_init_from_a_git_repository_writes_its_url_reference_and_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = kapply(monkeypatch, capsys, "a.b.c\n4\nfile:///repo.git\n", "init")
+    assert (code, err) == (1, "kapply: Error: Asking for text:\n  EOF\n")
+    assert out.endswith("> Enter Git URL (): file:///repo.git\n> Enter Git Reference (origin/main): \n")
+    assert "spec:\n  template:\n    spec: {}\n" in (tmp_path / files.BUILD_FILE).read_text(), "saved after the source"
+    resources = (tmp_path / files.RESOURCES_FILE).read_text()
+    assert "  template:\n    spec: null\n" in resources and "version" not in resources.split("---")[0]
+    code, out, err = kapply(monkeypatch, capsys, "\n\n\nv1\n\n", "init")
+    assert (code, err) == (0, "")
+    assert "> Enter the paths which contain Kubernetes manifests (*): \n" in out
+    assert vendir.content(vendir.read_config()) == {
+        "git": {"url": "file:///repo.git", "ref": "v1"},
+        "includePaths": ["*"],
+        "path": ".",
+    }
+    build = files.load_mapping((tmp_path / files.BUILD_FILE).read_text(), "b")
+    assert build["spec"]["template"]["spec"]["app"]["spec"]["template"] == [
+        {"ytt": {"paths": ["upstream"]}},
+        {"kbld": {}},
+    ]
+    code, out, _ = kapply(monkeypatch, capsys, "\n\n\n\nconfig/*, more/* \n", "init")
+    assert code == 0 and "(v1): \n" in out
+    assert vendir.content(vendir.read_config())["includePaths"] == ["config/*", "more/*"]

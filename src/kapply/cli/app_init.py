@@ -5,8 +5,9 @@ kapp-controller App for `kctrl dev deploy`) as it writes them.
 As kctrl does it, in its order:
 1. the App's name (default: the last one, else the working directory's name);
 2. both files are saved and the "Output" and "Next steps" texts shown, before the content is asked for;
-3. where the content comes from (kapply.cli.package.init's sources: a local directory's paths, or a Helm chart from a
-   Helm repository, fetched by vendir into `upstream`); app-build.yml is saved again with the App spec it builds.
+3. where the content comes from (kapply.cli.package.init's sources: a local directory's paths, a Helm chart from a
+   Helm repository or a Git repository, fetched by vendir into `upstream`); app-build.yml is saved again with the App
+   spec it builds.
 
 A new app.yml is kctrl's: the local-fetch annotation, kctrl's fixed name `microservices-demo` and `<name>-sa`, the
 AppBuild's deploy, and no fetch or templates (`kctrl dev deploy` takes those from the AppBuild); an existing one is
@@ -22,7 +23,7 @@ from kapply.cli.command import Args
 from kapply.cli.package import authoring as files
 from kapply.cli.package import authoring_vendir as vendir
 from kapply.cli.package.authoring_ui import AuthoringUI
-from kapply.cli.package.init import CONTENT_HELP, HELM_REPOSITORY, PATHS_HELP, SOURCES, local_app_spec
+from kapply.cli.package.init import CONTENT_HELP, GIT_REPOSITORY, HELM_REPOSITORY, PATHS_HELP, SOURCES, local_app_spec
 from kapply.errors import KapplyError
 from kapply.flags import YES
 from kapply.objects import Obj
@@ -136,14 +137,15 @@ def init(args: Args, out: Output) -> None:
     ui.header("Content")
     ui.informational(CONTENT_HELP)
     source = vendir.choose_source(ui, SOURCES, spec)
-    if source == HELM_REPOSITORY:
-        vendir.configure_helm_chart(ui, vendir.read_config())
+    if source in (HELM_REPOSITORY, GIT_REPOSITORY):
+        configure = vendir.configure_helm_chart if source == HELM_REPOSITORY else vendir.configure_git
+        configure(ui, vendir.read_config())
         vendir.sync(ui)
-        vendir.helm_app_spec(spec, export(build))
+        vendir.upstream_app_spec(spec, export(build), helm=source == HELM_REPOSITORY)
     elif source != 0:
         raise KapplyError(
-            f"kapply app init builds an App from a local directory or a Helm chart from a Helm repository only "
-            f"({SOURCES[source]} is not supported: fetch the content into a directory first)"
+            f"kapply app init builds an App from a local directory, a Helm chart from a Helm repository or a Git "
+            f"repository only ({SOURCES[source]} is not supported: fetch the content into a directory first)"
         )
     else:
         ui.informational(PATHS_HELP)

@@ -2,8 +2,9 @@
 `upstream`, of one content at `.`), saved after each answer, the file is shown, and the real vendir syncs it
 (`vendir sync -f vendir.yml`, which writes `upstream/` and `vendir.lock.yml`).
 
-Built: a Helm chart from a Helm repository (its repository URL, chart name and version). kctrl's other upstream
-sources (a GitHub release, a Git repository, a Helm chart from a Git repository) are refused with a message.
+Built: a Helm chart from a Helm repository (its repository URL, chart name and version) and a Git repository (its URL,
+reference and the paths kept of it: vendir's includePaths). kctrl's other upstream sources (a GitHub release, a Helm
+chart from a Git repository) are refused with a message.
 
 vendir is found as kapply finds its programs ($KAPPLY_VENDIR, else PATH) and runs with the user's environment; it runs
 helm, which it finds on PATH unless $VENDIR_HELM_BINARY names it (kapply sets that to $KAPPLY_HELM when only the
@@ -129,6 +130,42 @@ def configure_helm_chart(ui: AuthoringUI, config: Obj) -> None:
     save(config)
 
 
+GIT_URL_HELP = "Both https and ssh URL's are supported, e.g.\nhttps://github.com/vmware-tanzu/carvel-kapp-controller"
+GIT_REF_HELP = "A git reference can be any branch, tag, commit; origin is the name of the\nremote."
+GIT_PATHS_HELP = (
+    "We need to know which files contain Kubernetes manifests. Multiple files can be\n"
+    "included using a comma separator.\n"
+    "- To include all the files, enter *\n"
+    "- To include a folder with all the sub-folders and files, enter\n"
+    "<FOLDER_NAME>/**/* \n"
+    "- To include all the files inside a folder, enter <FOLDER_NAME>/*"
+)
+DEFAULT_GIT_REF = "origin/main"
+
+
+def configure_git(ui: AuthoringUI, config: Obj) -> None:
+    """kctrl's questions for a Git repository: its URL, the reference and the paths vendir keeps of it."""
+    found = content(config)
+    for key in [k for k in found if k not in ("path", "git", "includePaths")]:
+        del found[key]
+    git = found.get("git")
+    if not isinstance(git, dict):
+        git = found["git"] = {}
+    save(config)
+    ui.informational(GIT_URL_HELP)
+    git["url"] = ui.ask_text("Enter Git URL", str(git.get("url") or "")).strip()
+    save(config)
+    ui.informational(GIT_REF_HELP)
+    git["ref"] = ui.ask_text("Enter Git Reference", str(git.get("ref") or DEFAULT_GIT_REF)).strip()
+    save(config)
+    ui.informational(GIT_PATHS_HELP)
+    were = found.get("includePaths")
+    default = ",".join(str(p) for p in were) if isinstance(were, list) and were else "*"
+    answer = ui.ask_text("Enter the paths which contain Kubernetes manifests", default)
+    found["includePaths"] = [path.strip() for path in answer.split(",")]
+    save(config)
+
+
 def sync(ui: AuthoringUI) -> None:
     """Show vendir.yml and run `vendir sync -f vendir.yml`; its stderr is the error when it fails."""
     ui.informational(VENDIR_HELP)
@@ -155,11 +192,12 @@ def sync(ui: AuthoringUI) -> None:
         raise KapplyError(f"Running vendir sync: {done.stderr}")
 
 
-def helm_app_spec(app_spec: dict[str, Any], export: dict[str, Any]) -> None:
-    """Build a chart fetched into `upstream` with helm template, then ytt and kbld: as kctrl, only where the build has
-    no templates (or include paths) yet."""
+def upstream_app_spec(app_spec: dict[str, Any], export: dict[str, Any], *, helm: bool) -> None:
+    """Build what vendir fetched into `upstream`: a chart with helm template, then ytt and kbld; manifests with ytt,
+    then kbld. As kctrl, only where the build has no templates (or include paths) yet."""
     if not app_spec.get("template"):
-        app_spec["template"] = [{"helmTemplate": {"path": SYNC_DIRECTORY}}, {"ytt": {"paths": ["-"]}}, {"kbld": {}}]
+        first = {"helmTemplate": {"path": SYNC_DIRECTORY}} if helm else {"ytt": {"paths": [SYNC_DIRECTORY]}}
+        app_spec["template"] = [first, {"ytt": {"paths": ["-"]}}, {"kbld": {}}] if helm else [first, {"kbld": {}}]
     if not app_spec.get("deploy"):
         app_spec["deploy"] = [{"kapp": {}}]
     if not export.get("includePaths"):

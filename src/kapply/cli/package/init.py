@@ -1,14 +1,16 @@
 """`kapply package init`: kctrl's `package init`, asking what kctrl asks and writing package-build.yml and
-package-resources.yml as it writes them (kapply.cli.package.authoring), from a local directory.
+package-resources.yml as it writes them (kapply.cli.package.authoring).
 
 The questions, in order (kctrl's defaults come from the files of an earlier run):
 1. the package's reference name (a DNS subdomain of at least three segments);
 2. where its content comes from: kctrl offers a local directory, a GitHub release, a Helm chart from a Helm
-   repository, a Git repository and a Helm chart from a Git repository; kapply builds from a local directory or a
-   Helm chart from a Helm repository, and says so for the others (docs/compatibility.md, "Known differences");
+   repository, a Git repository and a Helm chart from a Git repository; kapply builds from a local directory, a Helm
+   chart from a Helm repository or a Git repository, and says so for the others (docs/compatibility.md, "Known
+   differences");
 3. for a local directory, the paths (comma-separated) that hold its manifests: templated with ytt, then kbld, and put
-   in its bundle; for a Helm chart, its repository URL, name and version (kapply.cli.package.authoring_vendir: written
-   to vendir.yml and fetched into `upstream` by vendir), templated with helm, then ytt and kbld;
+   in its bundle; for a Helm chart, its repository URL, name and version, for a Git repository its URL, reference and
+   the paths kept of it (kapply.cli.package.authoring_vendir: written to vendir.yml and fetched into `upstream` by
+   vendir), templated with helm (a chart), then ytt and kbld;
 4. on a rerun whose Package templates otherwise than the PackageBuild now does: whether to overwrite the Package's.
 
 Like kctrl, each step saves what it decided (a question left unanswered leaves the files as far as they got).
@@ -16,6 +18,7 @@ Like kctrl, each step saves what it decided (a question left unanswered leaves t
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,7 @@ SOURCES = (
     "Helm Chart from Git Repository",
 )
 HELM_REPOSITORY = 2  # the index of "Helm Chart from Helm Repository"
+GIT_REPOSITORY = 3
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DNS1123_SUBDOMAIN_MAX = 253
 
@@ -120,16 +124,18 @@ def init(args: Args, out: Output) -> None:
     ui.header("Content")
     ui.informational(CONTENT_HELP)
     source = vendir.choose_source(ui, SOURCES, files.build_app_spec(build))
-    if source == HELM_REPOSITORY:
-        vendir.configure_helm_chart(ui, vendir.read_config())
+    _save_after_source(build, package, metadata, install)
+    if source in (HELM_REPOSITORY, GIT_REPOSITORY):
+        configure = vendir.configure_helm_chart if source == HELM_REPOSITORY else vendir.configure_git
+        configure(ui, vendir.read_config())
         vendir.sync(ui)
         app_spec = files.build_app_spec(build) or {}
-        vendir.helm_app_spec(app_spec, files.build_export(build))
+        vendir.upstream_app_spec(app_spec, files.build_export(build), helm=source == HELM_REPOSITORY)
         files.set_build_app_spec(build, app_spec)
     elif source != 0:
         raise KapplyError(
-            f"kapply package init builds a package from a local directory or a Helm chart from a Helm repository only "
-            f"({SOURCES[source]} is not supported: fetch the content into a directory first)"
+            "kapply package init builds a package from a local directory, a Helm chart from a Helm repository or a "
+            f"Git repository only ({SOURCES[source]} is not supported: fetch the content into a directory first)"
         )
     else:
         ui.informational(PATHS_HELP)
@@ -166,6 +172,20 @@ def _name(ref_name: str, package: Obj, metadata: Obj) -> None:
     if not spec.get("longDescription"):
         spec["longDescription"] = ref_name
     package["spec"]["refName"] = ref_name
+
+
+def _save_after_source(build: Obj, package: Obj, metadata: Obj, install: Obj) -> None:
+    """What kctrl saves once the source is chosen (seen when a later question is left unanswered): the build with an
+    empty template spec, and the Package as its Go struct then writes it (no empty version, `template: {spec: null}`
+    where it has no App spec yet)."""
+    build_spec = files.go_build(build)["spec"].setdefault("template", {})
+    build_spec.setdefault("spec", {})
+    files.write_yaml(files.BUILD_FILE, build)
+    written = copy.deepcopy(files.go_package(package))
+    if not written["spec"].get("version"):
+        del written["spec"]["version"]
+    written["spec"]["template"].setdefault("spec", None)
+    files.write_yaml(files.RESOURCES_FILE, written, files.go_metadata(metadata), files.go_install(install))
 
 
 def _package_was_made(package: Obj) -> bool:
