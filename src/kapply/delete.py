@@ -83,12 +83,20 @@ async def plan(
     """What deleting the app does; None when the app does not exist (in `namespace_name`, default as for deploy),
     nor the app `options.prev_app` names."""
     namespace = default_namespace(namespace_name, cluster.namespace)
-    app = await record.find(cluster, namespace, app_name)
+    # Discovery beside the record's lookup (issue 33: one round trip less); its error counts only for an app found.
+    found, discovered = await asyncio.gather(
+        record.find(cluster, namespace, app_name), cluster.discovery(), return_exceptions=True
+    )
+    if isinstance(found, BaseException):
+        raise found
+    app = found
     if app is None and options.prev_app:
         app = await record.find(cluster, namespace, options.prev_app)
     if app is None:
         return None
-    discovery = await cluster.discovery()
+    if isinstance(discovered, BaseException):
+        raise discovered
+    discovery = discovered
     used = {api_services.group_version(g, v) for g, v in app.meta.used_gvs}
     api_services.check_required(discovery, used, ignore=options.ignore_failing_api_services)
     config = default_config()
@@ -158,8 +166,16 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
         app = await history.finish(cluster, app, "", successful=True)
         await history.gc(cluster, app, PARTIAL_DELETE_CHANGES_TO_KEEP)
         return waited
-    await history.delete_all(cluster, app)
-    await _check_gone(cluster, app, plan.options.used_kinds_only)
+    # The history deleted while the app's types are listed once more (issue 33: round trips); an error of the
+    # history first, as when one followed the other; the record goes last, once both are done.
+    done = await asyncio.gather(
+        history.delete_all(cluster, app),
+        _check_gone(cluster, app, plan.options.used_kinds_only),
+        return_exceptions=True,
+    )
+    for result in done:
+        if isinstance(result, BaseException):
+            raise result
     await record.delete(cluster, app)
     return waited
 

@@ -1,17 +1,19 @@
 """The app record's round trips (issue 33): both of its names are asked at once, the answers still taken in kapp's
 order; an update starts from the record as this process last wrote it, and reads it only when someone else wrote in
-between (or deleted it)."""
+between (or deleted it); a new app's record is checked beside the plan's lookups; an app's changes are deleted at
+once."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from kapply import deploy
-from kapply.app import record
-from kapply.app.meta import AppMeta
+from kapply import delete, deploy
+from kapply.app import history, record
+from kapply.app.meta import AppMeta, ChangeMeta
 from kapply.errors import AppNotFoundError, ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
@@ -155,3 +157,63 @@ def test_a_new_apps_record_is_checked_beside_the_lookups_and_its_error_comes_fir
         planned([config])
     with pytest.raises(KapplyError, match='^namespaces "gone" not found$'):  # not the plan's own refusal
         planned([])  # the plan refuses an empty set of resources
+
+
+def test_an_apps_changes_are_deleted_at_once_the_first_error_in_order_raised_after_all():
+    fake = FakeCluster(Discovery(BUILTIN_TYPES))
+    fake.write_delay = 0.01
+    app = stored_app(fake)
+    changes = [history.AppChange(f"web-change-{i}", ChangeMeta(), "", "") for i in range(3)]
+    for change in changes[1:]:
+        asyncio.run(fake.create(record.CONFIGMAPS, {"metadata": {"name": change.name, "namespace": "ns"}}))
+    asyncio.run(history._delete(fake, app, changes[1:]))  # type: ignore[arg-type]
+    assert fake.max_in_flight == 2 and not [k for k in fake.objects if k[3].startswith("web-change")]
+
+    class Refusing(FakeCluster):
+        async def delete(self, rtype: ResourceType, namespace: str | None, name: str, **kwargs: Any) -> None:
+            await super().delete(rtype, namespace, name, **kwargs)
+            if rtype.kind == "ConfigMap" and name != "web-change-2":
+                raise ClusterError(f"cannot delete {name}", status=403)
+
+    refusing = Refusing(Discovery(BUILTIN_TYPES))
+    with pytest.raises(ClusterError, match="^cannot delete web-change-0$"):
+        asyncio.run(history._delete(refusing, app, changes))  # type: ignore[arg-type]
+    assert [name for verb, kind, name in refusing.log if verb == "delete" and kind == "ConfigMap"] == [
+        c.name for c in changes
+    ]
+
+
+class DiscoveryBesideTheRecord(FakeCluster):
+    """The record's lookup and discovery answer only once both are asked (a delete that asked one after the other
+    would time out); discovery fails when `broken`."""
+
+    def __init__(self, *, broken: bool = False) -> None:
+        super().__init__(Discovery(BUILTIN_TYPES))
+        self.namespace = "ns"
+        self.broken = broken
+        self.asked = asyncio.Event()
+        self.discovering = asyncio.Event()
+
+    async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
+        self.asked.set()
+        await asyncio.wait_for(self.discovering.wait(), 5)
+        return await super().get(rtype, namespace, name)
+
+    async def discovery(self, refresh: bool = False) -> Discovery:
+        self.discovering.set()
+        await asyncio.wait_for(self.asked.wait(), 5)
+        if self.broken:
+            raise ClusterError("discovery failed", status=503)
+        return await super().discovery(refresh)
+
+
+def test_a_delete_discovers_beside_the_records_lookup_and_a_missing_app_is_missing_whatever_discovery_says():
+    fake = DiscoveryBesideTheRecord()
+    stored_app(fake)
+    planned = asyncio.run(delete.plan(fake, "web"))  # type: ignore[arg-type]
+    assert planned is not None and planned.app.configmap_name == "web"
+    assert asyncio.run(delete.plan(DiscoveryBesideTheRecord(broken=True), "web")) is None  # type: ignore[arg-type]
+    broken = DiscoveryBesideTheRecord(broken=True)
+    stored_app(broken)
+    with pytest.raises(ClusterError, match="^discovery failed$"):
+        asyncio.run(delete.plan(broken, "web"))  # type: ignore[arg-type]

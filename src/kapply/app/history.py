@@ -247,11 +247,24 @@ async def delete_all(cluster: Cluster, app: App) -> None:
 
 
 async def _delete(cluster: Cluster, app: App, changes: Sequence[AppChange]) -> None:
-    """Delete the changes and what they kept (at once: the owner reference's garbage collection would come later)."""
-    for change in changes:
-        await cluster.delete(CONFIGMAPS, app.namespace, change.name)
-        with contextlib.suppress(ClusterError):  # a user who may not delete Secrets: the owner reference deletes it
-            await _delete_kept(cluster, app, change.name)
+    """Delete the changes and what they kept (at once: the owner reference's garbage collection would come later).
+    All at once, each change's ConfigMap beside the read of its Secret (issue 33: round trips); the first error in
+    the changes' order is raised once all are done."""
+
+    async def delete(name: str) -> None:
+        async def kept() -> None:
+            with contextlib.suppress(ClusterError):  # a user who may not delete Secrets: the owner reference does
+                await _delete_kept(cluster, app, name)
+
+        done = await asyncio.gather(cluster.delete(CONFIGMAPS, app.namespace, name), kept(), return_exceptions=True)
+        for result in done:
+            if isinstance(result, BaseException):
+                raise result
+
+    results = await asyncio.gather(*(delete(change.name) for change in changes), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
 
 
 async def _delete_kept(cluster: Cluster, app: App, name: str) -> None:
