@@ -1,6 +1,6 @@
 """What a no-change redeploy imports stays cut (bench/why.md, issue 33): the modules that only run when a deploy or
 delete applies something (the app's hold, renames, the apply loop and what only it uses) are imported where they
-run, not when the command's modules are."""
+run, not when the command's modules are; the built-in config is read without importlib.resources."""
 
 import subprocess
 import sys
@@ -28,6 +28,11 @@ def test_a_deploys_modules_leave_the_apply_path_unimported():
     imported = _imported_after(COMMAND_MODULES)
     assert "kapply.deploy" in imported
     assert sorted(imported & set(LAZY)) == []
+
+
+def test_the_built_in_config_loads_without_importlib_resources():
+    imported = _imported_after(("kapply.config.default; kapply.config.default.default_config()",))
+    assert sorted(imported & {"importlib.resources", "zipfile"}) == []
 
 
 def test_the_lazy_modules_import_on_their_own():
