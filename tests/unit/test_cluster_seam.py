@@ -36,6 +36,7 @@ OTHER_HTTP = {
     "resources/remote.py": "manifests at http(s) URLs (`-f https://...`)",
     "controller/health.py": "serves /metrics, /healthz and /readyz",
     "ui/browser_server.py": "serves the diff browser",
+    "dashboard/server.py": "serves `kapply dashboard` (the cluster is read through kapply.api)",
     "resources/confined.py": "a wrapper of the Cluster client: refuses to open connections of its own",
 }
 API_PATH = re.compile(
