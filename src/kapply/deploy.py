@@ -762,9 +762,16 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
         write_app_metadata(options.app_metadata_file, app, begun)
         raise
     write_app_metadata(options.app_metadata_file, app, begun.with_used(plan.new_used))
-    app = await history.finish(cluster, app, change_name, successful=True)
-    app = await record.save_meta(cluster, app, app.meta.with_used(plan.new_used))
-    deleted = 0
-    if options.app_changes_max_to_keep > 0:
-        deleted = await history.gc(cluster, app, options.app_changes_max_to_keep)
-    return Result(app, plan.changes, change_name, waited, deleted)
+    # The last writes together (issue 33: round trips): the change finished and the record's kinds in one write of
+    # the record, the history's collection beside it (it never deletes the newest change, this one).
+    finished = history.finish(cluster, replace(app, meta=app.meta.with_used(plan.new_used)), change_name, True)
+    if options.app_changes_max_to_keep <= 0:
+        return Result(await finished, plan.changes, change_name, waited, 0)
+    done, collected = await asyncio.gather(
+        finished, history.gc(cluster, app, options.app_changes_max_to_keep), return_exceptions=True
+    )
+    for result in (done, collected):
+        if isinstance(result, BaseException):
+            raise result  # the record's first, as when one followed the other
+    assert isinstance(done, record.App) and isinstance(collected, int)
+    return Result(done, plan.changes, change_name, waited, collected)

@@ -217,3 +217,41 @@ def test_a_delete_discovers_beside_the_records_lookup_and_a_missing_app_is_missi
     stored_app(broken)
     with pytest.raises(ClusterError, match="^discovery failed$"):
         asyncio.run(delete.plan(broken, "web"))  # type: ignore[arg-type]
+
+
+class Server(FakeCluster):
+    """Dry runs store nothing; `generateName` names in order, with creation times in that order."""
+
+    def __init__(self) -> None:
+        super().__init__(Discovery(BUILTIN_TYPES))
+        self.namespace = "ns"
+        self.generated = 0
+
+    async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        if dry_run:
+            return obj
+        meta = obj["metadata"]
+        if "generateName" in meta:
+            self.generated += 1
+            named = {"name": f"{meta['generateName']}{self.generated}", "creationTimestamp": f"{self.generated:04}"}
+            obj = {**obj, "metadata": {**meta, **named}}
+        return await super().create(rtype, obj)
+
+
+def test_a_deploy_reads_its_record_once_and_writes_the_finished_change_and_its_kinds_together():
+    fake = Server()
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config"}, "data": {"a": "1"}}
+
+    async def deploys() -> None:
+        for value in ("1", "2"):
+            resources = [{**config, "data": {"a": value}}]
+            planned = await deploy.plan(fake, "web", deploy.Source(resources=resources), namespace_name="ns")  # type: ignore[arg-type]
+            fake.log.clear()
+            await deploy.run(fake, planned)  # type: ignore[arg-type]
+
+    asyncio.run(deploys())
+    # the hold's check reads it; then the hold, the kinds, the change begun, the change finished, the hold released
+    assert [verb for verb, kind, name in fake.log if (kind, name) == ("ConfigMap", "web")] == ["get"] + ["update"] * 5
+    recorded = AppMeta.from_json(fake.objects[("", "ConfigMap", "ns", "web")]["data"]["spec"])
+    assert recorded.used_gks == (("", "ConfigMap"),) and recorded.last_change.successful
+    assert recorded.last_change_name == "web-change-2"
