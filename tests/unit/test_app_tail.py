@@ -122,6 +122,20 @@ def test_an_app_gone_when_followed_is_said_deleted() -> None:
     assert said(text) == ["App 'x' in namespace 'ns' deleted"]
 
 
+class GoneBetween(Quiet):
+    """An App still there when read, gone by the time it is listed (a `delete --noop` the controller finished at
+    once): its deletion is never watched."""
+
+    async def list_with_version(self, rtype: ResourceType, **kwargs: Any) -> tuple[list[Obj], str]:
+        return [], "2"
+
+
+def test_an_app_gone_between_its_read_and_the_tails_list_is_said_deleted() -> None:
+    out, text = output()
+    run_follow(GoneBetween(app(1, "Deleting")), out, 5)  # it used to wait for a DELETED event that never comes
+    assert said(text) == ["App 'x' in namespace 'ns' deleted"]
+
+
 def test_the_wait_timeout_ends_a_follow_and_creation_may_be_waited_for() -> None:
     out, _ = output()
     with pytest.raises(KapplyError, match=r"^app/x \(kapply.dev/v1alpha1\) namespace: ns: timed out waiting after"):

@@ -51,11 +51,9 @@ async def follow(
     """Tell the App's changes from now until its reconcile ends or it is gone, within `timeout` seconds (None: no
     limit, as kctrl). An App that does not exist is gone, or with `until_created` (`status --ignore-not-exists`)
     followed from its creation on."""
-    if not until_created and await cluster.get(rtype, namespace, name) is None:
-        status_line(out, f"App '{name}' in namespace '{namespace}' deleted", "")
-        return
+    tailed = tail_app(cluster, rtype, namespace, name, out, absent_is_deleted=not until_created)
     try:
-        await asyncio.wait_for(tail_app(cluster, rtype, namespace, name, out), timeout)
+        await asyncio.wait_for(tailed, timeout)
     except TimeoutError:
         raise KapplyError(
             f"app/{name} ({rtype.api_version}) namespace: {namespace}: timed out waiting after "

@@ -80,14 +80,27 @@ class InformerTail:
         return found.ended
 
 
-async def tail(cluster: Cluster, rtype: ResourceType, kind: Tailed, namespace: str, name: str, out: Output) -> None:
+async def tail(
+    cluster: Cluster,
+    rtype: ResourceType,
+    kind: Tailed,
+    namespace: str,
+    name: str,
+    out: Output,
+    *,
+    absent_is_deleted: bool = False,
+) -> None:
     """Tell the object's changes from now until the tail ends (InformerTail.event), an object that does not exist
     yet from its creation on: a list of it, then a watch from the list's resourceVersion, so that no change is
-    missed."""
+    missed. With `absent_is_deleted` (an object known to exist, being deleted), a list that does not show it means
+    it is gone already: its deletion is told, where a watch would never tell it."""
     listed, version = await cluster.list_with_version(
         rtype, namespace=namespace, field_selector=f"metadata.name={name}"
     )
     told = InformerTail(kind, out, namespace, name, listed[0] if listed else None)
+    if not listed and absent_is_deleted:
+        told.event("DELETED", {})
+        return
     while True:  # a watch the server ends (its timeout) goes on from the last version seen
         async for event, obj in cluster.watch(rtype, namespace=namespace, resource_version=version):
             meta = obj.get("metadata") or {}
@@ -96,6 +109,8 @@ async def tail(cluster: Cluster, rtype: ResourceType, kind: Tailed, namespace: s
                 return
 
 
-async def tail_app(cluster: Cluster, apps: ResourceType, namespace: str, name: str, out: Output) -> None:
+async def tail_app(
+    cluster: Cluster, apps: ResourceType, namespace: str, name: str, out: Output, *, absent_is_deleted: bool = False
+) -> None:
     """kctrl's AppTailer: `tail` of an App (also `kapply app`'s, kapply.cli.app_tail)."""
-    await tail(cluster, apps, APP, namespace, name, out)
+    await tail(cluster, apps, APP, namespace, name, out, absent_is_deleted=absent_is_deleted)
