@@ -34,6 +34,9 @@ class Cluster:
     async def get(self, rtype: ResourceType, namespace: str, name: str) -> Obj | None:
         return self.app
 
+    async def list_with_version(self, rtype: ResourceType, **kwargs: Any) -> tuple[list[Obj], str]:
+        return ([self.app] if self.app else []), "1"
+
     async def patch(self, rtype: ResourceType, namespace: str, name: str, patch: Any) -> Obj:
         self.requests.append(("patch", patch))
         return {}
