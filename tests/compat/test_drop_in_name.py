@@ -76,7 +76,10 @@ def test_errors_and_usage_say_kapp(both: Harness, drop_in: Path):
         ],
     ):
         kapp, kapply = run(both.kapp, both, *args), run(drop_in, both, *args)
-        assert (kapply.returncode, kapply.stderr) == (kapp.returncode, kapp.stderr), args
+        expected = kapp.stderr
+        if args == ["app-change"]:  # kapply's own subcommand (`rollback`, marked (kapply)) is listed after kapp's
+            expected = expected.replace("garbage-collect, list\n", "garbage-collect, list, rollback\n")
+        assert (kapply.returncode, kapply.stderr) == (kapp.returncode, expected), args
         assert kapply.stderr.startswith("kapp: Error: ")
     kapp, kapply = run(both.kapp, both, "deploy", "--help"), run(drop_in, both, "deploy", "--help")
     usage = kapp.stdout.split("\n\n")[1]
