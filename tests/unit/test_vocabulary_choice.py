@@ -1,21 +1,17 @@
-"""kapply.cli.vocabulary_choice: which groups a client command speaks, from what the cluster serves."""
+"""kapply.controller.vocabulary_choice: which groups a client command speaks, from what the cluster serves."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kapply.cli.vocabulary_choice import chosen, served_vocabulary
-from kapply.controller.vocabulary import CARVEL, KAPPLY, Resource, Vocabulary
+from kapply.controller.vocabulary import CARVEL, KAPPLY, Resource
+from kapply.controller.vocabulary_choice import app, chosen, install, served, served_vocabulary
 from kapply.resources.cluster import Discovery
 from tests.unit.fake_cluster import FakeCluster
 
 
 def _serving(*resources: Resource) -> Discovery:
     return Discovery(tuple(r.rtype for r in resources))
-
-
-def _install(vocabulary: Vocabulary) -> Resource:
-    return vocabulary.install
 
 
 def test_kapply_groups_when_served_even_beside_carvel() -> None:
@@ -35,7 +31,14 @@ def test_the_needed_resource_decides() -> None:
     # kapply's App CRD alone (the packaging CRDs not installed), kapp-controller's packaging served
     discovery = _serving(KAPPLY.app, CARVEL.app, CARVEL.install)
     assert chosen(discovery) is KAPPLY
-    assert chosen(discovery, _install) is CARVEL
+    assert chosen(discovery, install) is CARVEL
+
+
+def test_served_lists_every_vocabulary_serving_the_resource_kapplys_first() -> None:
+    discovery = _serving(CARVEL.app, KAPPLY.app, CARVEL.install)
+    assert served(discovery, app) == [KAPPLY, CARVEL]
+    assert served(discovery, install) == [CARVEL]
+    assert served(_serving(), install) == []
 
 
 def test_served_vocabulary_reads_the_cluster_discovery() -> None:

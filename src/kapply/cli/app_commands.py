@@ -1,8 +1,8 @@
 """kctrl's `app` command tree (`kapply app`, alias `a`), as data: `list`, `get`, `status`, `pause`, `kick` and
 `delete` with kctrl 0.53's names, aliases, flags, shorthands, types and defaults (checked by
 tests/unit/test_app_commands.py), for App resources: kapply's (`kapply.dev`), or kapp-controller's
-(`kappctrl.k14s.io`) on a cluster that serves only those (kapply.cli.vocabulary_choice). The namespace and kubeconfig
-flags are kapply's own (`$KAPP_*`), as on every kapply command."""
+(`kappctrl.k14s.io`) on a cluster that serves only those (kapply.controller.vocabulary_choice). The namespace and
+kubeconfig flags are kapply's own (`$KAPP_*`), as on every kapply command."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SECTION = "App Management Commands"  # kctrl's help section of the app commands
 # kapp's `-a`, with kctrl's help (an App's name, never a label selector)
 APP = replace(flags.APP, help="Set app name (required)")
 IGNORE_NOT_EXISTS = Flag("ignore-not-exists", Kind.BOOL, False, "Keep following app if it does not exist")
-# Whose API groups to speak (kapply.cli.vocabulary_choice), on every app command
+# Whose API groups to speak (kapply.controller.vocabulary_choice), on every app command
 API_GROUPS = Flag(
     "api-groups",
     Kind.STRING,

@@ -1,5 +1,6 @@
 """`kapply app list|get|pause|kick|delete`: kctrl's app commands (`status` is app_status.py), for the App resources of
-the groups the cluster serves (kapply.cli.vocabulary_choice): kctrl's tables, lines, questions, patches and errors.
+the groups the cluster serves (kapply.controller.vocabulary_choice): kctrl's tables, lines, questions, patches and
+errors.
 
 `pause` sets `spec.paused`; `kick` sets it and removes it at once (kctrl's two JSON patches: the App's generation
 moves on, so the controller reconciles it now), then follows the App's stages (app_tail.py) unless `--wait=false`;
@@ -76,8 +77,8 @@ async def connected_apps(args: Args, out: Output) -> AsyncIterator[Connected]:
     group to speak (`--api-groups`, else the one the cluster serves)."""
     from kapply.cli.app_commands import API_GROUPS
     from kapply.cli.controller_flags import choice
-    from kapply.cli.vocabulary_choice import served_vocabulary
     from kapply.controller.vocabulary import VOCABULARIES, ApiGroups
+    from kapply.controller.vocabulary_choice import served_vocabulary
 
     explicit = VOCABULARIES[choice(ApiGroups, API_GROUPS, args[API_GROUPS])] if args[API_GROUPS] else None
     async with client(args, args[NAMESPACE], out) as api:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kapply.api import AsyncClient
-from kapply.controller.vocabulary import CARVEL, KAPPLY, Resource
+from kapply.controller.vocabulary import Resource
+from kapply.controller.vocabulary_choice import app, install, served
 from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import Events, Refusal, list_then_watch
@@ -35,12 +36,7 @@ class Kind:
 async def served_kinds(api: AsyncClient) -> list[Kind]:
     """The Apps and PackageInstalls of kapply's groups and of kapp-controller's that the cluster serves."""
     discovery = await api.cluster.discovery()
-    return [
-        Kind(resource)
-        for vocabulary in (KAPPLY, CARVEL)
-        for resource in (vocabulary.app, vocabulary.install)
-        if discovery.find(resource.api_version, resource.kind) is not None
-    ]
+    return [Kind(needed(vocabulary)) for needed in (app, install) for vocabulary in served(discovery, needed)]
 
 
 def object_key(obj: Obj) -> str:

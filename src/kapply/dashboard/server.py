@@ -18,6 +18,7 @@ from kapply.api import AsyncClient, Plan, Transcript
 from kapply.app.history import KEPT_LABEL, KEPT_TYPE, SECRETS
 from kapply.controller.rollback import roll_back
 from kapply.controller.vocabulary import CARVEL, KAPPLY, Resource
+from kapply.controller.vocabulary_choice import install, package, repository, served
 from kapply.dashboard import pages, security, view
 from kapply.dashboard.board import Board, follow, served_kinds
 from kapply.errors import ClusterError, KapplyError
@@ -140,14 +141,9 @@ class Dashboard:
         out: Obj = {"repositories": [], "packages": [], "installs": [], "hidden": []}
         shown = {"repositories": view.repository_json, "packages": view.package_json, "installs": view.install_json}
         wanted = [
-            (part, resource)
-            for vocabulary in (KAPPLY, CARVEL)
-            for part, resource in (
-                ("repositories", vocabulary.repository),
-                ("packages", vocabulary.package),
-                ("installs", vocabulary.install),
-            )
-            if discovery.find(resource.api_version, resource.kind) is not None
+            (part, needed(vocabulary))
+            for part, needed in (("repositories", repository), ("packages", package), ("installs", install))
+            for vocabulary in served(discovery, needed)
         ]
         listed = await asyncio.gather(
             *(self.api.cluster.list(resource.rtype) for _, resource in wanted), return_exceptions=True

@@ -33,7 +33,7 @@ def get(args: Args, out: Output) -> None:
 
 
 def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the available commands speak (kapply.cli.vocabulary_choice)."""
+    """What decides the groups the available commands speak (kapply.controller.vocabulary_choice)."""
     return vocabulary.package
 
 

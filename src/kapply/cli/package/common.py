@@ -18,8 +18,8 @@ from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
-    from kapply.cli.vocabulary_choice import Needed
     from kapply.controller.vocabulary import Vocabulary
+    from kapply.controller.vocabulary_choice import Needed
     from kapply.resources.cluster import Cluster, ResourceType
     from kapply.ui.output import Output
 
@@ -97,7 +97,7 @@ def explicit_vocabulary(args: Args) -> Vocabulary | None:
 
 async def vocabulary(args: Args, cluster: Cluster, needed: Needed) -> Vocabulary:
     """The groups to speak: `--api-groups`, else those the cluster serves `needed` under (kapply's first)."""
-    from kapply.cli.vocabulary_choice import served_vocabulary
+    from kapply.controller.vocabulary_choice import served_vocabulary
 
     return explicit_vocabulary(args) or await served_vocabulary(cluster, needed)
 

@@ -148,7 +148,7 @@ def read_files(request: Request) -> Files:
 
 
 def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups `install` and `installed update` speak (kapply.cli.vocabulary_choice)."""
+    """What decides the groups `install` and `installed update` speak (kapply.controller.vocabulary_choice)."""
     return vocabulary.install
 
 

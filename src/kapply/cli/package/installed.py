@@ -48,7 +48,7 @@ def status(args: Args, out: Output) -> None:
 
 
 def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the install commands speak (kapply.cli.vocabulary_choice)."""
+    """What decides the groups the install commands speak (kapply.controller.vocabulary_choice)."""
     return vocabulary.install
 
 

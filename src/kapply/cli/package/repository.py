@@ -51,7 +51,7 @@ def kick(args: Args, out: Output) -> None:
 
 
 def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the repository commands speak (kapply.cli.vocabulary_choice)."""
+    """What decides the groups the repository commands speak (kapply.controller.vocabulary_choice)."""
     return vocabulary.repository
 
 
