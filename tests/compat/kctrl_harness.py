@@ -30,10 +30,10 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
 from kapply.controller.vocabulary import CARVEL, Resource
-from tests.e2e.controller_harness import controller, controller_identity, create_if_missing, kapply, tool_env
+from tests.e2e.controller_harness import controller, controller_identity, tool_env
 from tests.e2e.harness import Cluster
 from tests.e2e.package_cli_harness import PLAIN_HTTP
-from tests.e2e.packaging_harness import delete_and_wait, remove_carvel_crds
+from tests.e2e.packaging_harness import carvel_crds, carvel_manifests, delete_and_wait
 
 TOOLS = ("kctrl", "kapply")
 
@@ -200,25 +200,16 @@ def _delete_cluster_scoped(kube: Client, namespaces: dict[str, str]) -> None:
                         raise
 
 
-def _manifests(*flags: str) -> str:
-    argv = [sys.executable, "-m", "kapply", "controller", "manifests", "--api-groups", "carvel", *flags]
-    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
-
-
 @contextmanager
 def carvel_controllers(cluster: Cluster, kube: Client, namespaces: dict[str, str], directory: Path) -> Iterator[None]:
     """kapp-controller's CRDs (as tests/e2e/test_carvel_mode.py installs them) and, for each namespace, `kapply
     controller --api-groups carvel -n NAMESPACE` with the rights its manifests grant (one identity for both) and a
     global namespace of its own; afterwards the namespaces' installs, repositories and Apps are deleted while they
     run, then the CRDs."""
-    crds = directory / "carvel-crds.yml"
-    crds.write_text(_manifests("--crds-only"))
-    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
     logs = [directory / f"{tool}-controller.log" for tool in namespaces]
     with ExitStack() as stack:
-        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
-        kapply(cluster.kubeconfig, "deploy", "-a", "kapply-carvel-crds", "-n", "kapply-system", "-y", "-f", str(crds))
-        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, _manifests()))
+        stack.enter_context(carvel_crds(cluster, kube, directory))  # left last: after the objects and namespaces
+        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, carvel_manifests()))
         for namespace, log in zip(namespaces.values(), logs, strict=True):
             flags = [
                 *("-n", namespace, "--leader-elect=false", "--api-groups=carvel", PLAIN_HTTP),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from tests.e2e.controller_harness import (
     App,
     controller,
     controller_identity,
+    create_if_missing,
     delete_apps,
     install_crd,
     kapply,
@@ -58,7 +60,28 @@ CARVEL_RESOURCES = (
 )
 
 
-def remove_carvel_crds(cluster: Cluster) -> None:
+def carvel_manifests(*flags: str) -> str:
+    """`kapply controller manifests --api-groups carvel FLAGS`: what a carvel-mode controller is installed with."""
+    argv = [sys.executable, "-m", "kapply", "controller", "manifests", "--api-groups", "carvel", *flags]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+@contextmanager
+def carvel_crds(cluster: Cluster, kube: Client, directory: Path) -> Iterator[None]:
+    """kapp-controller's CRDs (`carvel_manifests("--crds-only")`, written into `directory`), deployed as the app
+    CARVEL_CRD_APP; removed afterwards, also after a failed deploy. Entered first by a module, so that it is left last:
+    after its objects and namespaces."""
+    crds = directory / "carvel-crds.yml"
+    crds.write_text(carvel_manifests("--crds-only"))
+    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": CRD_NAMESPACE}}))
+    try:
+        kapply(cluster.kubeconfig, "deploy", "-a", CARVEL_CRD_APP, "-n", CRD_NAMESPACE, "-y", "-f", str(crds))
+        yield
+    finally:
+        _remove_carvel_crds(cluster)
+
+
+def _remove_carvel_crds(cluster: Cluster) -> None:
     """Undo what a carvel-mode module installed: kapp-controller's CRDs share kapply's kinds and short names (`kubectl
     get pkgi` would name either group), so a later test must not find them. Objects left with a finalizer of the
     stopped controller would keep their CRD terminating: their finalizers are dropped first."""

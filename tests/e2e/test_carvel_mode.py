@@ -7,8 +7,6 @@ records and global namespace are kapp-controller's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -29,11 +27,10 @@ from tests.e2e.controller_harness import (
     controller_identity,
     create_if_missing,
     deployer,
-    kapply,
     tool_env,
 )
 from tests.e2e.harness import Cluster, eventually
-from tests.e2e.packaging_harness import remove_carvel_crds
+from tests.e2e.packaging_harness import carvel_crds, carvel_manifests
 
 pytestmark = pytest.mark.e2e
 
@@ -182,17 +179,6 @@ def succeeded(kube: Client, kind: Any, namespace: str, name: str) -> bool:
     return bool(current and conditions[0].get("type") == "ReconcileSucceeded")
 
 
-def manifests(*flags: str) -> str:
-    printed = subprocess.run(
-        [sys.executable, "-m", "kapply", "controller", "manifests", "--api-groups", "carvel", *flags],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return printed.stdout
-
-
 def delete_all(kube: Client, kind: Any, namespace: str) -> None:
     for obj in kube.list(kind, namespace=namespace):
         kube.delete(kind, obj.metadata.name, namespace=namespace)
@@ -205,20 +191,16 @@ def carvel(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFact
     (`-n` that namespace: it also reads the global namespace's Packages); afterwards they are deleted while it runs
     (their finalizers are its), and its log is printed."""
     directory = tmp_path_factory.mktemp("carvel")
-    crds = directory / "crds.yml"
-    crds.write_text(manifests("--crds-only"))
-    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-    kapply(cluster.kubeconfig, "deploy", "-a", "kapply-carvel-crds", "-n", "kapply-system", "-y", "-f", str(crds))
     namespace = f"t-carvel-{SUFFIX}"
-    kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
-    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": CARVEL.global_namespace}}))
-    create(kube, CARVEL.global_namespace, config_map_package(GLOBAL_REF, "1.0.0", "global-cm"))
     log = directory / "controller.log"
     with ExitStack() as stack:
-        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
+        stack.enter_context(carvel_crds(cluster, kube, directory))
+        kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
         stack.callback(kube.delete, Namespace, namespace)
+        create_if_missing(kube, Namespace.from_dict({"metadata": {"name": CARVEL.global_namespace}}))
+        create(kube, CARVEL.global_namespace, config_map_package(GLOBAL_REF, "1.0.0", "global-cm"))
         stack.callback(kube.delete, Package, f"{GLOBAL_REF}.1.0.0", namespace=CARVEL.global_namespace)
-        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, manifests()))
+        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, carvel_manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel")
         stack.enter_context(controller(identity.kubeconfig, log, *flags, env=tool_env("ytt")))
         try:

@@ -34,15 +34,13 @@ from tests.e2e.controller_harness import (
     config_map_data,
     controller,
     controller_identity,
-    create_if_missing,
     deployer,
     endpoint,
-    kapply,
     tool_env,
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
-from tests.e2e.packaging_harness import remove_carvel_crds
+from tests.e2e.packaging_harness import carvel_crds, carvel_manifests
 from tests.e2e.test_carvel_mode import (
     App,
     Package,
@@ -51,7 +49,6 @@ from tests.e2e.test_carvel_mode import (
     create,
     delete_all,
     get,
-    manifests,
 )
 
 pytestmark = pytest.mark.e2e
@@ -236,15 +233,11 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
     """Apps kapp-controller deployed (`moved` twice, as `moved.app`; `legacy` as `legacy-ctrl`), their records and
     objects, then a carvel-mode controller started on their namespace; what was there before it started."""
     directory = tmp_path_factory.mktemp("move")
-    crds = directory / "crds.yml"
-    crds.write_text(manifests("--crds-only"))
-    create_if_missing(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-    kapply(cluster.kubeconfig, "deploy", "-a", "kapply-carvel-crds", "-n", "kapply-system", "-y", "-f", str(crds))
     namespace = f"t-move-{SUFFIX}"
-    kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
     log = directory / "controller.log"
     with ExitStack() as stack:
-        stack.callback(remove_carvel_crds, cluster)  # last: after the objects and namespaces
+        stack.enter_context(carvel_crds(cluster, kube, directory))
+        kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
         stack.callback(kube.delete, Namespace, namespace)
         create(kube, namespace, deployer(namespace))
         deployed_by_kapp_controller(cluster.kubeconfig, namespace, "moved.app", cm("moved-cm", hello="v0"), False)
@@ -284,7 +277,7 @@ def moved(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFacto
             "legacy-repo record": (config_map_data(kube, namespace, "legacy-repo-ctrl") or {})["spec"],
             "packages": {p.metadata.name: p.metadata.resourceVersion for p in kube.list(Package, namespace=namespace)},
         }
-        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, manifests()))
+        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, carvel_manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel")
         stack.enter_context(controller(identity.kubeconfig, log, *flags, env=tool_env("ytt")))
         try:

@@ -17,7 +17,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,15 +39,13 @@ from kapply.controller.vocabulary import CARVEL, Resource
 from tests.e2e.controller_harness import (
     controller,
     controller_identity,
-    create_if_missing,
     endpoint,
-    kapply,
     tool_env,
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
 from tests.e2e.package_cli_harness import PLAIN_HTTP, REF, keeps_scaling, package_document, push_simple_app, replicas
-from tests.e2e.packaging_harness import delete_and_wait, get, remove_carvel_crds, status
+from tests.e2e.packaging_harness import carvel_crds, carvel_manifests, delete_and_wait, get, status
 from tests.e2e.registry import Registry
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -135,11 +132,6 @@ def _carvel(of: Resource) -> Any:
 CarvelApp, CarvelRepository, CarvelInstall = (_carvel(r) for r in (CARVEL.app, CARVEL.repository, CARVEL.install))
 
 
-def _manifests(*flags: str) -> str:
-    argv = [sys.executable, "-m", "kapply", "controller", "manifests", "--api-groups", "carvel", *flags]
-    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
-
-
 @pytest.fixture(scope="module")
 def story(
     cluster: Cluster, kube: Client, oci_registry: Registry, tmp_path_factory: pytest.TempPathFactory
@@ -153,17 +145,13 @@ def story(
     pushed = push_simple_app(oci_registry, directory / "bundles")
     repository = pushed.repository("1.0.0", package_document("1.0.0", pushed.app_image))
     namespace = f"seed-000-{uuid.uuid4().hex[:5]}"
-    crds = directory / "carvel-crds.yml"
-    crds.write_text(_manifests("--crds-only"))
     log = directory / "controller.log"
     with ExitStack() as stack:
         kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
         stack.callback(kube.delete, Namespace, namespace)
         stack.callback(_delete_cluster_scoped, kube, namespace)
-        create_if_missing(kube, Namespace.from_dict({"metadata": {"name": "kapply-system"}}))
-        stack.callback(remove_carvel_crds, cluster)  # after the objects
-        kapply(cluster.kubeconfig, "deploy", "-a", "kapply-carvel-crds", "-n", "kapply-system", "-y", "-f", str(crds))
-        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, _manifests()))
+        stack.enter_context(carvel_crds(cluster, kube, directory))  # left after the objects
+        identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, carvel_manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel", PLAIN_HTTP)
         flags += (f"--packaging-global-namespace=t-global-{uuid.uuid4().hex[:6]}",)
         flags += ("--package-install-default-sync-period=30s",)
