@@ -21,18 +21,15 @@ import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TextIO, TypeVar
 
-from kapply import delete as delete_pipeline
 from kapply import deploy as deploy_pipeline
 from kapply import objects
 from kapply.app import history, record
 from kapply.app.history import AppChange
 from kapply.app.record import App
 from kapply.apply.planning import ClusterChange
-from kapply.apply.progress import Progress
 from kapply.config.config import Config
-from kapply.delete import DeleteOptions, DeletePlan
 from kapply.deploy import DeployOptions, Plan, Result, Source
 from kapply.diff import attribution, ghost
 from kapply.diff.attribution import OutsideField
@@ -46,6 +43,10 @@ from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, default_namespace, load, with_token
 from kapply.resources.labeled import get_each, is_transient
+
+if TYPE_CHECKING:  # the delete pipeline and the apply loop's progress are imported where a delete or apply runs
+    from kapply.apply.progress import Progress
+    from kapply.delete import DeleteOptions, DeletePlan
 
 __all__ = [
     "App",
@@ -68,6 +69,18 @@ __all__ = [
 ]
 
 Resources = Sequence[Mapping[str, Any]]
+
+
+def __getattr__(name: str) -> Any:
+    """`DeleteOptions`, exported here but imported from the delete pipeline when first asked for: a deploy never
+    imports that pipeline."""
+    if name == "DeleteOptions":
+        from kapply.delete import DeleteOptions
+
+        return DeleteOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
@@ -97,6 +110,7 @@ def delete_options(flags: Mapping[str, Any], prefix: str = "") -> DeleteOptions:
     ignored changes). `prefix` "delete-" takes the apply and wait flags `app-group deploy` has for the apps it
     deletes (`--delete-apply-timeout`, ...), and no resource filter, as kapp."""
     from kapply.apply.options import ApplyOptions, WaitOptions
+    from kapply.delete import DeleteOptions
 
     return DeleteOptions(
         apply=ApplyOptions(**setting(DELETE_FLAGS, Target.APPLY, flags, prefix)),
@@ -406,13 +420,19 @@ class AsyncClient:
         return await self.run_deploy(plan, progress=progress)
 
     async def plan_delete(
-        self, app: str, *, namespace: str | None = None, options: DeleteOptions = DeleteOptions()
+        self, app: str, *, namespace: str | None = None, options: DeleteOptions | None = None
     ) -> DeletePlan | None:
-        """What deleting `app` does; None when it does not exist. Writes nothing."""
+        """What deleting `app` does (with kapp's delete defaults when `options` is None); None when it does not
+        exist. Writes nothing."""
+        from kapply import delete as delete_pipeline
+
+        options = delete_pipeline.DeleteOptions() if options is None else options
         return await delete_pipeline.plan(self.cluster, app, options, namespace_name=self.namespace(namespace))
 
     async def run_delete(self, plan: DeletePlan, *, progress: Progress | None = None) -> tuple[ClusterChange, ...]:
         """Delete the app's resources, then its history and record; returns the changes that were waited on."""
+        from kapply import delete as delete_pipeline
+
         return await delete_pipeline.run(self.cluster, plan, progress)
 
     async def delete(
@@ -420,7 +440,7 @@ class AsyncClient:
         app: str,
         *,
         namespace: str | None = None,
-        options: DeleteOptions = DeleteOptions(),
+        options: DeleteOptions | None = None,
         progress: Progress | None = None,
     ) -> bool:
         """Plan and run a delete; False when the app did not exist."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from kapply import objects
 from kapply.app import history, record
@@ -26,7 +26,6 @@ from kapply.app.meta import AppMeta, GroupVersionKind, kinds_of
 from kapply.apply import preflight
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, cluster_changes, description, order
-from kapply.apply.progress import LoggedProgress, Progress
 from kapply.apply.view import ChangeSetText, change_set_text
 from kapply.config.config import Config
 from kapply.config.inputs import split_configs, with_defaults
@@ -42,8 +41,7 @@ from kapply.diff.renew import renewed
 from kapply.errors import AppNotFoundError, ConcurrencyError, KapplyError, ManifestError
 from kapply.graph import ChangeGraph
 from kapply.objects import Document, Obj, ResourceKey, group_of, key_of, namespace
-from kapply.resources import allow, api_services, manifests
-from kapply.resources.allow import AllowRules
+from kapply.resources import api_services, manifests
 from kapply.resources.cluster import Cluster, Discovery
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
@@ -59,6 +57,10 @@ from kapply.resources.labeled import (
 from kapply.resources.names import check_names
 from kapply.resources.ownership import check_disallowed_labels, check_ownership, foreign
 from kapply.resources.preparation import Placement, prepare
+
+if TYPE_CHECKING:
+    from kapply.apply.progress import Progress
+    from kapply.resources.allow import AllowRules
 
 T = TypeVar("T")
 
@@ -376,7 +378,7 @@ def desired_resources(manifests: Manifests, located: Located, placement: Placeme
     namespaces = sorted({namespace(p.obj) or "(cluster)" for p in prepared})  # before the filters, as kapp
     if options.resource_filter is not None:
         prepared = [p for p in prepared if options.resource_filter.matches(p.obj)]
-    not_allowed = allow.violations(prepared, options.allow, placement) if options.allow is not None else []
+    not_allowed = _violations(prepared, options.allow, placement) if options.allow is not None else []
     if not prepared and not options.allow_empty and not options.patch:
         raise ManifestError(
             "Trying to apply empty set of resources will result in deletion of resources on cluster. "
@@ -629,13 +631,27 @@ def write_app_metadata(path: str, app: record.App, meta: AppMeta | None = None) 
         pass
 
 
+def _violations(prepared: Sequence[Document], rules: AllowRules, placement: Placement) -> list[str]:
+    """kapp's --allow-check, imported only when its flags are given."""
+    from kapply.resources.allow import violations
+
+    return violations(prepared, rules, placement)
+
+
+def _logged_progress() -> Progress:
+    """The progress of a caller that gives none (the API's), imported only then."""
+    from kapply.apply.progress import LoggedProgress
+
+    return LoggedProgress()
+
+
 async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) -> Result:
     """Apply the plan and record it as an app-change (with its masked diff), holding the app meanwhile (see
     `kapply.app.lock`: a concurrent deploy, or one that ran since the plan, stops this one before it applies)."""
     options = plan.options
     plan.check_allowed()
     if plan.app.labeled:  # no record and no history: only the resources
-        return await _apply_labeled(cluster, plan, progress or LoggedProgress())
+        return await _apply_labeled(cluster, plan, progress or _logged_progress())
     app = await _under_its_name(cluster, plan)
     if not plan.changes and app.stored:  # nothing to apply: kapp writes nothing but new labels
         if options.app_labels:
@@ -650,7 +666,7 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
             write_app_metadata(options.app_metadata_file, app)
             return Result(app, (), "", (), 0)
-        return await _apply(cluster, plan, app, progress or LoggedProgress())
+        return await _apply(cluster, plan, app, progress or _logged_progress())
 
 
 async def _under_its_name(cluster: Cluster, plan: Plan) -> record.App:

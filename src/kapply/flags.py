@@ -620,8 +620,10 @@ def resource_filter(values: Mapping[str, Any], flags: Iterable[Flag] = RESOURCE_
 
 def allow_rules(values: Mapping[str, Any], flags: Iterable[Flag] = RESOURCE_VALIDATION_FLAGS) -> AllowRules | None:
     """kapp's client-side allowing from `--allow-check`, `--allow-ns`, `--allow-all-ns` and `--allow-cluster` in
-    `values` (by name); None (no check) without `--allow-check`."""
+    `values` (by name); None (no check) without `--allow-check`, and then nothing imported."""
+    allow = setting(flags, Target.ALLOW, values)
+    if not allow["check"]:
+        return None
     from kapply.resources.allow import AllowRules
 
-    allow = setting(flags, Target.ALLOW, values)
-    return AllowRules(allow["namespaces"], allow["all_namespaces"], allow["cluster"]) if allow["check"] else None
+    return AllowRules(allow["namespaces"], allow["all_namespaces"], allow["cluster"])

@@ -1,12 +1,15 @@
 """What a no-change redeploy imports stays cut (bench/why.md, issue 33): the modules that only run when a deploy or
-delete applies something (the app's hold, renames, the apply loop and what only it uses) are imported where they
-run, not when the command's modules are; the built-in config is read without importlib.resources."""
+delete applies something (the app's hold, renames, the apply loop and what only it uses, the progress of an API
+caller that gives none), the delete pipeline, and the `--allow-check` rules are imported where they run, not when
+the command's modules are; the built-in config is read without importlib.resources."""
 
 import subprocess
 import sys
 
-# What `kapply deploy` imports before it plans: the CLI, the deploy command, the public API and both pipelines.
-COMMAND_MODULES = ("kapply.cli.main", "kapply.cli.deploy", "kapply.api", "kapply.deploy", "kapply.delete")
+import pytest
+
+# What `kapply deploy` imports before it plans: the CLI, the deploy command, the public API and the deploy pipeline.
+COMMAND_MODULES = ("kapply.cli.main", "kapply.cli.deploy", "kapply.api", "kapply.deploy")
 
 LAZY = (
     "kapply.app.lock",
@@ -15,6 +18,9 @@ LAZY = (
     "kapply.apply.execute",
     "kapply.apply.observe",
     "kapply.apply.verdict",
+    "kapply.apply.progress",
+    "kapply.delete",
+    "kapply.resources.allow",
 )
 
 
@@ -37,3 +43,17 @@ def test_the_built_in_config_loads_without_importlib_resources():
 
 def test_the_lazy_modules_import_on_their_own():
     assert set(LAZY) <= _imported_after(LAZY)
+
+
+def test_deploy_options_without_allow_check_leave_its_rules_unimported():
+    imported = _imported_after(("kapply.api; kapply.api.deploy_options({})",))
+    assert "kapply.resources.allow" not in imported
+
+
+def test_the_api_exports_the_delete_options_it_imports_when_asked():
+    import kapply.api
+    import kapply.delete
+
+    assert kapply.api.DeleteOptions is kapply.delete.DeleteOptions
+    with pytest.raises(AttributeError, match="no attribute 'DeletePipeline'"):
+        kapply.api.DeletePipeline  # noqa: B018
