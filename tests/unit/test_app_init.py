@@ -3,14 +3,13 @@ tests/compat/test_kctrl_authoring.py compares it with the real kctrl."""
 
 from __future__ import annotations
 
-import io
-import stat
 from pathlib import Path
 
 import pytest
 
 from kapply.cli.app_init import APP_FILE, BUILD_FILE
-from kapply.cli.main import run
+from tests.unit.authoring_fakes import answering, built_app_spec
+from tests.unit.fake_tools import fake_tool
 
 # kctrl 0.53's files after `app init` answered `myapp`, 1 and `config`
 APP_BUILD = """apiVersion: kctrl.carvel.dev/v1alpha1
@@ -19,19 +18,7 @@ metadata:
   creationTimestamp: null
   name: myapp
 spec:
-  app:
-    spec:
-      deploy:
-      - kapp: {}
-      template:
-      - ytt:
-          paths:
-          - config
-      - kbld: {}
-  export:
-  - includePaths:
-    - config
-"""
+""" + built_app_spec(2)
 APP = """apiVersion: kappctrl.k14s.io/v1alpha1
 kind: App
 metadata:
@@ -87,13 +74,7 @@ Succeeded
 """
 
 
-def kapply(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stdin: str, *argv: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = run(["app", *argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+kapply = answering("app")
 
 
 def test_app_init_asks_kctrls_questions_and_writes_its_files(
@@ -133,10 +114,7 @@ def test_app_init_from_a_helm_repository_keeps_earlier_templates_and_refuses_ano
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    script = tmp_path / "vendir"
-    script.write_text("#!/bin/sh\nmkdir -p upstream\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("KAPPLY_VENDIR", str(script))
+    fake_tool(monkeypatch, tmp_path / "vendir", "KAPPLY_VENDIR", "mkdir -p upstream\n")
     (tmp_path / BUILD_FILE).write_text(APP_BUILD)
     code, out, err = kapply(monkeypatch, capsys, "\n3\nhttp://127.0.0.1:1\nhello\n0.1.0\n", "init")
     assert (code, err) == (0, "")

@@ -29,6 +29,7 @@ from kapply.controller.spec import SpecError, TemplateStep, TemplateTool, Values
 from kapply.controller.template import TemplateError, template
 from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
+from tests.unit.fake_tools import fake_step_tool, nothing
 
 APP: Obj = {
     "metadata": {
@@ -214,23 +215,16 @@ def test_empty_labels_are_an_empty_map_as_in_kapp_controller():
     assert AppContext.from_json(CONTEXT.to_json()) == CONTEXT
 
 
-async def nothing(kind: str, name: str) -> Obj | None:
-    return None
-
-
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str) -> None:
     """`tool` prints its arguments as YAML, and the content of every values file it was given."""
-    script = tmp_path / f"fake-{tool}"
-    script.write_text(
-        "#!/bin/sh\n"
+    script = (
         'echo "args:"\n'
         'for a in "$@"; do echo "- \'$a\'"; done\n'
         'echo "files:"\n'
         'for a in "$@"; do case "$a" in --values=*|--data-values-file=*) '
         'echo "- |"; sed "s/^/  /" "${a#*=}";; esac; done\n'
     )
-    script.chmod(0o755)
-    monkeypatch.setenv(f"KAPPLY_{tool.upper()}", str(script))
+    fake_step_tool(tmp_path, monkeypatch, tool, script)
 
 
 def run(steps: tuple[TemplateStep, ...], root: Path) -> Obj:

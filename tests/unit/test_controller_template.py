@@ -6,7 +6,6 @@ so that none becomes an option. helm and kustomize are shell scripts here that p
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from pathlib import Path
 
@@ -15,24 +14,13 @@ import yaml
 
 from kapply.controller.spec import TemplateStep, TemplateTool, ValuesSource
 from kapply.controller.template import TemplateError, check_kustomization, kbld_args, template
-from kapply.objects import Obj
-
-
-def tree(root: Path, files: dict[str, str], links: dict[str, str] | None = None) -> Path:
-    for relative, content in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(content)
-    for relative, target in (links or {}).items():
-        os.symlink(target, root / relative)
-    return root
+from tests.unit.fake_tools import fake_step_tool, fetch_directory, nothing, tree
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """The fetch directory; a canary kustomization beside it, outside."""
-    tree(tmp_path / "outside", {"kustomization.yaml": "resources: [cm.yaml]\n", "cm.yaml": "kind: ConfigMap\n"})
-    (tmp_path / "root").mkdir()
-    return tmp_path / "root"
+    return fetch_directory(tmp_path, {"kustomization.yaml": "resources: [cm.yaml]\n", "cm.yaml": "kind: ConfigMap\n"})
 
 
 def kustomization(fields: dict) -> str:
@@ -238,15 +226,9 @@ def test_an_entry_that_is_both_inline_yaml_and_a_path_is_checked_as_both(root: P
 # --- the steps, with fake tools -------------------------------------------------------------------------------------
 
 
-async def nothing(kind: str, name: str) -> Obj | None:
-    return None
-
-
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str) -> None:
     """`tool` prints, as YAML, its arguments, working directory and some of its environment."""
-    script = tmp_path / f"fake-{tool}"
-    script.write_text(
-        "#!/bin/sh\n"
+    script = (
         'echo "cwd: $PWD"\n'
         "echo \"path: '$PATH'\"\n"
         "echo \"proxy: '$HTTPS_PROXY'\"\n"
@@ -254,8 +236,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str) -> None:
         'echo "args:"\n'
         'for a in "$@"; do echo "- \'$a\'"; done\n'
     )
-    script.chmod(0o755)
-    monkeypatch.setenv(f"KAPPLY_{tool.upper()}", str(script))
+    fake_step_tool(tmp_path, monkeypatch, tool, script)
 
 
 def run_template(steps: tuple[TemplateStep, ...], root: Path) -> dict:

@@ -23,25 +23,16 @@ from kapply.controller.template_cue import cue_args
 from kapply.controller.template_sops import SopsError, dearmor, decrypted_name, sops_files
 from kapply.errors import KapplyError
 from kapply.objects import Obj
+from tests.unit.fake_tools import fake_step_tool as fake
+from tests.unit.fake_tools import fetch_directory, tree
 
 AGE_KEY = "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"
-
-
-def tree(root: Path, files: dict[str, str], links: dict[str, str] | None = None) -> Path:
-    for relative, content in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(content)
-    for relative, target in (links or {}).items():
-        os.symlink(target, root / relative)
-    return root
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """The fetch directory; a canary beside it, outside."""
-    tree(tmp_path / "outside", {"canary.sops.yaml": "canary: true\n", "canary.cue": "canary: true\n"})
-    (tmp_path / "root").mkdir()
-    return tmp_path / "root"
+    return fetch_directory(tmp_path, {"canary.sops.yaml": "canary: true\n", "canary.cue": "canary: true\n"})
 
 
 def secrets(**objects: dict[str, str]) -> tuple[list[tuple[str, str]], object]:
@@ -62,13 +53,6 @@ def run(steps: tuple[TemplateStep, ...], root: Path, read: object | None = None)
     if read is None:
         read = secrets()[1]
     return asyncio.run(template(steps, root, read, "app", "ns"))  # type: ignore[arg-type]
-
-
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str, body: str) -> None:
-    script = tmp_path / f"fake-{tool}"
-    script.write_text("#!/bin/sh\n" + body)
-    script.chmod(0o755)
-    monkeypatch.setenv(f"KAPPLY_{tool.upper()}", str(script))
 
 
 ECHO = (

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from kapply.cli.main import run
 from kapply.cli.package import authoring as files
 from kapply.cli.package.authoring_ui import AuthoringUI
 from kapply.cli.package.init import check_ref_name
@@ -22,6 +21,7 @@ from kapply.cli.package.repository_release import _lock, package_repository, rep
 from kapply.errors import KapplyError
 from kapply.oci import Credentials
 from kapply.ui.output import Output
+from tests.unit.authoring_fakes import answering, built_app_spec
 
 # kctrl 0.53's package-resources.yml after `package init` answered `samplepackage.corp.com`, 1 and `config`
 RESOURCES = """apiVersion: data.packaging.carvel.dev/v1alpha1
@@ -85,19 +85,7 @@ metadata:
 spec:
   template:
     spec:
-      app:
-        spec:
-          deploy:
-          - kapp: {}
-          template:
-          - ytt:
-              paths:
-              - config
-          - kbld: {}
-      export:
-      - includePaths:
-        - config
-"""
+""" + built_app_spec(6)
 # kctrl's non-TTY output of the same run
 INIT_OUTPUT = """> Enter the package reference name (samplepackage.corp.com): samplepackage.corp.com
 
@@ -112,13 +100,7 @@ INIT_OUTPUT = """> Enter the package reference name (samplepackage.corp.com): sa
 """
 
 
-def kapply(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stdin: str, *argv: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = run(["package", *argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+kapply = answering("package")
 
 
 def test_init_writes_kctrls_files_and_asks_its_questions(

@@ -4,21 +4,20 @@ compares both with the real kctrl, vendir and helm."""
 
 from __future__ import annotations
 
-import io
 import math
-import stat
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from kapply.cli.main import run
 from kapply.cli.package import authoring as files
 from kapply.cli.package import authoring_vendir as vendir
 from kapply.cli.package.authoring_helm_schema import schema_of_text, values_schema
 from kapply.cli.package.release import _helm_template
 from kapply.cli.package.release import values_schema as release_values_schema
 from kapply.errors import KapplyError
+from tests.unit.authoring_fakes import answering
+from tests.unit.fake_tools import fake_tool
 
 # kctrl 0.53's vendir.yml after the answers below
 VENDIR = """apiVersion: vendir.k14s.io/v1alpha1
@@ -63,29 +62,22 @@ OUTPUT = """> Enter the package reference name (samplepackage.corp.com): a.b.c
 ANSWERS = "a.b.c\n3\nhttp://127.0.0.1:1\nhello\n0.1.0\n"
 
 
-def kapply(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stdin: str, *argv: str
-) -> tuple[int, str, str]:
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = run(["package", *argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+kapply = answering("package")
 
 
 @pytest.fixture
 def fake_vendir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A vendir that records its arguments and $VENDIR_HELM_BINARY and writes a chart into upstream/; it fails when
     vendir.yml asks for version 9.9.9."""
-    script = tmp_path / "vendir"
-    script.write_text(
-        "#!/bin/sh\n"
+    script = fake_tool(
+        monkeypatch,
+        tmp_path / "vendir",
+        "KAPPLY_VENDIR",
         'echo "$@ $VENDIR_HELM_BINARY" > vendir.args\n'
         "if grep -q 9.9.9 vendir.yml; then printf 'vendir: Error: Syncing directory '\"'upstream'\"':\\n"
         "  Fetching helm chart: not found\\n' >&2; exit 1; fi\n"
-        "mkdir -p upstream && echo 'replicas: 1' > upstream/values.yaml && echo 'kind: LockConfig' > vendir.lock.yml\n"
+        "mkdir -p upstream && echo 'replicas: 1' > upstream/values.yaml && echo 'kind: LockConfig' > vendir.lock.yml\n",
     )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("KAPPLY_VENDIR", str(script))
     monkeypatch.setenv("KAPPLY_HELM", "/helm/from/kapply")
     monkeypatch.delenv("VENDIR_HELM_BINARY", raising=False)
     return script
@@ -254,10 +246,8 @@ def test_release_takes_the_schema_of_the_first_template_step(tmp_path: Path, mon
 def test_helm_template_runs_as_kapp_controller_runs_it_for_kctrl(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    helm = tmp_path / "helm"
-    helm.write_text('#!/bin/sh\necho "$@"\nif [ "$3" = broken ]; then echo "Error: no chart" >&2; exit 1; fi\n')
-    helm.chmod(helm.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("KAPPLY_HELM", str(helm))
+    script = 'echo "$@"\nif [ "$3" = broken ]; then echo "Error: no chart" >&2; exit 1; fi\n'
+    fake_tool(monkeypatch, tmp_path / "helm", "KAPPLY_HELM", script)
     printed = _helm_template({"path": "upstream", "valuesFrom": [{"path": "v.yml"}, {"secretRef": {"name": "s"}}]})
     assert printed == "template kctrl-builder upstream --namespace in-memory --include-crds --values v.yml\n"
     with pytest.raises(KapplyError, match="Templating helm chart: Error: no chart"):
