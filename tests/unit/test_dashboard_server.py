@@ -40,14 +40,13 @@ class FakeDiscovery:
 class FakeCluster:
     patches: list[Any] = field(default_factory=list)
     refuse: bool = False
+    requests: list[tuple[str, str, Any, str]] = field(default_factory=list)
 
     async def discovery(self) -> FakeDiscovery:
         return FakeDiscovery()
 
     async def list(self, rtype: Any, **kwargs: Any) -> list[Obj]:
-        if rtype.kind == "Secret":  # what app-changes kept (their data never reaches the page)
-            kept = {"type": "kapply.dev/app-change-applied", "data": {"applied.json.gz": "c2VjcmV0"}}
-            return [{**kept, "metadata": {"name": "web.app-change-1"}}, {"metadata": {"name": "other"}}]
+        assert rtype.kind != "Secret", "a Secret's data is never asked for"
         if rtype.group == "packaging.carvel.dev":
             raise ClusterError(
                 'packagerepositories.packaging.carvel.dev is forbidden: User "jo" cannot list', status=403
@@ -60,6 +59,11 @@ class FakeCluster:
 
     async def get(self, rtype: Any, namespace: str, name: str) -> Obj | None:
         return None
+
+    async def request(self, method: str, path: str, *, params: Any = None, accept: str = "") -> Any:
+        """The metadata of what app-changes kept, as the API server selects it."""
+        self.requests.append((method, path, params, accept))
+        return {"kind": "PartialObjectMetadataList", "items": [{"metadata": {"name": "web.app-change-1"}}]}
 
     async def patch(self, rtype: Any, namespace: str, name: str, patch: Any) -> Obj:
         if self.refuse:
@@ -211,6 +215,24 @@ async def _test_the_packages_page_lists_what_the_user_may_and_says_what_is_hidde
     page = await (await client.get("/tok/api/packages", headers=own(client))).json()
     assert [i["name"] for i in page["installs"]] == ["i"] and page["repositories"] == page["packages"] == []
     assert len(page["hidden"]) == 1 and "packagerepositories.packaging.carvel.dev are hidden" in page["hidden"][0]
+
+
+def test_the_history_marks_the_kept_changes_from_one_list_of_their_secrets_metadata() -> None:
+    run(_test_the_history_marks_the_kept_changes_from_one_list_of_their_secrets_metadata)
+
+
+async def _test_the_history_marks_the_kept_changes_from_one_list_of_their_secrets_metadata(served: Served) -> None:
+    client, _, api = served
+    meta = SimpleNamespace(started_at="t0", finished_at="t1", successful=True, description="update")
+    api.changes = [SimpleNamespace(name=n, meta=meta, diff="") for n in ("web.app-change-0", "web.app-change-1")]
+    page = await (await client.get(f"/tok/api/app?key={KEY}", headers=own(client))).json()
+    assert [(h["name"], h["kept"]) for h in page["history"]] == [
+        ("web.app-change-1", True),
+        ("web.app-change-0", False),
+    ]
+    selectors = {"labelSelector": "kapply.dev/app-change", "fieldSelector": "type=kapply.dev/app-change-applied"}
+    metadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    assert api.cluster.requests == [("GET", "/api/v1/namespaces/prod/secrets", selectors, metadata)]
 
 
 def test_a_rollback_is_previewed_then_run_and_a_refusal_is_passed_on() -> None:

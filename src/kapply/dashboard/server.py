@@ -32,6 +32,8 @@ UNPAUSE = [{"op": "remove", "path": "/spec/paused"}]
 # What each action sends, as `kapply app kick` (pause, then unpause: the controller reconciles now) and `app pause`.
 ACTIONS = {"kick": (PAUSE, UNPAUSE), "pause": (PAUSE,), "resume": (UNPAUSE,)}
 PAGES = {"": pages.list_page, "app": pages.app_page, "packages": pages.packages_page}
+# A LIST's objects as their metadata only (PartialObjectMetadataList), without their data
+METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 STATIC = {"dashboard.js": "application/javascript", "dashboard.css": "text/css"}
 _RESOURCES = {f"{r.kind}.{r.group}": r for v in (KAPPLY, CARVEL) for r in (v.app, v.install)}
 
@@ -211,13 +213,15 @@ class Dashboard:
 
     async def _kept(self, namespace: str) -> set[str] | None:
         """The names of the app-changes in `namespace` whose applied documents are kept (a rollback may go back to
-        them); None when the user may not list Secrets there (the rollback's preview then says why). The Secrets'
-        data stays in this process: only their names reach the page."""
+        them); None when the user may not list Secrets there (the rollback's preview then says why). One LIST a
+        view, of the kept changes' Secrets only (the API server selects them by label and type) and of their
+        metadata only: no Secret's data reaches this process."""
+        params = {"labelSelector": KEPT_LABEL, "fieldSelector": f"type={KEPT_TYPE}"}
         try:
-            secrets_ = await self.api.cluster.list(SECRETS, namespace=namespace, label_selector=KEPT_LABEL)
+            listed = await self.api.cluster.request("GET", SECRETS.path(namespace), params=params, accept=METADATA)
         except ClusterError:
             return None
-        return {s["metadata"]["name"] for s in secrets_ if s.get("type") == KEPT_TYPE}
+        return {item["metadata"]["name"] for item in listed.get("items") or ()}
 
     async def _plan_rollback(self, key: str, change: str) -> Plan | web.Response:
         """The rollback of the App `key`'s kapp app (`<name>.app`) to `change`, or the answer saying why there is
