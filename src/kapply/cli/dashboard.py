@@ -1,6 +1,8 @@
 """`kapply dashboard`: serve the local web page of the Apps and PackageInstalls the kubeconfig's user can list
-(kapply.dashboard; docs/dashboard.md) until Ctrl-C. Prints its URL (`Dashboard: http://127.0.0.1:<port>/<token>/`),
-which holds the random token the server answers to; `--open` opens it in the default browser."""
+(kapply.dashboard; docs/dashboard.md) until Ctrl-C or SIGTERM, its intended end: `Dashboard stopped`, exit status 0
+(not a command's `Interrupted`/`Terminated (changes applied so far stay applied)`: it applies nothing of its own).
+Prints its URL (`Dashboard: http://127.0.0.1:<port>/<token>/`), which holds the random token the server answers to;
+`--open` opens it in the default browser."""
 
 from __future__ import annotations
 
@@ -28,9 +30,12 @@ def dashboard_command(section: str) -> Command:
 
 
 def dashboard(args: Args, out: Output) -> None:
-    from kapply.cli.common import run
+    from kapply.cli.common import Terminated, run
 
-    run(_dashboard(args))
+    try:
+        run(_dashboard(args))
+    except (KeyboardInterrupt, Terminated):
+        print("Dashboard stopped", flush=True)
 
 
 async def _dashboard(args: Args) -> None:
