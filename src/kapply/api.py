@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import io
 import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -23,20 +24,9 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TextIO, TypeVar
 
-from kapply import deploy as deploy_pipeline
 from kapply import objects
-from kapply.app import history, record
-from kapply.app.history import AppChange
+from kapply.app import record
 from kapply.app.record import App
-from kapply.apply.planning import ClusterChange
-from kapply.config.config import Config
-from kapply.deploy import DeployOptions, Plan, Result, Source
-from kapply.diff import attribution, ghost
-from kapply.diff.attribution import OutsideField
-from kapply.diff.change import Change, Op
-from kapply.diff.drift import DriftPolicy
-from kapply.diff.fields import FieldPath
-from kapply.diff.ghost import FieldDrift
 from kapply.errors import KapplyError, ManifestError
 from kapply.flags import DELETE_FLAGS, DEPLOY_FLAGS, Target, allow_rules, resource_filter, setting
 from kapply.objects import Obj
@@ -44,9 +34,20 @@ from kapply.resources.cluster import Cluster, ResourceType
 from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, default_namespace, load, with_token
 from kapply.resources.labeled import get_each, is_transient
 
-if TYPE_CHECKING:  # the delete pipeline and the apply loop's progress are imported where a delete or apply runs
+# The pipelines, the diff and the history are imported where a call uses them: a client that inspects or lists apps
+# imports none of them, and a deploy imports its planning code while its first requests are in flight.
+if TYPE_CHECKING:
+    from kapply.app.history import AppChange
+    from kapply.apply.planning import ClusterChange
     from kapply.apply.progress import Progress
+    from kapply.config.config import Config
     from kapply.delete import DeleteOptions, DeletePlan
+    from kapply.deploy import DeployOptions, Plan, Result
+    from kapply.diff.attribution import OutsideField
+    from kapply.diff.change import Change
+    from kapply.diff.drift import DriftPolicy
+    from kapply.diff.fields import FieldPath
+    from kapply.diff.ghost import FieldDrift
 
 __all__ = [
     "App",
@@ -71,13 +72,19 @@ __all__ = [
 Resources = Sequence[Mapping[str, Any]]
 
 
-def __getattr__(name: str) -> Any:
-    """`DeleteOptions`, exported here but imported from the delete pipeline when first asked for: a deploy never
-    imports that pipeline."""
-    if name == "DeleteOptions":
-        from kapply.delete import DeleteOptions
+# Exported here, imported from their own modules when first asked for (`from kapply.api import DeployOptions`).
+_LAZY_EXPORTS = {
+    "DeleteOptions": "kapply.delete",
+    "DeployOptions": "kapply.deploy",
+    "Plan": "kapply.deploy",
+    "DriftPolicy": "kapply.diff.drift",
+    "FieldPath": "kapply.diff.fields",
+}
 
-        return DeleteOptions
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_EXPORTS:
+        return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -90,7 +97,7 @@ def deploy_options(flags: Mapping[str, Any]) -> DeployOptions:
     `"map-ns"` as `src=dst` strings, ...): what `kapply deploy` and the controller's `rawOptions` both build. Each
     flag sets the fields its declaration in kapply.flags names; a flag not given takes its declared default."""
     from kapply.apply.options import ApplyOptions, WaitOptions
-    from kapply.deploy import DiffOptions
+    from kapply.deploy import DeployOptions, DiffOptions
 
     def of(target: Target) -> dict[str, Any]:
         return setting(DEPLOY_FLAGS, target, flags)
@@ -142,6 +149,8 @@ class FieldReport:
 
     @classmethod
     def of(cls, item: OutsideField, config: Config) -> FieldReport:
+        from kapply.diff import ghost
+
         obj, path = item.change.resource, item.field.path
         desired, live = (ghost.shown_value(obj, value, config) for value in (item.field.desired, item.field.live))
         return cls(item.change.describe(), str(path), desired, live, item.written_by, obj, path)
@@ -159,6 +168,9 @@ class OutsideFields:
 def ghost_diffs(plan: Plan) -> list[tuple[Change, tuple[FieldDrift, ...]]]:
     """The fields each update of the plan changes, for a plan whose desired state is the one deployed last time:
     every one of them was changed on the cluster since (a ghost diff)."""
+    from kapply.diff import ghost
+    from kapply.diff.change import Op
+
     found = []
     for change in (c.change for c in plan.changes if c.change.op is Op.UPDATE):
         if change.left is not None and change.right is not None and change.existing is not None:
@@ -170,6 +182,8 @@ def rebase_config(fields: Sequence[tuple[Obj, Sequence[FieldPath]]], more_rules:
     """The kapp Config, as YAML ready to paste next to the app's resources, whose rebase rules keep the cluster's
     value of each resource's fields (one rule per kind, see kapply.diff.ghost.suggest_rebase_rules), followed by
     `more_rules` not already among them."""
+    from kapply.diff import ghost
+
     config = ghost.suggest_rebase_rules(fields)
     config["rebaseRules"] += [r for r in more_rules if r not in config["rebaseRules"]]
     return ghost.config_yaml(config)
@@ -295,35 +309,41 @@ class AsyncClient:
         resources: Resources | None = None,
         namespace: str | None = None,
         app_namespace: str | None = None,
-        options: DeployOptions = DeployOptions(),
+        options: DeployOptions | None = None,
         stdin: TextIO | None = None,
         manifests: str | None = None,
     ) -> Plan:
         """The changes deploying `files` (paths, directories, `-` for `stdin`), `resources` (dicts) and `manifests`
         (YAML documents as text) as `app` would make. Writes nothing. `manifests` are read as kapp reads `-f -` (what
-        kapp-controller passes its templated output as): named `stdin` in messages, so not with `stdin` too."""
+        kapp-controller passes its templated output as): named `stdin` in messages, so not with `stdin` too.
+        `options` None: kapp's deploy defaults (`DeployOptions()`)."""
+        from kapply import deploy as deploy_pipeline
+
         paths = tuple(str(f) for f in files)
         if manifests is not None:
             if stdin is not None:
                 raise ManifestError("Expected either manifests or stdin, not both")
             paths, stdin = (*paths, "-"), io.TextIOWrapper(io.BytesIO(manifests.encode()), encoding="utf-8")
-        source = Source(paths, resources, stdin)
+        source = deploy_pipeline.Source(paths, resources, stdin)
         return await deploy_pipeline.plan(
             self.cluster,
             app,
             source,
-            options,
+            deploy_pipeline.DeployOptions() if options is None else options,
             namespace_name=self.namespace(namespace),
             app_namespace=app_namespace,
         )
 
     async def plan_rollback(
-        self, app: str, change: str, *, namespace: str | None = None, options: DeployOptions = DeployOptions()
+        self, app: str, change: str, *, namespace: str | None = None, options: DeployOptions | None = None
     ) -> Plan:
         """The changes deploying again what the app-change `change` of `app` (in `namespace`) applied make (kapply's
         `app-change rollback`): its kept documents, placed as they were, with `options` (the diff, apply and wait
         ones; its placement is the change's). Running the plan records a change that says it rolls back to `change`.
         Writes nothing. KapplyError when the app has no such change, or the change kept nothing."""
+        from kapply import deploy as deploy_pipeline
+        from kapply.app import history
+
         found = await self.get_app(app, namespace=namespace)
         if change not in {c.name for c in await history.list_changes(self.cluster, found)}:
             raise KapplyError(
@@ -338,7 +358,7 @@ class AsyncClient:
                 "deploy (--patch, --filter, --diff-filter), or was too large to keep)"
             )
         options = replace(
-            options,
+            deploy_pipeline.DeployOptions() if options is None else options,
             into_namespace=applied.into_namespace,
             namespace_map=applied.namespace_map,
             rollback_of=change,
@@ -347,7 +367,7 @@ class AsyncClient:
         return await deploy_pipeline.plan(
             self.cluster,
             found.name,
-            Source(resources=applied.documents),
+            deploy_pipeline.Source(resources=applied.documents),
             options,
             namespace_name=applied.namespace,
             app_namespace=found.namespace,
@@ -356,10 +376,14 @@ class AsyncClient:
     async def check_deploy(self, plan: Plan) -> None:
         """The checks kapp makes between showing a plan and applying it: `--allow-*` (ManifestError) and, when the plan
         changes something, the `--preflight` checks (PreflightError). Nothing is written."""
+        from kapply import deploy as deploy_pipeline
+
         await deploy_pipeline.check(self.cluster, plan)
 
     async def run_deploy(self, plan: Plan, *, progress: Progress | None = None) -> Result:
         """Apply a plan, wait until it converges, and record it in the app's history."""
+        from kapply import deploy as deploy_pipeline
+
         return await deploy_pipeline.run(self.cluster, plan, progress)
 
     async def outside_changes(
@@ -368,6 +392,8 @@ class AsyncClient:
         """The fields of the plan someone other than kapply or kapp wrote on the cluster (`plan.outside_changes()`,
         or the given fields of its changes), each with who wrote it: the field manager, or for a field no manager
         wrote, the mutating admission webhooks that may have."""
+        from kapply.diff import attribution
+
         return await attribution.attribute(
             self.cluster, plan.discovery, plan.outside_changes() if found is None else found
         )
@@ -376,6 +402,8 @@ class AsyncClient:
         """Drift and ghost diffs in one call, each field with its writer (see `outside_changes`): the fields others
         changed that the plan's drift policy leaves as they are (none under `enforce`) and, with `ghosts` (for a plan
         of the same desired state as the deploy before it), every field the plan's updates set back."""
+        from kapply.diff.drift import DriftPolicy
+
         drift = plan.outside_changes() if plan.options.drift_policy is not DriftPolicy.ENFORCE else []
         set_back = ghost_diffs(plan) if ghosts else []
         found = await self.outside_changes(plan, [*drift, *set_back])
@@ -409,7 +437,7 @@ class AsyncClient:
         resources: Resources | None = None,
         namespace: str | None = None,
         app_namespace: str | None = None,
-        options: DeployOptions = DeployOptions(),
+        options: DeployOptions | None = None,
         progress: Progress | None = None,
     ) -> Result:
         """Plan, check (`check_deploy`) and run a deploy (no confirmation: the caller decided)."""
@@ -470,6 +498,8 @@ class AsyncClient:
 
     async def app_changes(self, app: str, *, namespace: str | None = None) -> list[AppChange]:
         """The app's changes, oldest first, each with the masked diff kapply recorded."""
+        from kapply.app import history
+
         return await history.list_changes(self.cluster, await self.get_app(app, namespace=namespace))
 
 

@@ -36,6 +36,26 @@ def test_a_deploys_modules_leave_the_apply_path_unimported():
     assert sorted(imported & set(LAZY)) == []
 
 
+# What a client imports only where a call uses it: `kapply inspect`, `ls`, `delete` and `app-change ls` import the API
+# but plan no deploy.
+PLANNING = (
+    "kapply.deploy",
+    "kapply.delete",
+    "kapply.app.history",
+    "kapply.diff.change",
+    "kapply.diff.ghost",
+    "kapply.diff.attribution",
+    "kapply.config.config",
+    "kapply.graph",
+    "kapply.apply.planning",
+)
+
+
+def test_the_api_imports_no_planning_code():
+    imported = _imported_after(("kapply.api",))
+    assert sorted(imported & set(PLANNING)) == []
+
+
 def test_the_built_in_config_loads_without_importlib_resources():
     imported = _imported_after(("kapply.config.default; kapply.config.default.default_config()",))
     assert sorted(imported & {"importlib.resources", "zipfile"}) == []
@@ -50,10 +70,18 @@ def test_deploy_options_without_allow_check_leave_its_rules_unimported():
     assert "kapply.resources.allow" not in imported
 
 
-def test_the_api_exports_the_delete_options_it_imports_when_asked():
+def test_the_api_exports_what_it_imports_when_asked():
     import kapply.api
     import kapply.delete
+    import kapply.deploy
+    import kapply.diff.drift
+    import kapply.diff.fields
 
     assert kapply.api.DeleteOptions is kapply.delete.DeleteOptions
+    assert (kapply.api.DeployOptions, kapply.api.Plan) == (kapply.deploy.DeployOptions, kapply.deploy.Plan)
+    assert (kapply.api.DriftPolicy, kapply.api.FieldPath) == (
+        kapply.diff.drift.DriftPolicy,
+        kapply.diff.fields.FieldPath,
+    )
     with pytest.raises(AttributeError, match="no attribute 'DeletePipeline'"):
         kapply.api.DeletePipeline  # noqa: B018
