@@ -10,7 +10,8 @@ up. A failing pass is tried again after 2, 4, 8 ... seconds, at most the App's s
 Beyond kapp-controller: after the pass changed the App's spec the PackageInstall says `Reconciling` (kapp-controller
 shows the App's previous outcome until the App reconciles, kapp-controller#341), so `kubectl wait
 --for=condition=ReconcileSucceeded` waits for the new spec; the App's ghost diffs and drift are shown on the
-PackageInstall; only an App this PackageInstall controls is updated or deleted.
+PackageInstall; only an App this PackageInstall controls is updated or deleted; a successful pass with a (version,
+values) pair new to the install keeps a revision of it, for `kapply package installed rollback` (revisions.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kapply.controller.spec import SpecError, parsed
 from kapply.controller.status import same_but_times
 from kapply.controller.vocabulary import Vocabulary
 from kapply.objects import Obj, has_finalizer
-from kapply.packaging import install_status, names, store
+from kapply.packaging import install_status, names, revisions, store
 from kapply.packaging.failures import is_conflict, unexpected
 from kapply.packaging.install_app import OwnedByOtherError, deleting_app, desired_app, owned_by
 from kapply.packaging.selection import choose, kubernetes_version, needs_kubernetes_version, visible_packages
@@ -47,8 +48,15 @@ Key = tuple[str, str]
 
 
 class InstallReconciler:
-    def __init__(self, api: AsyncClient, settings: PackagingSettings, vocabulary: Vocabulary) -> None:
+    def __init__(
+        self,
+        api: AsyncClient,
+        settings: PackagingSettings,
+        vocabulary: Vocabulary,
+        keeper: revisions.Keeper | None = None,
+    ) -> None:
         self.api = api
+        self.keeper = keeper  # keeps the installs' revisions (revisions.py); None: none kept (`kapply dev`)
         self.settings = settings
         self.vocabulary = vocabulary  # the controller's (its Settings')
         self._installs, self._apps = vocabulary.install.rtype, vocabulary.app.rtype
@@ -56,6 +64,8 @@ class InstallReconciler:
 
     def forget(self, key: Key) -> None:
         self._failures.pop(key, None)
+        if self.keeper is not None:
+            self.keeper.forget(key)
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; returns when to come back (seconds), None when there is nothing to come back for. Whatever
@@ -102,9 +112,11 @@ class InstallReconciler:
         status["lastAttemptedVersion"] = package.version
         app, changed = await self._run_as_app(install, spec, package)
         self._failures.pop((install["metadata"]["namespace"], install["metadata"]["name"]), None)
-        await self._write(
-            install, install_status.with_app_reports(status if changed else install_status.mirrored(status, app), app)
-        )
+        reported = install_status.with_app_reports(status if changed else install_status.mirrored(status, app), app)
+        if self.keeper is not None and revisions.succeeded(reported):
+            kept = await self.keeper.keep(install, install.get("status") or {}, spec, package.version)
+            reported = revisions.with_note(reported, kept)
+        await self._write(install, reported)
         return self._sync_period(spec)
 
     async def _select(self, install: Obj, spec: PackageInstallSpec) -> PackageSpec:

@@ -14,6 +14,7 @@ from kapply.controller.main import run as run_controller
 from kapply.controller.metrics import PACKAGE_REPOSITORY, Kappctrl
 from kapply.packaging.install import InstallReconciler, install_fingerprint
 from kapply.packaging.repository import RepositoryReconciler
+from kapply.packaging.revisions import Keeper
 from kapply.packaging.settings import PackagingSettings
 from kapply.packaging.triggers import InstallIndex, app_trigger, package_trigger
 
@@ -25,7 +26,7 @@ def registrations(
     PackageRepository's are counted and timed by its reconciler; a PackageInstall's are its App's)."""
     vocabulary = options.settings.vocabulary
     repositories = RepositoryReconciler(api, options.settings, kappctrl.of(PACKAGE_REPOSITORY))
-    installs = InstallReconciler(api, settings, vocabulary)
+    installs = InstallReconciler(api, settings, vocabulary, Keeper(api))
     index = InstallIndex()
 
     def forget(key: tuple[str, str]) -> None:
