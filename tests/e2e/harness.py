@@ -28,17 +28,27 @@ def client_for(kubeconfig: Path, namespace: str | None = None) -> Client:
 
 
 def eventually(
-    check: Callable[[], object], timeout: float = 60, interval: float = 0.5, what: str = "condition"
+    check: Callable[[], object], timeout: float = 60, interval: float | None = None, what: str = "condition"
 ) -> object:
-    """Poll `check` until it returns something truthy; fail with `what` after `timeout`."""
+    """Poll `check` until it returns something truthy; fail with `what` after `timeout`.
+
+    Every `interval` seconds; by default as often as the check's cost allows (`poll_pause`): a wait of the suite's
+    many ends, on average, half a pause after what it waits for, and a fixed half second was minutes in all."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
+        started = time.monotonic()
         last = check()
         if last:
             return last
-        time.sleep(interval)
+        time.sleep(poll_pause(time.monotonic() - started) if interval is None else interval)
     pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def poll_pause(check_seconds: float) -> float:
+    """The pause after a check that took `check_seconds`: 0.1 s after a cheap one (a GET), four times the check's
+    own time after a costly one (a CLI run), so that polling keeps to a fifth of a core, and at most 0.5 s."""
+    return min(0.5, max(0.1, 4 * check_seconds))
 
 
 # Set to 1 (.ci/run does): a test whose external tool (kapp, ytt, ...) is nowhere fails instead of being skipped, so

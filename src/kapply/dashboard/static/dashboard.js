@@ -202,12 +202,12 @@
       });
     }
     document.getElementById("confirm-no").addEventListener("click", () => dialog.close());
-    document.getElementById("confirm-yes").addEventListener("click", async () => {
-      dialog.close();
+    // POST an action (`params`: its name and the change a rollback goes to), saying `working` until it answers
+    async function act(working, params) {
       const result = document.getElementById("action-result");
-      result.textContent = "Working…";
+      result.textContent = working;
       try {
-        const answer = await fetch(base + "api/action?" + query({ key, action: chosen }), {
+        const answer = await fetch(base + "api/action?" + query({ key, ...params }), {
           method: "POST", headers: { "X-Kapply-CSRF": csrf }, cache: "no-store" });
         const data = await answer.json();
         result.textContent = data.message;
@@ -217,6 +217,10 @@
         result.className = "error";
       }
       reload();
+    }
+    document.getElementById("confirm-yes").addEventListener("click", async () => {
+      dialog.close();
+      await act("Working…", { action: chosen });
     });
     const rollbackDialog = document.getElementById("rollback");
     let rollbackTo = "";
@@ -242,19 +246,7 @@
     document.getElementById("rollback-no").addEventListener("click", () => rollbackDialog.close());
     document.getElementById("rollback-yes").addEventListener("click", async () => {
       rollbackDialog.close();
-      const result = document.getElementById("action-result");
-      result.textContent = "Rolling back to " + rollbackTo + "…";
-      try {
-        const answer = await fetch(base + "api/action?" + query({ key, action: "rollback", change: rollbackTo }), {
-          method: "POST", headers: { "X-Kapply-CSRF": csrf }, cache: "no-store" });
-        const data = await answer.json();
-        result.textContent = data.message;
-        result.className = data.ok ? "" : "error";
-      } catch (e) {
-        result.textContent = "Failed: " + e;
-        result.className = "error";
-      }
-      reload();
+      await act("Rolling back to " + rollbackTo + "…", { action: "rollback", change: rollbackTo });
     });
     document.getElementById("copy-suggested").addEventListener("click", async () => {
       const text = document.getElementById("suggested").textContent;
