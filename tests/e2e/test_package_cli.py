@@ -824,3 +824,40 @@ def renamed(package: dict[str, Any], ref: str) -> dict[str, Any]:
         "metadata": {"name": names.package_name(ref, version)},
         "spec": {**package["spec"], "refName": ref},
     }
+
+
+def test_installed_history_and_rollback(
+    running: Running, kube: Client, kapply: KapplyRunner, namespace: str, tmp_path: Path
+) -> None:
+    """kapply's own (issue 34): the controller keeps a revision of each (version, values) the install ran, with the
+    install's service account; `history` lists them, `rollback` goes back to the previous one, its version and its
+    values, and no value appears in any output, in the status or in the controller's log."""
+    first, second = f"first-{uuid.uuid4().hex[:8]}", f"second-{uuid.uuid4().hex[:8]}"
+    a = values_file(tmp_path / "a.yml", name="rolled-cm", hello_msg=first)
+    said = [install(kapply, namespace, "rolled", "-v", "1.0.0", "--values-file", a)]
+    update = ["package", "installed", "update", "-i", "rolled", "-v", "2.0.0", "-n", namespace]
+    b = values_file(tmp_path / "b.yml", name="rolled-cm", hello_msg=second)
+    said.append(ok(kapply(*update, "--values-file", b, "--wait-check-interval=0.5s")))
+    assert config_map_data(kube, namespace, "rolled-cm") == {"version": "2.0.0", "hello_msg": second}
+
+    history = ["package", "installed", "history", "-i", "rolled", "-n", namespace, "--json"]
+    said.append(ok(kapply(*history)))
+    rows = yaml.safe_load(said[-1])["Tables"][0]["Rows"]
+    assert [(r["revision"], r["version"]) for r in rows] == [("2", "2.0.0"), ("1", "1.0.0")], rows
+    assert rows[0]["values_digest"] != rows[1]["values_digest"]
+
+    rollback = ["package", "installed", "rollback", "-i", "rolled", "-n", namespace, "--wait-check-interval=0.5s"]
+    said.append(ok(kapply(*rollback, "-y")))
+    for line in ("to revision 1", "version: 2.0.0 -> 1.0.0", "values: changed (keys: hello_msg)", "Resuming"):
+        assert line in said[-1], said[-1]
+    assert config_map_data(kube, namespace, "rolled-cm") == {"version": "1.0.0", "hello_msg": first}
+    pkgi = get(kube, PackageInstall, namespace, "rolled") or {}
+    assert pkgi["spec"]["packageRef"]["versionSelection"]["constraints"] == "1.0.0"
+    assert condition(kube, PackageInstall, namespace, "rolled") == "ReconcileSucceeded"
+    said.append(ok(kapply(*history)))
+    rows = yaml.safe_load(said[-1])["Tables"][0]["Rows"]  # the rollback is a revision of its own, with 1's values
+    assert [(r["revision"], r["version"]) for r in rows[:2]] == [("3", "1.0.0"), ("2", "2.0.0")], rows
+    assert rows[0]["values_digest"] == rows[2]["values_digest"]
+
+    shown = "\n".join([*said, yaml.safe_dump(pkgi["status"]), running.log.read_text()])
+    assert first not in shown and second not in shown

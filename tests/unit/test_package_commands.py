@@ -137,6 +137,13 @@ COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, FlagSpec], set[
     ("installed", "pause"): ((), {**NAMESPACE, **INSTALL, **tty(True)}, set()),
     ("installed", "kick"): ((), {**NAMESPACE, **INSTALL, **wait(2, 300), **tty(True)}, set()),
     ("installed", "status"): (("s",), {**NAMESPACE, **INSTALL, **tty(True)}, set()),
+    # kapply's own commands (docs/packages.md, "History and rollback")
+    ("installed", "history"): ((), {**NAMESPACE, **INSTALL, **tty(False)}, set()),
+    ("installed", "rollback"): (
+        (),
+        {**NAMESPACE, **INSTALL, "to-revision": ("", Kind.INT, 0), **wait(1, 1800), **tty(True)},
+        {"to-revision"},
+    ),
 }
 GROUPS = {
     ("package",): ("pkg", "p"),

@@ -76,6 +76,12 @@ GHOST_DIFFS_OVERLAY_OUTPUT = Flag(
     "File path to save the ytt overlay suggested to end the ghost diffs, for --ytt-overlay-file (kapply)",
 )
 NOOP = Flag("noop", BOOL, False, "Delete the package install but leave the resources it deployed (noopDelete)")
+TO_REVISION = Flag(
+    "to-revision",
+    Kind.INT,
+    0,
+    "Revision to roll back to, as `installed history` lists it; default: the previous (kapply)",
+)
 
 
 # kctrl's WaitFlags: its own, named as kapp's (kapply.flags); each command sets the defaults of the last two
@@ -399,6 +405,32 @@ def installed_command() -> Command:
                 tty=True,
                 example=examples("installed status", ("Check status of package install", "-i sample-pkg-install")),
                 aliases=("s",),
+            ),
+            _command(
+                "history",
+                "List the revisions of a package install: version, values digest (kapply)",
+                "rollback:history",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                tty=False,
+                example=examples(
+                    "installed history", ("List the revisions of a package install", "-i sample-pkg-install")
+                ),
+            ),
+            _command(
+                "rollback",
+                "Roll a package install back to an earlier revision: its version and values (kapply)",
+                "rollback:rollback",
+                NAMESPACE,
+                PACKAGE_INSTALL,
+                TO_REVISION,
+                *wait(1.0, 1800.0),
+                tty=True,
+                example=examples(
+                    "installed rollback",
+                    ("Roll back to the previous revision", "-i sample-pkg-install"),
+                    ("Roll back to revision 3", "-i sample-pkg-install --to-revision 3"),
+                ),
             ),
         ),
     )
