@@ -66,9 +66,14 @@ stringData:
 """
 
 
-@pytest.fixture
-def running(cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+@pytest.fixture(scope="module")
+def crds(cluster: Cluster, kube: Client) -> None:
+    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
     install_crds(cluster, kube)
+
+
+@pytest.fixture
+def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     create_objects(kube, deployer(namespace))
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process
@@ -229,9 +234,8 @@ def test_a_downgrade_is_refused_until_the_install_allows_it(running: Running, ku
 
 
 def test_packages_of_the_global_namespace_are_seen_unless_the_namespace_opts_out(
-    cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+    crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
 ) -> None:
-    install_crds(cluster, kube)
     create_objects(kube, deployer(namespace))
     with global_namespace(kube) as shared:
         create(kube, shared, config_map_package(REF, "1.0.0"), config_map_package(REF, "3.0.0"))
