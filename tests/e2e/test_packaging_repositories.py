@@ -106,9 +106,14 @@ spec:
 REPOSITORY = "probably-tap-or-something.tanzu.carvel.dev"
 
 
-@pytest.fixture
-def running(cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+@pytest.fixture(scope="module")
+def crds(cluster: Cluster, kube: Client) -> None:
+    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
     install_crds(cluster, kube)
+
+
+@pytest.fixture
+def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process
 
