@@ -143,27 +143,30 @@ async def run(cluster: Cluster, plan: DeletePlan, progress: Progress | None = No
 
     if plan.app.labeled:  # no record and no history: only the resources
         return await _delete_labeled(cluster, plan, progress or LoggedProgress())
-    async with hold(cluster, plan.app) as app:
+    # The delete's change begins with the hold: one write of the record (issue 33: round trips).
+    async with hold(cluster, plan.app, meta=history.unrecorded(plan.app, "delete")) as app:
         return await _delete(cluster, plan, app, progress or LoggedProgress())
 
 
 async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress: Progress) -> tuple[ClusterChange, ...]:
+    """Delete the app's resources, its history and its record; `app` as held, its change begun."""
+    from kapply.app.lock import released
     from kapply.apply.loop import ApplyLoop
 
-    app, _ = await history.begin(cluster, app, "delete", [], "", record=False)
+    change = history.Begun()
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, app.meta.label_selector, plan.options.apply, plan.options.wait, progress
     )
     try:
         waited = await loop.run(plan.changes, plan.graph)
     except KapplyError as failure:
-        await history.record_failure(cluster, app, "", failure)
+        await history.record_failure(cluster, app, change, failure)
         raise
     except asyncio.CancelledError:  # interrupted (Ctrl-C, SIGTERM): recorded as failed too
-        await history.record_interrupted(cluster, app, "")
+        await history.record_interrupted(cluster, app, change)
         raise
     if not plan.complete:  # filters left resources out: the app stays, as kapp, with at most 200 changes
-        app = await history.finish(cluster, app, "", successful=True)
+        app = await history.finish(cluster, app, change, successful=True, also=released(app))
         await history.gc(cluster, app, PARTIAL_DELETE_CHANGES_TO_KEEP)
         return waited
     # The history deleted while the app's types are listed once more (issue 33: round trips); an error of the

@@ -662,7 +662,10 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
     # does, and its start-up is mostly imports (bench/why.md).
     from kapply.app.lock import hold
 
-    async with hold(cluster, app, options.app_labels, revalidate=partial(_still_as_planned, cluster, plan)) as app:
+    # The record's kinds written with the hold (issue 33: one write of the record, not two).
+    used = app.meta.with_used(plan.used) if plan.changes else None
+    revalidate = partial(_still_as_planned, cluster, plan)
+    async with hold(cluster, app, options.app_labels, revalidate=revalidate, meta=used) as app:
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does
             write_app_metadata(options.app_metadata_file, app)
             return Result(app, (), "", (), 0)
@@ -747,13 +750,14 @@ async def _apply_labeled(cluster: Cluster, plan: Plan, progress: Progress) -> Re
 
 
 async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progress) -> Result:
+    """Apply the plan as the app's change; `app` as held, its record already naming the kinds the plan uses."""
+    from kapply.app.lock import released
     from kapply.apply.loop import ApplyLoop
 
     options = plan.options
-    app = await record.save_meta(cluster, app, app.meta.with_used(plan.used))
     stored_diff = plan.line_diffs()
     summary = description(plan.changes)
-    app, change_name = await history.begin(
+    app, change = await history.begin(
         cluster,
         app,
         f"rollback to {options.rollback_of}: {summary}" if options.rollback_of else summary,
@@ -770,17 +774,20 @@ async def _apply(cluster: Cluster, plan: Plan, app: record.App, progress: Progre
     try:
         waited = await loop.run(plan.changes, plan.graph)
     except KapplyError as failure:
-        await history.record_failure(cluster, app, change_name, failure)
+        await history.record_failure(cluster, app, change, failure)
         write_app_metadata(options.app_metadata_file, app, begun)
         raise
     except asyncio.CancelledError:  # interrupted (Ctrl-C, SIGTERM): the change did not finish well either
-        await history.record_interrupted(cluster, app, change_name)
+        await history.record_interrupted(cluster, app, change)
         write_app_metadata(options.app_metadata_file, app, begun)
         raise
     write_app_metadata(options.app_metadata_file, app, begun.with_used(plan.new_used))
-    # The last writes together (issue 33: round trips): the change finished and the record's kinds in one write of
-    # the record, the history's collection beside it (it never deletes the newest change, this one).
-    finished = history.finish(cluster, replace(app, meta=app.meta.with_used(plan.new_used)), change_name, True)
+    # The last writes together (issue 33: round trips): the change finished, the record's kinds and the hold's
+    # release in one write of the record, beside the change's own and the history's collection (which never deletes
+    # the newest change, this one).
+    final = replace(app, meta=app.meta.with_used(plan.new_used))
+    finished = history.finish(cluster, final, change, True, also=released(app))
+    change_name = change.name
     if options.app_changes_max_to_keep <= 0:
         return Result(await finished, plan.changes, change_name, waited, 0)
     done, collected = await asyncio.gather(

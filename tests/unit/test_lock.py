@@ -10,6 +10,8 @@ import pytest
 
 from kapply.app import lock
 from kapply.app.lock import TTL, held_by_other
+from kapply.app.meta import AppMeta
+from kapply.app.record import App
 from kapply.errors import ClusterError
 
 
@@ -37,6 +39,10 @@ def test_a_value_kapply_did_not_write_is_ignored():
     assert held_by_other({"metadata": {"annotations": {"kapply.dev/deploy-lock": "garbage"}}}, "me", NOW) is None
 
 
+class Unknown:
+    """A connection whose record this process never wrote: the release is written."""
+
+
 def releasing(monkeypatch: pytest.MonkeyPatch, *answers: ClusterError | None) -> list[int]:
     """Release a hold while the record's updates answer `answers` in turn (None: done); the calls it made."""
     calls: list[int] = []
@@ -49,7 +55,8 @@ def releasing(monkeypatch: pytest.MonkeyPatch, *answers: ClusterError | None) ->
 
     monkeypatch.setattr(lock, "update_record", update_record)
     monkeypatch.setattr(lock, "RELEASE_RETRY", 0.01)
-    asyncio.run(lock._release(None, None, "me"))  # type: ignore[arg-type]
+    app = App("web", "ns", "web", AppMeta("kapp.k14s.io/app", "1"))
+    asyncio.run(lock._release(Unknown(), app, "me"))  # type: ignore[arg-type]
     return calls
 
 

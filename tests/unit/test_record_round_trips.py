@@ -9,9 +9,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pytest
 
-from kapply import delete, deploy
+from kapply import delete, deploy, objects
 from kapply.app import history, record
 from kapply.app.meta import AppMeta, ChangeMeta
 from kapply.errors import AppNotFoundError, ClusterError, KapplyError
@@ -250,8 +251,71 @@ def test_a_deploy_reads_its_record_once_and_writes_the_finished_change_and_its_k
             await deploy.run(fake, planned)  # type: ignore[arg-type]
 
     asyncio.run(deploys())
-    # the hold's check reads it; then the hold, the kinds, the change begun, the change finished, the hold released
-    assert [verb for verb, kind, name in fake.log if (kind, name) == ("ConfigMap", "web")] == ["get"] + ["update"] * 5
+    # the hold's check reads it; then the hold with the kinds, the change begun, the change finished with the hold
+    # released; the change's own ConfigMap is written from its copy as created, not read again
+    assert [verb for verb, kind, name in fake.log if (kind, name) == ("ConfigMap", "web")] == ["get"] + ["update"] * 3
+    assert [(verb, kind) for verb, kind, name in fake.log if name.startswith("web-change-")] == [
+        ("create", "ConfigMap"),
+        ("create", "Secret"),
+        ("update", "ConfigMap"),
+    ]
+    assert objects.DEPLOY_LOCK not in fake.objects[("", "ConfigMap", "ns", "web")]["metadata"]["annotations"]
     recorded = AppMeta.from_json(fake.objects[("", "ConfigMap", "ns", "web")]["data"]["spec"])
     assert recorded.used_gks == (("", "ConfigMap"),) and recorded.last_change.successful
     assert recorded.last_change_name == "web-change-2"
+
+
+class KeptLate(Server):
+    """The kept Secret's create answers only once the deploy applied its ConfigMap: a deploy that waited for it
+    before applying would time out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.applied = asyncio.Event()
+
+    async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        if rtype.kind == "Secret":
+            await asyncio.wait_for(self.applied.wait(), 5)
+        elif obj["metadata"].get("name") == "config" and not dry_run:
+            self.applied.set()
+        return await super().create(rtype, obj, dry_run=dry_run)
+
+
+def test_the_kept_secret_is_created_while_the_change_applies_and_before_it_is_finished():
+    fake = KeptLate()
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config"}, "data": {"a": "1"}}
+
+    async def deployed() -> deploy.Result:
+        planned = await deploy.plan(fake, "web", deploy.Source(resources=[config]), namespace_name="ns")  # type: ignore[arg-type]
+        return await deploy.run(fake, planned)  # type: ignore[arg-type]
+
+    result = asyncio.run(deployed())
+    assert ("", "Secret", "ns", result.app_change) in fake.objects
+    kinds = [(verb, kind) for verb, kind, name in fake.log if name in (result.app_change, "config")]
+    # the Secret's create is answered after the ConfigMap's, and the change is finished only after both
+    assert kinds.index(("create", "Secret")) < kinds.index(("update", "ConfigMap"))
+    change = fake.objects[("", "ConfigMap", "ns", result.app_change)]
+    assert ChangeMeta.from_json(orjson.loads(change["data"]["spec"])).successful
+
+
+def test_a_delete_begins_its_change_with_the_hold_and_leaves_no_release_to_write():
+    fake = Server()
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config"}, "data": {"a": "1"}}
+
+    async def deployed() -> None:
+        planned = await deploy.plan(fake, "web", deploy.Source(resources=[config]), namespace_name="ns")  # type: ignore[arg-type]
+        await deploy.run(fake, planned)  # type: ignore[arg-type]
+
+    asyncio.run(deployed())
+
+    async def deleted() -> None:
+        planned = await delete.plan(fake, "web")  # type: ignore[arg-type]
+        assert planned is not None
+        fake.log.clear()
+        await delete.run(fake, planned)  # type: ignore[arg-type]
+
+    asyncio.run(deleted())
+    # held with the change begun in one write (from the record this process wrote last), then deleted: nothing is
+    # written after the delete to release the hold
+    assert [verb for verb, kind, name in fake.log if (kind, name) == ("ConfigMap", "web")] == ["update", "delete"]
+    assert ("", "ConfigMap", "ns", "config") not in fake.objects

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import gzip
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -74,6 +75,17 @@ class Applied:
         )
 
 
+@dataclass(frozen=True)
+class Begun:
+    """A change begun: its name ("" when not recorded), its ConfigMap as created (the change's finishing write
+    starts from it, without reading it again) and the creation of the Secret that keeps what it applies, which goes
+    on while the change applies (nothing waits for it but the change's end: issue 33, round trips)."""
+
+    name: str = ""
+    created: Obj | None = None
+    keeping: asyncio.Task[bool] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class AppChange:
     name: str
@@ -105,30 +117,42 @@ async def begin(
     *,
     applied: Applied | None = None,
     warn: Callable[[str], None] = lambda _: None,
-) -> tuple[App, str]:
-    """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0), keep what
-    it applies (`applied`, see `keep`) and point the app's lastChange at it. Returns the updated app and the change's
-    name ("" when not recorded)."""
+) -> tuple[App, Begun]:
+    """Start a change: create its ConfigMap (unless record is False, kapp's --app-changes-max-to-keep=0), start
+    keeping what it applies (`applied`, see `keep`: beside the record's write, on until `finish`) and point the app's
+    lastChange at it. Returns the updated app and the change begun."""
+    if not record:
+        return await save_meta(cluster, app, unrecorded(app, description, namespaces)), Begun()
     meta = ChangeMeta(started_at=now(), description=description, namespaces=tuple(namespaces))
-    name = ""
-    if record:
-        labels = {objects.IS_APP_CHANGE_LABEL: "", objects.APP_CHANGE_APP_LABEL: app.meta.label_value}
-        if len(app.name) <= 63:
-            labels[objects.APP_CHANGE_APP_NAME_LABEL] = app.name
-        created = await cluster.create(
-            CONFIGMAPS,
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"generateName": f"{app.name}-change-", "namespace": app.namespace, "labels": labels},
-                "data": {"spec": orjson.dumps(meta.to_json()).decode(), DIFF_KEY: _stored_diff(diff)},
-            },
-        )
-        name = created["metadata"]["name"]
-        if applied is not None:
-            await keep(cluster, created, applied, warn)
-    app = await save_meta(cluster, app, _with_last_change(app, name, meta))
-    return app, name
+    labels = {objects.IS_APP_CHANGE_LABEL: "", objects.APP_CHANGE_APP_LABEL: app.meta.label_value}
+    if len(app.name) <= 63:
+        labels[objects.APP_CHANGE_APP_NAME_LABEL] = app.name
+    created = await cluster.create(
+        CONFIGMAPS,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"generateName": f"{app.name}-change-", "namespace": app.namespace, "labels": labels},
+            "data": {"spec": orjson.dumps(meta.to_json()).decode(), DIFF_KEY: _stored_diff(diff)},
+        },
+    )
+    name = created["metadata"]["name"]
+    keeping = None if applied is None else asyncio.ensure_future(keep(cluster, created, applied, warn))
+    try:
+        app = await save_meta(cluster, app, _with_last_change(app, name, meta))
+    except BaseException:
+        if keeping is not None:  # the change stays unfinished, as any change whose deploy stops here
+            keeping.cancel()
+            await asyncio.gather(keeping, return_exceptions=True)
+        raise
+    return app, Begun(name, created, keeping)
+
+
+def unrecorded(app: App, description: str, namespaces: Sequence[str] = ()) -> AppMeta:
+    """The app's metadata once a change that is not recorded (a delete's) begins now: what `begin` writes for it,
+    or the hold's own write of the record (kapply.app.lock) when the change begins with it."""
+    meta = ChangeMeta(started_at=now(), description=description, namespaces=tuple(namespaces))
+    return _with_last_change(app, "", meta)
 
 
 async def keep(cluster: Cluster, change: Obj, applied: Applied, warn: Callable[[str], None]) -> bool:
@@ -159,8 +183,8 @@ async def keep(cluster: Cluster, change: Obj, applied: Applied, warn: Callable[[
     }
     try:
         await cluster.create(SECRETS, secret)
-    except ClusterError as e:
-        if not e.forbidden:
+    except KapplyError as e:  # the cluster's refusal, or no answer: the deploy it runs beside goes on
+        if not (isinstance(e, ClusterError) and e.forbidden):
             warn(f"What app-change '{meta['name']}' applies is not kept (it cannot be rolled back to): {e}")
         return False
     return True
@@ -183,34 +207,66 @@ def _with_last_change(app: App, name: str, meta: ChangeMeta) -> AppMeta:
     return replace(app.meta, last_change_name=name, last_change=meta)
 
 
-async def finish(cluster: Cluster, app: App, name: str, successful: bool) -> App:
-    """Mark the change finished (GET then PUT, as kapp) and copy it into the app's lastChange."""
+async def finish(
+    cluster: Cluster, app: App, change: Begun, successful: bool, *, also: Callable[[Obj], None] | None = None
+) -> App:
+    """Mark the change finished and copy it into the app's lastChange, once what it applies is kept: the change's
+    ConfigMap and the record written together (issue 33: round trips; an error of the change's first), the record
+    with `also`'s change of it (the hold's release: kapply.app.lock.released)."""
     meta = app.meta.last_change.finish(successful)
-    if name:
-        cm = await cluster.get(CONFIGMAPS, app.namespace, name)
-        if cm is not None:
-            cm["data"]["spec"] = orjson.dumps(meta.to_json()).decode()
+    if change.keeping is not None:
+        await change.keeping
+    results = await asyncio.gather(
+        _finish_change(cluster, app, change, meta),
+        save_meta(cluster, app, _with_last_change(app, change.name, meta), also),
+        return_exceptions=True,
+    )
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    finished = results[1]
+    assert isinstance(finished, App)
+    return finished
+
+
+async def _finish_change(cluster: Cluster, app: App, change: Begun, meta: ChangeMeta) -> None:
+    """Write the finished change into its ConfigMap: from the copy created (with its resourceVersion), else or when
+    that is stale (changed or deleted since) as kapp does, GET then PUT."""
+    if not change.name:
+        return
+    spec = orjson.dumps(meta.to_json()).decode()
+    if change.created is not None:
+        cm = copy.deepcopy(change.created)
+        cm.setdefault("data", {})["spec"] = spec
+        try:
             await cluster.update(CONFIGMAPS, cm)
-    return await save_meta(cluster, app, _with_last_change(app, name, meta))
+            return
+        except ClusterError as e:
+            if not (e.conflict or e.not_found):
+                raise
+    current = await cluster.get(CONFIGMAPS, app.namespace, change.name)
+    if current is not None:
+        current.setdefault("data", {})["spec"] = spec
+        await cluster.update(CONFIGMAPS, current)
 
 
-async def record_failure(cluster: Cluster, app: App, name: str, failure: KapplyError) -> None:
+async def record_failure(cluster: Cluster, app: App, change: Begun, failure: KapplyError) -> None:
     """Mark the change failed, once the API server answers again if it went away (within INTERRUPTED_GRACE seconds:
     a restart). If even that fails, the failure that ended the run stays the error the user sees, with this one
     noted under it."""
     try:
-        await once_answered(lambda: finish(cluster, app, name, successful=False), INTERRUPTED_GRACE)
+        await once_answered(lambda: finish(cluster, app, change, successful=False), INTERRUPTED_GRACE)
     except KapplyError as e:
         failure.add_note(f"(recording the app-change as failed did not work either: {e})")
 
 
-async def record_interrupted(cluster: Cluster, app: App, name: str) -> None:
+async def record_interrupted(cluster: Cluster, app: App, change: Begun) -> None:
     """Mark the change failed when the run was interrupted (Ctrl-C, SIGTERM: its task cancelled), within
     INTERRUPTED_GRACE seconds; if that does not work, the change stays unfinished, as kapp leaves every interrupted
     change."""
     with contextlib.suppress(KapplyError, TimeoutError):
         async with asyncio.timeout(INTERRUPTED_GRACE):
-            await finish(cluster, app, name, successful=False)
+            await finish(cluster, app, change, successful=False)
 
 
 async def list_changes(cluster: Cluster, app: App) -> list[AppChange]:

@@ -31,7 +31,15 @@ import orjson
 
 from kapply import objects
 from kapply.app.meta import AppMeta
-from kapply.app.record import CONFIGMAPS, App, merge_labels, new_record, remember_written, update_record
+from kapply.app.record import (
+    CONFIGMAPS,
+    App,
+    last_written,
+    merge_labels,
+    new_record,
+    remember_written,
+    update_record,
+)
 from kapply.errors import AppNotFoundError, ClusterError, ConcurrencyError, KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, once_answered
@@ -74,12 +82,22 @@ Revalidate = Callable[[AppMeta], Awaitable[None]]
 
 @contextlib.asynccontextmanager
 async def hold(
-    cluster: Cluster, app: App, labels: Mapping[str, str] | None = None, *, revalidate: Revalidate | None = None
+    cluster: Cluster,
+    app: App,
+    labels: Mapping[str, str] | None = None,
+    *,
+    revalidate: Revalidate | None = None,
+    meta: AppMeta | None = None,
 ) -> AsyncIterator[App]:
     """Hold the app for the duration of the block (see the module docs); yields the stored app. `labels` are kapp's
-    `--labels`, written with the hold. Without `revalidate`, a record changed since the plan refuses the hold."""
+    `--labels`, written with the hold, and so is `meta`, the record's metadata the run writes first (issue 33: one
+    write of the record instead of two). Without `revalidate`, a record changed since the plan refuses the hold.
+
+    A write of the block that removes the hold (`released`, with the change finished) leaves the hold's end nothing
+    to write; so does the record's deletion."""
     holder = holder_id()
-    app = await _take(cluster, app, holder, labels or {}, revalidate)
+    app = await _take(cluster, app, holder, labels or {}, revalidate, meta)
+    app = replace(app, holder=holder)
     renewing = asyncio.create_task(_renew(cluster, app, holder))
     try:
         yield app
@@ -109,6 +127,7 @@ async def _revalidated(cluster: Cluster, app: App, holder: str, now: datetime, r
     cm = await cluster.get(CONFIGMAPS, app.namespace, app.configmap_name)
     if cm is None:
         raise AppNotFoundError(f"{app.describe()} does not exist")
+    remember_written(cluster, cm)  # the hold's write starts from this read: one round trip less (issue 33)
     other = held_by_other(cm, holder, now)
     if other is not None:
         raise ConcurrencyError(f"{app.describe()} is being deployed or deleted by {other}; nothing was applied")
@@ -121,13 +140,19 @@ async def _revalidated(cluster: Cluster, app: App, holder: str, now: datetime, r
 
 
 async def _take(
-    cluster: Cluster, app: App, holder: str, labels: Mapping[str, str], revalidate: Revalidate | None
+    cluster: Cluster,
+    app: App,
+    holder: str,
+    labels: Mapping[str, str],
+    revalidate: Revalidate | None,
+    meta: AppMeta | None = None,
 ) -> App:
     now = datetime.now(UTC)
+    held = app if meta is None else replace(app, meta=meta)  # the app as the hold's write records it
     if not app.stored:
         try:
             created = await cluster.create(
-                CONFIGMAPS, new_record(app, labels, {objects.DEPLOY_LOCK: _value(holder, now)})
+                CONFIGMAPS, new_record(held, labels, {objects.DEPLOY_LOCK: _value(holder, now)})
             )
         except ClusterError as e:
             if e.conflict:
@@ -137,7 +162,7 @@ async def _take(
                 ) from e
             raise
         remember_written(cluster, created)
-        return replace(app, stored=True)
+        return replace(held, stored=True)
     accepted = [app.meta]
     if revalidate is not None:
         accepted.append(await _revalidated(cluster, app, holder, now, revalidate))
@@ -151,9 +176,11 @@ async def _take(
             raise changed_since_planned(app)
         merge_labels(cm, labels)
         cm["metadata"].setdefault("annotations", {})[objects.DEPLOY_LOCK] = _value(holder, now)
+        if meta is not None:
+            cm.setdefault("data", {})["spec"] = meta.to_json().decode()
 
     await update_record(cluster, app, take)
-    return app
+    return held
 
 
 async def _renew(cluster: Cluster, app: App, holder: str) -> None:
@@ -169,16 +196,40 @@ async def _renew(cluster: Cluster, app: App, holder: str) -> None:
             _log.warning("renewing the hold on %s: %s", app.describe(), e)
 
 
-async def _release(cluster: Cluster, app: App, holder: str) -> None:
-    """Remove the hold. A run that failed because the API server went away (a restart) releases the hold when the
-    server is back within RELEASE_GRACE seconds, so that the user's rerun is not refused for TTL by a holder that
-    has exited; after that, or on any other refusal, the hold lapses after TTL."""
+def released(app: App) -> Callable[[Obj], None]:
+    """The change of the record that removes the hold `app` carries (as `hold` yielded it): a run's last write of
+    the record makes it too (the change finished), and the hold's end then has nothing to write (issue 33)."""
 
     def release(cm: Obj) -> None:
         annotations = cm["metadata"].get("annotations") or {}
-        if held_by_other(cm, holder, datetime.now(UTC)) is None:
+        if held_by_other(cm, app.holder, datetime.now(UTC)) is None:
             annotations.pop(objects.DEPLOY_LOCK, None)
 
+    return release
+
+
+def _holds(cm: Obj | None, holder: str) -> bool:
+    """Whether the record, as this process last wrote it (None: not known, `{}`: deleted here), may still carry the
+    hold: only this process writes its holder's name, so a write of its own without it means it is gone."""
+    if cm is None:
+        return True
+    raw = objects.annotations(cm).get(objects.DEPLOY_LOCK) if cm else None
+    if not raw:
+        return False
+    try:
+        return bool(orjson.loads(raw)["holder"] == holder)
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return True  # not a hold kapply wrote: the release's write removes it, as before
+
+
+async def _release(cluster: Cluster, app: App, holder: str) -> None:
+    """Remove the hold, unless the run's last write of the record did (see `released`) or it deleted the record. A
+    run that failed because the API server went away (a restart) releases the hold when the server is back within
+    RELEASE_GRACE seconds, so that the user's rerun is not refused for TTL by a holder that has exited; after that,
+    or on any other refusal, the hold lapses after TTL."""
+    if not _holds(last_written(cluster, app), holder):
+        return
+    release = released(replace(app, holder=holder))
     try:
         await once_answered(lambda: update_record(cluster, app, release), RELEASE_GRACE, RELEASE_RETRY)
     except KapplyError as e:  # a deleted app has no record left; anything else lapses after TTL

@@ -48,6 +48,7 @@ class App:
     uses_app_label_for_changes: bool = True
     stored: bool = True  # False for a new app until its first deploy applies something
     selector: str | None = None  # a labeled app's label selector (kapp's `-a label:...`): it has no record
+    holder: str = ""  # the hold this process has on the record while it runs (kapply.app.lock), else ""
 
     @property
     def labeled(self) -> bool:
@@ -274,10 +275,19 @@ _writers: weakref.WeakKeyDictionary[Cluster, dict[tuple[str, str], asyncio.Lock]
 _written: weakref.WeakKeyDictionary[Cluster, dict[tuple[str, str], Obj]] = weakref.WeakKeyDictionary()
 
 
+# The record deleted by this process (in `_written`): nothing is left to update.
+_DELETED: Obj = {}
+
+
 def remember_written(cluster: Cluster, cm: Obj) -> None:
-    """Keep the record as the server answered a write of it (see `_written`)."""
+    """Keep the record as the server answered a write (or a read) of it (see `_written`)."""
     meta = cm["metadata"]
     _written.setdefault(cluster, {})[(meta["namespace"], meta["name"])] = copy.deepcopy(cm)
+
+
+def last_written(cluster: Cluster, app: App) -> Obj | None:
+    """The record as this process last wrote it, `{}` when this process deleted it, None when it does not know."""
+    return _written.get(cluster, {}).get((app.namespace, app.configmap_name))
 
 
 async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None]) -> Obj:
@@ -288,7 +298,7 @@ async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None
     key = (app.namespace, app.configmap_name)
     writer = _writers.setdefault(cluster, {}).setdefault(key, asyncio.Lock())
     async with writer:
-        last = _written.get(cluster, {}).pop(key, None)
+        last = _written.get(cluster, {}).pop(key, None) or None  # deleted here (`_DELETED`): read it again
         for _ in range(10):
             remembered = last is not None
             cm = copy.deepcopy(last) if last is not None else await cluster.get(CONFIGMAPS, *key)
@@ -307,13 +317,16 @@ async def update_record(cluster: Cluster, app: App, change: Callable[[Obj], None
         raise KapplyError(f"Updating the record of {app.describe()}: it kept changing (tried 10 times)")
 
 
-async def save_meta(cluster: Cluster, app: App, meta: AppMeta) -> App:
-    """Write meta into the app ConfigMap (GET then PUT, as kapp does)."""
+async def save_meta(cluster: Cluster, app: App, meta: AppMeta, also: Callable[[Obj], None] | None = None) -> App:
+    """Write meta into the app ConfigMap (GET then PUT, as kapp does; the GET only when this process does not know
+    the record as last written), with `also`'s change of it in the same write (the hold's release)."""
     app = replace(app, meta=meta)
     if app.stored:
 
         def write(cm: Obj) -> None:
             cm.setdefault("data", {})["spec"] = meta.to_json().decode()
+            if also is not None:
+                also(cm)
 
         await update_record(cluster, app, write)
     return app
@@ -348,8 +361,11 @@ async def owners(cluster: Cluster, namespace: str, label_key: str, values: Colle
 
 
 async def delete(cluster: Cluster, app: App) -> None:
-    _written.get(cluster, {}).pop((app.namespace, app.configmap_name), None)
+    written = _written.setdefault(cluster, {})
+    key = (app.namespace, app.configmap_name)
+    written.pop(key, None)
     await cluster.delete(CONFIGMAPS, app.namespace, app.configmap_name)
+    written[key] = _DELETED  # the hold's end has nothing to release (kapply.app.lock)
 
 
 async def list_resources(cluster: Cluster, app: App, *, scope_to_fallback: bool = False) -> list[Obj]:
