@@ -18,7 +18,7 @@ from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.core_v1 import Namespace, Secret
 
 from kapply.controller.vocabulary import CARVEL, Resource
 from tests.e2e.controller_harness import (
@@ -29,7 +29,7 @@ from tests.e2e.controller_harness import (
     deployer,
     tool_env,
 )
-from tests.e2e.harness import Cluster, eventually
+from tests.e2e.harness import Cluster, KapplyRunner, eventually
 from tests.e2e.packaging_harness import carvel_crds, carvel_manifests
 
 pytestmark = pytest.mark.e2e
@@ -225,7 +225,9 @@ def test_an_app_written_for_kapp_controller_reconciles_with_its_finalizer_and_re
     assert config_map_data(kube, carvel, "simple-app.app") is not None
 
 
-def test_a_repository_and_installs_written_for_kapp_controller_reconcile_as_its_own(carvel: str, kube: Client) -> None:
+def test_a_repository_and_installs_written_for_kapp_controller_reconcile_as_its_own(
+    carvel: str, kube: Client, kapply: KapplyRunner
+) -> None:
     done = ("local", "global")
     eventually(lambda: all(succeeded(kube, PackageInstall, carvel, n) for n in done), timeout=60, what="installs")
     assert succeeded(kube, PackageRepository, carvel, "simple-repo")
@@ -248,3 +250,16 @@ def test_a_repository_and_installs_written_for_kapp_controller_reconcile_as_its_
     assert config_map_data(kube, carvel, "local-cm") == {"version": "1.0.0"}
     # the package in kapp-controller's global namespace is seen from the install's namespace
     assert config_map_data(kube, carvel, "global-cm") == {"version": "1.0.0"}
+
+    # kapply's revisions (issue 34) in kapp-controller's groups: kept, owned by the install, listed by `history`
+    revision = kube.get(Secret, "local.pkgi-v1", namespace=carvel).metadata
+    (owner,) = revision.ownerReferences or []
+    assert (owner.apiVersion, owner.kind, owner.uid) == (
+        "packaging.carvel.dev/v1alpha1",
+        "PackageInstall",
+        install["metadata"]["uid"],
+    )
+    history = kapply("package", "installed", "history", "-i", "local", "-n", carvel, "--api-groups=carvel", "--json")
+    assert history.returncode == 0, history.stderr
+    rows = yaml.safe_load(history.stdout)["Tables"][0]["Rows"]
+    assert [(r["revision"], r["version"]) for r in rows] == [("1", "1.0.0")]
