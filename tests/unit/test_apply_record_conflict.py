@@ -13,7 +13,7 @@ import copy
 from kapply.apply.execute import Applier
 from kapply.apply.options import ApplyOptions
 from kapply.config.default import default_config
-from kapply.diff.change import Op, calculate, last_applied
+from kapply.diff.change import Change, Op, calculate, last_applied
 from kapply.diff.drift import DriftPolicy
 from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
@@ -22,6 +22,12 @@ from tests.unit.fake_cluster import FakeCluster
 
 CONFIG = default_config()
 DISCOVERY = Discovery(BUILTIN_TYPES)
+
+
+async def applied(applier: Applier, change: Change) -> None:
+    """The change applied and its last-applied record written (which the apply loop waits for at its end)."""
+    await applier.apply_one(change)
+    await applier.recorded()
 
 
 def deployment(replicas: int) -> Obj:
@@ -74,7 +80,7 @@ def test_a_change_made_between_the_update_and_its_record_is_not_recorded_as_appl
     planned = calculate(deployment(2), copy.deepcopy(live), CONFIG, policy=DriftPolicy.ENFORCE)
     assert planned.op is Op.UPDATE
     applier = Applier(fake, DISCOVERY, CONFIG, ApplyOptions(), Quiet())  # type: ignore[arg-type]
-    asyncio.run(applier.apply_one(planned))
+    asyncio.run(applied(applier, planned))
 
     [live] = fake.objects.values()
     assert fake.scaled and live["spec"]["replicas"] == 1
@@ -108,7 +114,7 @@ def test_a_status_written_between_the_update_and_its_record_leaves_the_record_tr
     [live] = fake.objects.values()
     planned = calculate(deployment(2), copy.deepcopy(live), CONFIG, policy=DriftPolicy.ENFORCE)
     applier = Applier(fake, DISCOVERY, CONFIG, ApplyOptions(), Quiet())  # type: ignore[arg-type]
-    asyncio.run(applier.apply_one(planned))
+    asyncio.run(applied(applier, planned))
 
     [live] = fake.objects.values()
     assert fake.written and live["status"]["replicas"] == 2

@@ -30,6 +30,12 @@ REPLICAS = FieldPath(("spec", "replicas"))
 IMAGE = FieldPath(("spec", "template", "spec", "containers", Named("web"), "image"))
 
 
+async def applied(applier: Applier, change: Change) -> None:
+    """The change applied and its last-applied record written (which the apply loop waits for at its end)."""
+    await applier.apply_one(change)
+    await applier.recorded()
+
+
 def desired(replicas: int = 2, image: str = "web:1", label: str = "a") -> Obj:
     return {
         "apiVersion": "apps/v1",
@@ -91,7 +97,7 @@ def deploy(fake: FakeCluster, new: Obj, policy: DriftPolicy) -> Change:
     """One deploy of `new`: the change, applied."""
     change = plan(fake, new, policy)
     applier = Applier(fake, DISCOVERY, CONFIG, ApplyOptions(), Quiet())  # type: ignore[arg-type]
-    asyncio.run(applier.apply_one(change))
+    asyncio.run(applied(applier, change))
     return change
 
 

@@ -91,6 +91,34 @@ class Applier:
         self.masks = MaskCounter() if masks is None else masks
         # the names the server gave resources created with only `generateName` (kapp's `<generateName>*`)
         self.generated: dict[ResourceKey, str] = {}
+        # the objects as the server answered their create or update: what the first wait check may go by (issue 33)
+        self.answers: dict[ResourceKey, Obj] = {}
+        # the last-applied records corrected after a write (the server filled in what the write's own record could
+        # not know, a Service's defaults): nothing waits for them but the end of the run (see `recorded`)
+        self._pending_records: list[asyncio.Task[None]] = []
+
+    async def recorded(self, *, stop: bool = False) -> None:
+        """Wait for the records corrected after writes (`stop`: stop them first); the first that failed is raised, as
+        its change's failure."""
+        pending, self._pending_records = self._pending_records, []
+        if stop:
+            for task in pending:
+                task.cancel()
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+
+    def _record_later(self, change: Change, rtype: ResourceType, saved: Obj, applied: Obj) -> None:
+        """Record `applied` on the written object (`_record`) without holding up the change (`_pending_records`)."""
+
+        async def record() -> None:
+            try:
+                await self._record(rtype, saved, applied)
+            except KapplyError as e:
+                raise failed(change, str(e)) from e
+
+        self._pending_records.append(asyncio.ensure_future(record()))
 
     async def _rtype(self, res: Obj) -> ResourceType:
         """The resource's type; an unknown kind (one whose CRD was just created) re-reads discovery, which
@@ -172,7 +200,8 @@ class Applier:
             raise ApplyError(f"Creating resource {change.describe()}: {e}") from e
         if not objects.metadata(res).get("name"):
             self.generated[change.key] = objects.name(saved)
-        await self._record(rtype, saved, change.new)
+        self.answers[change.key] = saved
+        self._record_later(change, rtype, saved, change.new)
 
     async def _update_after_create(self, change: Change, rtype: ResourceType, strategy: CreateStrategy) -> None:
         gone = "resource disappeared while falling back to update"
@@ -200,7 +229,8 @@ class Applier:
             try:
                 body = self._recording(with_identity(change.to_apply), change.recorded)
                 saved = await self.cluster.update(rtype, body)
-                await self._record(rtype, saved, change.recorded)
+                self.answers[change.key] = saved
+                self._record_later(change, rtype, saved, change.recorded)
                 return
             except ClusterError as e:
                 if e.invalid and strategy is UpdateStrategy.FALLBACK_ON_REPLACE:
@@ -246,6 +276,7 @@ class Applier:
             await asyncio.sleep(0.5)
         body = self._recording(with_identity(change.new), change.new)
         saved = await self._write("Creating", change, lambda: self.cluster.create(rtype, body))
+        self.answers[change.key] = saved
         await self._record(rtype, saved, change.new)
 
     async def _delete(self, change: Change) -> None:

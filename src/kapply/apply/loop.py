@@ -33,12 +33,13 @@ from kapply.apply.planning import ClusterChange, WaitOp
 from kapply.apply.progress import Progress
 from kapply.apply.verdict import DONE, Outcome, Verdict, resource_timed_out, round_timed_out, sort_out, verdict
 from kapply.apply.waiters import Convergence, converge, ok, ongoing, wait_lines, which_children
+from kapply.apply.waiters.registry import find as find_waiter
 from kapply.config.config import Config
 from kapply.config.rules import MaskCounter
 from kapply.diff.change import ApplyOp, Change
 from kapply.errors import ApplyError, KapplyError
 from kapply.graph import ChangeGraph
-from kapply.objects import Obj, ResourceKey
+from kapply.objects import Obj, ResourceKey, key_of
 from kapply.resources.cluster import Cluster, Discovery
 
 
@@ -71,6 +72,14 @@ class ApplyLoop:
         A change that fails to apply or to converge stops the run (kapp's default), or with `exit_early` off in the
         apply or wait options is reported at the end, with every other failure, once nothing more can run; the
         changes that depend on a failed one are never applied."""
+        try:
+            return await self._run(planned, graph)
+        except BaseException as e:  # the records still being corrected after writes: done, or stopped if interrupted
+            with contextlib.suppress(KapplyError):
+                await self.applier.recorded(stop=isinstance(e, asyncio.CancelledError))
+            raise
+
+    async def _run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
         changes = [c.change for c in planned]
         waits = [c.wait for c in planned]
         total = len(changes)
@@ -102,6 +111,10 @@ class ApplyLoop:
             unblocked.update(newly_unblocked)
             failures += (v.message for v in wait_failures.values())
             failed_waits += sum(1 for v in wait_failures.values() if v.counted)
+        try:
+            await self.applier.recorded()  # the last-applied records corrected after writes (see `Applier`)
+        except ApplyError as e:
+            failures.append(str(e))
         if failures:
             raise ApplyError(failures[0] if len(failures) == 1 else "".join(f"\n\n  - {m}" for m in failures) + "\n\n")
         if len(finished) < total:
@@ -193,10 +206,11 @@ class ApplyLoop:
         started = time.monotonic()
         reconciled = [changes[i].resource for i in tracking if waits[i] is WaitOp.RECONCILE]
         child_types = {t for resource in reconciled for t in which_children(resource, self.config.wait_rules)}
+        answered = self._answered(changes, waits, tracking)
         while True:
             self.notices.section(section)
             waited = [self._waited(changes[i]) for i in tracking if waits[i] is not WaitOp.NOOP]
-            snap = await snapshot(
+            snap = answered or await snapshot(
                 self.cluster,
                 self.applier.discovery,
                 waited,
@@ -204,6 +218,7 @@ class ApplyLoop:
                 child_types,
                 concurrency=self.options.concurrency,
             )
+            answered = None
             verdicts = {i: self._poll(changes[i], waits[i], snap, tracking[i], i in unblocked_before) for i in tracking}
             done, unblocked, failed = sort_out(verdicts)
             self._gone.update(objects.uid(changes[i].existing or {}) for i in done if waits[i] is WaitOp.DELETE)
@@ -214,6 +229,29 @@ class ApplyLoop:
                 raise ApplyError(semi_structured(timed_out))  # a list of several resources laid out as kapp's
             if not await self._collect_garbage(_deleted_and_seen(changes, waits, tracking, snap)):
                 await asyncio.sleep(self.options.check_interval)
+
+    def _answered(self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: Iterable[int]) -> Snapshot | None:
+        """The tracked objects as their writes answered, when every answer already says its object is done and can
+        say nothing else later: a resource with neither a waiter nor children (ConfigMap, Secret, ...) or a Service
+        given its cluster IP, as kapp's waiting rules decide. The first check then asks the cluster nothing (issue 33:
+        round trips); otherwise (None) it reads them all, as kapp does. Each answer serves one check at most."""
+        answers = {i: self.applier.answers.pop(changes[i].key, None) for i in tracking}
+        found: dict[ResourceKey, Obj] = {}
+        for i, answer in answers.items():
+            if waits[i] is WaitOp.NOOP:
+                continue
+            if waits[i] is not WaitOp.RECONCILE or answer is None or not self._done_as_answered(answer):
+                return None
+            found[key_of(self._waited(changes[i]))] = answer
+        return Snapshot(found) if found else None
+
+    def _done_as_answered(self, answer: Obj) -> bool:
+        waiter = find_waiter(answer, self.config.wait_rules)
+        if waiter is not None and (objects.api_version(answer), objects.kind(answer)) != ("v1", "Service"):
+            return False  # its status decides, which a write's answer does not show yet
+        if waiter is not None and waiter.children:
+            return False
+        return converge(answer, self.config.wait_rules).state == ok()
 
     def _poll(self, change: Change, op: WaitOp, snap: Snapshot, applied_at: float, unblocked_before: bool) -> Verdict:
         """One change's verdict in this poll, its lines printed; the first failure is raised with `exit_early`."""
