@@ -1,7 +1,7 @@
 """How long the fuzz tests run, and the corpus they replay.
 
-`$KAPPLY_FUZZ_PROFILE` picks the profile: `ci` (the default, part of `make test`: 200 inputs per target, some
-seconds in all) or `fuzz` (`make fuzz`: 1,000 per target, 14,000 in all). Every run first replays the
+`$KAPPLY_FUZZ_PROFILE` picks the profile: `ci` (the default, part of `make test`: 100 inputs per target, hypothesis'
+own default, some seconds in all) or `fuzz` (`make fuzz`: 1,000 per target, 14,000 in all). Every run first replays the
 corpus in `tests/fuzz/corpus/`, hypothesis' database of the inputs that once failed. A `ci` run only reads it; a
 `fuzz` run adds what it finds, so that a new crash is kept once found (commit it with its fix). Nothing is ever
 removed from the corpus, even once an input passes: it is a regression suite. The crashes found so far are also
@@ -34,7 +34,7 @@ _COMMON = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     "print_blob": True,
 }
-settings.register_profile("ci", max_examples=200, database=ReadOnlyDatabase(Corpus(CORPUS)), **_COMMON)
+settings.register_profile("ci", max_examples=100, database=ReadOnlyDatabase(Corpus(CORPUS)), **_COMMON)
 settings.register_profile("fuzz", max_examples=1000, database=Corpus(CORPUS), **_COMMON)
 
 fuzz_settings = settings.get_profile(os.environ.get("KAPPLY_FUZZ_PROFILE", "ci"))
