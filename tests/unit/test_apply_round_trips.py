@@ -137,3 +137,19 @@ def test_a_record_that_cannot_be_corrected_fails_its_change_once_the_rest_is_don
     with pytest.raises(ApplyError, match=r"^create service/web \(v1\) namespace: ns: Recording the last-applied"):
         run(fake, config, obj("Service", "web", **FIRST), obj("ConfigMap", "after", **AFTER_FIRST))
     assert ("create", "ConfigMap", "after") in fake.log
+
+
+def test_an_update_records_what_the_server_fills_in_again_in_its_own_write(config: Config) -> None:
+    fake = FakeCluster(DISCOVERY)
+    fake.defaults = service_defaults
+    [first] = [d.obj for d in prepare([Document(obj("Service", "web"), "t")], DISCOVERY, config, Placement("ns"), APP)]
+    asyncio.run(fake.create(DISCOVERY.find("v1", "Service"), first))  # type: ignore[arg-type]
+    [live] = fake.objects.values()
+    second = {**first, "spec": {"ports": [{"port": 8080}]}}
+    change = calculate(second, dict(live), config)
+    planned = cluster_changes([change], config, FAST.wait)
+    loop = ApplyLoop(fake, DISCOVERY, config, "kapp.k14s.io/app=1", ApplyOptions(), FAST, Lines())  # type: ignore[arg-type]
+    asyncio.run(loop.run(planned, order(planned, config)))
+    assert [verb for verb, _, _ in fake.log] == ["create", "update"]  # no second write to correct the record
+    [stored] = fake.objects.values()
+    assert stored["spec"]["ports"] == [{"port": 8080}] and last_applied(stored, config) is not None

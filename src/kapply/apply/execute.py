@@ -138,12 +138,13 @@ class Applier:
         except ClusterError as e:
             raise ApplyError(f"{verb} resource {change.describe()}: {e}") from e
 
-    def _recording(self, body: Obj, applied: Obj) -> Obj:
+    def _recording(self, body: Obj, applied: Obj, live: Obj | None = None) -> Obj:
         """`body` with the annotations that record `applied`, computed as if the server stores `body` unchanged (it
-        usually does: then the write is the only one). Unchanged when they cannot be recorded in the write."""
+        usually does: then the write is the only one), or for an update of `live`, with the fields of its spec the
+        server filled in before (see `_as_stored`). Unchanged when they cannot be recorded in the write."""
         if not records_original(applied):
             return body
-        annotations = last_applied_annotations(body, applied, self.config)
+        annotations = last_applied_annotations(_as_stored(body, live), applied, self.config)
         if annotations is None:
             return body
         merged = objects.annotations(body) | annotations
@@ -227,7 +228,7 @@ class Applier:
         approved = fingerprint(change.left, change.right)
         for _ in range(CONFLICT_RETRIES):
             try:
-                body = self._recording(with_identity(change.to_apply), change.recorded)
+                body = self._recording(with_identity(change.to_apply), change.recorded, change.existing)
                 saved = await self.cluster.update(rtype, body)
                 self.answers[change.key] = saved
                 self._record_later(change, rtype, saved, change.recorded)
@@ -332,6 +333,28 @@ class Applier:
             raise
         except KapplyError as e:
             raise failed(change, str(e)) from e
+
+
+def _as_stored(body: Obj, live: Obj | None) -> Obj:
+    """What the server is likely to store when `body` replaces `live`: `body`, with the fields of its spec that only
+    the live object has, which the server's defaults fill in again (a Service's `sessionAffinity`, a port's
+    `protocol`, a Deployment's `strategy`: issue 33, a second write less). A guess only: `_record` checks it against
+    what the server stored, and writes the record again when it was wrong (a field the new spec leaves out)."""
+    if live is None or not isinstance(body.get("spec"), dict):
+        return body
+    return {**body, "spec": _filled(body["spec"], live.get("spec"))}
+
+
+def _filled(value: object, like: object) -> object:
+    """`value` with what `like` has beside it: keys it lacks, recursively, and lists of the same length item by item."""
+    if isinstance(value, dict) and isinstance(like, dict):
+        return {
+            **{k: v for k, v in like.items() if k not in value},
+            **{k: _filled(v, like.get(k)) for k, v in value.items()},
+        }
+    if isinstance(value, list) and isinstance(like, list) and len(value) == len(like):
+        return [_filled(v, other) for v, other in zip(value, like, strict=True)]
+    return value
 
 
 class ApplyTimedOut(ApplyError):
