@@ -140,8 +140,8 @@ FIRST_CREATE = r"^\S+: create configmap/"
 
 # The requests' timeout ($KAPPLY_KUBE_API_TIMEOUT, 60 s by default) and a stall that outlasts it by half as much
 # again (as 75 s does 60 s), so that a request in flight times out rather than waits the stall out.
-REQUEST_TIMEOUT = 10
-STALL = 15
+REQUEST_TIMEOUT = 6
+STALL = 9
 
 
 @pytest.mark.timeout(600)
