@@ -153,3 +153,17 @@ def test_an_update_records_what_the_server_fills_in_again_in_its_own_write(confi
     assert [verb for verb, _, _ in fake.log] == ["create", "update"]  # no second write to correct the record
     [stored] = fake.objects.values()
     assert stored["spec"]["ports"] == [{"port": 8080}] and last_applied(stored, config) is not None
+
+
+def test_a_create_records_what_the_server_filled_in_the_last_one_of_its_type(config: Config) -> None:
+    fake = FakeCluster(DISCOVERY)
+    fake.defaults = service_defaults
+    objs = [obj("Service", name) for name in ("one", "two", "three")]
+    prepared = [d.obj for d in prepare([Document(o, "t") for o in objs], DISCOVERY, config, Placement("ns"), APP)]
+    planned = cluster_changes([calculate(n, None, config) for n in prepared], config, FAST.wait)
+    one_at_a_time = ApplyOptions(concurrency=1)
+    loop = ApplyLoop(fake, DISCOVERY, config, "kapp.k14s.io/app=1", one_at_a_time, FAST, Lines())  # type: ignore[arg-type]
+    asyncio.run(loop.run(planned, order(planned, config)))
+    # only the first one's record is corrected: the others' creates carried theirs right
+    assert [(verb, name) for verb, _, name in fake.log if verb == "update"] == [("update", "one")]
+    assert all(last_applied(stored, config) is not None for stored in fake.objects.values())

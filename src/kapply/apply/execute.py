@@ -96,6 +96,9 @@ class Applier:
         # the last-applied records corrected after a write (the server filled in what the write's own record could
         # not know, a Service's defaults): nothing waits for them but the end of the run (see `recorded`)
         self._pending_records: list[asyncio.Task[None]] = []
+        # by type, the object of its last create as the server stored it: what it filled in (its defaults) is likely
+        # what it fills in the next one's spec, whose record the create then carries right (see `_as_stored`)
+        self._created: dict[tuple[str, str], Obj] = {}
 
     async def recorded(self, *, stop: bool = False) -> None:
         """Wait for the records corrected after writes (`stop`: stop them first); the first that failed is raised, as
@@ -140,8 +143,9 @@ class Applier:
 
     def _recording(self, body: Obj, applied: Obj, live: Obj | None = None) -> Obj:
         """`body` with the annotations that record `applied`, computed as if the server stores `body` unchanged (it
-        usually does: then the write is the only one), or for an update of `live`, with the fields of its spec the
-        server filled in before (see `_as_stored`). Unchanged when they cannot be recorded in the write."""
+        usually does: then the write is the only one), or with the fields of its spec the server filled in `live`
+        (the object an update replaces, or the last one of its type created: see `_as_stored`). Unchanged when they
+        cannot be recorded in the write."""
         if not records_original(applied):
             return body
         annotations = last_applied_annotations(_as_stored(body, live), applied, self.config)
@@ -192,8 +196,9 @@ class Applier:
         res = with_identity(change.new)
         rtype = await self._rtype(res)
         strategy = create_strategy(res)
+        kind = (rtype.api_version, rtype.kind)
         try:
-            saved = await self.cluster.create(rtype, self._recording(res, change.new))
+            saved = await self.cluster.create(rtype, self._recording(res, change.new, self._created.get(kind)))
         except ClusterError as e:
             if e.conflict and strategy is not CreateStrategy.PLAIN:
                 await self._update_after_create(change, rtype, strategy)
@@ -202,6 +207,7 @@ class Applier:
         if not objects.metadata(res).get("name"):
             self.generated[change.key] = objects.name(saved)
         self.answers[change.key] = saved
+        self._created[kind] = saved
         self._record_later(change, rtype, saved, change.new)
 
     async def _update_after_create(self, change: Change, rtype: ResourceType, strategy: CreateStrategy) -> None:
@@ -336,10 +342,11 @@ class Applier:
 
 
 def _as_stored(body: Obj, live: Obj | None) -> Obj:
-    """What the server is likely to store when `body` replaces `live`: `body`, with the fields of its spec that only
-    the live object has, which the server's defaults fill in again (a Service's `sessionAffinity`, a port's
-    `protocol`, a Deployment's `strategy`: issue 33, a second write less). A guess only: `_record` checks it against
-    what the server stored, and writes the record again when it was wrong (a field the new spec leaves out)."""
+    """What the server is likely to store when `body` replaces `live` (or is created like it): `body`, with the fields
+    of its spec that only `live` has, which the server's defaults fill in again (a Service's `sessionAffinity`, a
+    port's `protocol`, a Deployment's `strategy`: issue 33, a second write less). A guess only: `_record` checks it
+    against what the server stored, and writes the record again when it was wrong (a field the new spec leaves out, a
+    default that depends on the object)."""
     if live is None or not isinstance(body.get("spec"), dict):
         return body
     return {**body, "spec": _filled(body["spec"], live.get("spec"))}
