@@ -35,7 +35,7 @@ from kapply.resources.kubeconfig import SERVICE_ACCOUNT, KubeconfigFlags, defaul
 from kapply.resources.labeled import get_each, is_transient
 
 # The pipelines, the diff and the history are imported where a call uses them: a client that inspects or lists apps
-# imports none of them, and a deploy imports its planning code while its first requests are in flight.
+# imports none of them.
 if TYPE_CHECKING:
     from kapply.app.history import AppChange
     from kapply.apply.planning import ClusterChange
