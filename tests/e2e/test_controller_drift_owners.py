@@ -85,9 +85,14 @@ def hpa(name: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def running(cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+@pytest.fixture(scope="module")
+def crds(cluster: Cluster, kube: Client) -> None:
+    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
     install_crds(cluster, kube)
+
+
+@pytest.fixture
+def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     create_objects(kube, deployer(namespace))
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process
