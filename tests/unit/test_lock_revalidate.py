@@ -11,7 +11,7 @@ import pytest
 
 from kapply.app.lock import hold
 from kapply.app.meta import AppMeta
-from kapply.app.record import CONFIGMAPS, App, new_record
+from kapply.app.record import CONFIGMAPS, App, find, new_record
 from kapply.errors import ConcurrencyError
 from kapply.resources.cluster import Discovery
 from tests.unit.conftest import BUILTIN_TYPES
@@ -59,3 +59,24 @@ def test_a_record_changed_since_the_plan_is_held_once_the_check_accepts_it():
 def test_an_app_deployed_anew_since_the_plan_is_refused_without_asking():
     with pytest.raises(ConcurrencyError, match="changed since this deploy was planned"):
         take(recorded(replace(PLANNED.meta, label_value="2")), accept=True)
+
+
+def planned_read(meta: AppMeta) -> FakeCluster:
+    """The record as the plan read it (remembered by `record.find`), then written by another deploy with `meta`."""
+    fake = recorded(PLANNED.meta)
+    asyncio.run(find(fake, "ns", "web"))  # type: ignore[arg-type]
+    if meta != PLANNED.meta:
+        [cm] = fake.objects.values()
+        asyncio.run(fake.update(CONFIGMAPS, {**cm, "data": {"spec": meta.to_json().decode()}}))
+    fake.log.clear()
+    return fake
+
+
+def test_a_record_the_plan_read_is_held_in_one_write_and_checked_as_any_once_changed():
+    unchanged = planned_read(PLANNED.meta)
+    assert take(unchanged, accept=False) == []
+    assert [verb for verb, _, _ in unchanged.log] == ["update", "update"]  # held, released: not read again
+    since = replace(PLANNED.meta, last_change_name="web-change-b")
+    assert take(planned_read(since), accept=True) == [since]
+    with pytest.raises(ConcurrencyError, match="not as planned"):
+        take(planned_read(since), accept=False)

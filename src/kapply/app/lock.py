@@ -164,8 +164,6 @@ async def _take(
         remember_written(cluster, created)
         return replace(held, stored=True)
     accepted = [app.meta]
-    if revalidate is not None:
-        accepted.append(await _revalidated(cluster, app, holder, now, revalidate))
 
     def take(cm: Obj) -> None:
         other = held_by_other(cm, holder, now)
@@ -179,6 +177,12 @@ async def _take(
         if meta is not None:
             cm.setdefault("data", {})["spec"] = meta.to_json().decode()
 
+    if revalidate is not None:
+        if last_written(cluster, app):  # as the plan read it: taken in one write if unchanged since (issue 33)
+            with contextlib.suppress(ConcurrencyError):  # changed (or held): read, and checked again, as below
+                await update_record(cluster, app, take)
+                return held
+        accepted.append(await _revalidated(cluster, app, holder, now, revalidate))
     await update_record(cluster, app, take)
     return held
 

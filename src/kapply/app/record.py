@@ -162,7 +162,9 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
         if isinstance(answer, BaseException):
             raise answer
         if answer is not None:
-            return _from_configmap(name, answer)
+            found = _from_configmap(name, answer)
+            remember_written(cluster, answer)  # a deploy's or delete's first write of it starts from this read
+            return found
     return None
 
 
