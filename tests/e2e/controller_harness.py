@@ -124,7 +124,7 @@ def wait_syncs(
         ended = {name: count[1] for name, count in app_syncs(urls, namespace).items()}
         return [name for name in apps if ended.get(name, 0) < started.get(name, 0) + n]
 
-    eventually(lambda: not waiting(), timeout=timeout, interval=0.2, what=f"{n} syncs of each of {apps}")
+    eventually(lambda: not waiting(), timeout=timeout, what=f"{n} syncs of each of {apps}")
 
 
 def deployer(namespace: str, name: str = "deployer", rules: list[dict[str, Any]] | None = None) -> str:
