@@ -56,6 +56,27 @@ def test_the_api_imports_no_planning_code():
     assert sorted(imported & set(PLANNING)) == []
 
 
+# What `inspect`, `ls` and `app-change ls` import to show resources, apps and their ages: no planning code (the history
+# of app changes, one module, is what `app-change ls` lists), not the Changes table that brings the planning code back,
+# and the Config's matchers and ytt only where a wait rule uses them.
+SHOWING = (
+    "kapply.cli.main",
+    "kapply.cli.inspect",
+    "kapply.cli.list_apps",
+    "kapply.cli.app_change",
+    "kapply.ui.resources",
+    "kapply.ui.apps",
+    "kapply.ui.app_status",
+)
+
+
+def test_showing_resources_and_apps_imports_no_planning_code():
+    imported = _imported_after(SHOWING)
+    assert "kapply.apply.waiters.registry" in imported  # the resources' states are shown with the waiters
+    unwanted = {*PLANNING, "kapply.ui.changes", "kapply.config.matchers", "kapply.config.ytt"} - {"kapply.app.history"}
+    assert sorted(imported & unwanted) == []
+
+
 def test_the_built_in_config_loads_without_importlib_resources():
     imported = _imported_after(("kapply.config.default; kapply.config.default.default_config()",))
     assert sorted(imported & {"importlib.resources", "zipfile"}) == []

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kapply.ui.changes import age
+from kapply.ui.age import age
 from kapply.ui.output import Output
 from kapply.ui.table import Column, Table, render
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kapply.objects import Obj
-from kapply.ui.changes import age
+from kapply.ui.age import age
 from kapply.ui.output import Output
 from kapply.ui.table import Column, Table
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from kapply.app.history import AppChange
 from kapply.app.meta import ZERO_TIME, ChangeMeta
 from kapply.app.record import App
-from kapply.ui.changes import age
+from kapply.ui.age import age
 from kapply.ui.table import Column, Table
 
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
-from kapply import objects
 from kapply.apply.planning import ClusterChange, WaitOp, summary
 from kapply.apply.strategies import create_strategy, delete_strategy, label, update_strategy
 from kapply.apply.view import ChangeSetText
@@ -16,21 +14,9 @@ from kapply.diff.change import ApplyOp, Change, Op
 from kapply.diff.drift import DriftPolicy
 from kapply.diff.ghost import describe_field
 from kapply.diff.render import Hunk
-from kapply.objects import Obj
+from kapply.ui.age import age
 from kapply.ui.output import Output
 from kapply.ui.table import Column, Table
-
-
-def age(obj: Obj | None, now: datetime | None = None) -> str:
-    """Kubernetes' short age (`45s`, `12m`, `5h`, `3d`) of an object, or empty for one not yet created."""
-    created = objects.metadata(obj or {}).get("creationTimestamp")
-    if not created:
-        return ""
-    seconds = int(((now or datetime.now(UTC)) - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size * (2 if unit != "d" else 1):
-            return f"{seconds // size}{unit}"
-    return f"{max(seconds, 0)}s"
 
 
 def op_strategy(change: Change, default_update_strategy: str = "") -> str:

@@ -10,7 +10,7 @@ from kapply.apply.waiters import wait_state
 from kapply.diff.yaml_text import to_yaml
 from kapply.objects import Obj
 from kapply.resources.labeled import is_transient
-from kapply.ui.changes import age
+from kapply.ui.age import age
 from kapply.ui.table import Column, Table
 
 STATUS_COLUMNS = (Column("Namespace"), Column("Name"), Column("Kind"), Column("Status"))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kapply import objects
 from kapply.apply.waiters import registry
 from kapply.apply.waiters.state import State, Word, failed, ok
-from kapply.config.config import WaitRule
 from kapply.objects import describe, key_of
+
+if TYPE_CHECKING:
+    from kapply.config.config import WaitRule
 
 
 @dataclass(frozen=True, slots=True)

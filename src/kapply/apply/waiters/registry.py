@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kapply import objects
 from kapply.apply.waiters import (
@@ -30,9 +30,10 @@ from kapply.apply.waiters import (
 )
 from kapply.apply.waiters.reading import is_deleting
 from kapply.apply.waiters.state import State
-from kapply.config.config import WaitRule
-from kapply.config.matchers import matches_any
 from kapply.objects import api_group
+
+if TYPE_CHECKING:  # the Config's modules are imported only for a wait rule: `inspect` shows states without them
+    from kapply.config.config import WaitRule
 
 # (API group, resource plural) of the children a waiter reports on.
 ChildType = tuple[str, str]
@@ -61,7 +62,7 @@ def find(
         return Waiter(partial(kapp_controller.check, resource))
     if is_deleting(resource):
         return Waiter(partial(deleting.check, resource))
-    rule = next((rule for rule in wait_rules if matches_any(rule.resource_matchers, resource)), None)
+    rule = _wait_rule(resource, wait_rules) if wait_rules else None
     if rule is not None:
         return Waiter(partial(wait_rule.check, resource, rule))
     by_kind = _by_kind(resource, associated, ignore_failing_api_services)
@@ -70,6 +71,12 @@ def find(
     if standard_conditions.applies(resource):
         return Waiter(partial(standard_conditions.check, resource))
     return None
+
+
+def _wait_rule(resource: dict[str, Any], wait_rules: Sequence[WaitRule]) -> WaitRule | None:
+    from kapply.config.matchers import matches_any
+
+    return next((rule for rule in wait_rules if matches_any(rule.resource_matchers, resource)), None)
 
 
 def _by_kind(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kapply.apply.waiters.reading import as_int, conditions, generation, observed, text
 from kapply.apply.waiters.state import State, failed, ok, ongoing
-from kapply.config.config import ConditionMatcher, WaitRule
-from kapply.config.ytt import is_done
 from kapply.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kapply.config.config import ConditionMatcher, WaitRule
 
 
 def check(resource: dict[str, Any], rule: WaitRule) -> State:
@@ -54,6 +55,8 @@ def check(resource: dict[str, Any], rule: WaitRule) -> State:
 
 def _ytt(resource: dict[str, Any], resource_star: str) -> State:
     """kapp's ytt wait rule: the verdict of `is_done(data.values)`."""
+    from kapply.config.ytt import is_done
+
     try:
         verdict = is_done(resource_star, resource)
     except ConfigError as e:
