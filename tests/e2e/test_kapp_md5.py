@@ -28,6 +28,7 @@ from kapply.resources.kubeconfig import KubeconfigFlags, load
 from tests.e2e.harness import Cluster, KapplyRunner, external_tool
 
 pytestmark = pytest.mark.e2e
+WAIT = "--wait-check-interval=0.2s"  # both tools poll what they wait on 5 times a second (kapp's default: 1 s)
 
 # Kinds whose stored form differs from the manifest in many ways: defaults, allocated IPs and ports, stringData
 # merged into data, quantities normalised (0.5 to 500m, 1000000 to 1M), CRD defaults, keys with "/".
@@ -222,7 +223,7 @@ def app(manifest: str, namespace: str, kapp: Run) -> Iterator[str]:
     """The app's name (unlike any ConfigMap in the namespace); the app is deleted afterwards."""
     name = "md5-interop"
     yield name
-    kapp("delete", "-a", name, "-n", namespace, "--yes")
+    kapp("delete", "-a", name, "-n", namespace, "--yes", WAIT)
 
 
 @pytest.fixture
@@ -257,7 +258,7 @@ def _live_objects(kubeconfig: Path, namespace: str, manifest: str) -> list[Obj]:
 
 
 def _kapp_deploy(kapp: Run, app: str, namespace: str, path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return kapp("deploy", "-a", app, "-n", namespace, "-f", str(path), "--yes", *args)
+    return kapp("deploy", "-a", app, "-n", namespace, "-f", str(path), "--yes", WAIT, *args)
 
 
 def test_kapply_recomputes_the_md5_kapp_recorded(
@@ -283,7 +284,7 @@ def test_kapp_sees_no_changes_after_kapply_deployed(
 ) -> None:
     path = tmp_path / "app.yml"
     path.write_text(manifest)
-    deployed = kapply("deploy", "-a", app, "-f", str(path), "-n", namespace, "-y", "--wait-check-interval=0.5s")
+    deployed = kapply("deploy", "-a", app, "-f", str(path), "-n", namespace, "-y", WAIT)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
 
     diff = kapp("deploy", "-a", app, "-n", namespace, "-f", str(path), "--diff-run", "--diff-exit-status", "-c")
@@ -317,7 +318,7 @@ def test_kapply_records_a_valid_last_applied_copy_in_one_or_two_writes(
     config = default_config()
     for step, text in (("create", manifest), ("update", manifest.replace('a: "1"', 'a: "2"').replace("1.5", "2.5"))):
         path.write_text(text)
-        deployed = kapply("deploy", "-a", app, "-f", str(path), "-n", namespace, "-y", "--wait-check-interval=0.5s")
+        deployed = kapply("deploy", "-a", app, "-f", str(path), "-n", namespace, "-y", WAIT)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         invalid = [
             f"{live['kind']}/{live['metadata']['name']}"
