@@ -167,7 +167,8 @@ def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_
 ) -> None:
     for doc in yaml.safe_load_all(deployer(namespace)):
         create_if_missing(kube, from_dict(doc))
-    spec = {"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], "driftPolicy": "warn"}
+    # 1 s syncs: the test counts syncs, not seconds
+    spec = {"deploy": [{"kapp": {"rawOptions": RAW_OPTIONS}}], "driftPolicy": "warn", "syncPeriod": "1s"}
     kube.create(App(**inline_app("web", namespace, {"web.yml": deployment(2)}, **spec)))
     eventually(lambda: condition(kube, namespace, "web") == "ReconcileSucceeded", timeout=60, what="the first deploy")
     scale(kube, namespace, 0)
