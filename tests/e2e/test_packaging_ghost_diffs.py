@@ -124,8 +124,7 @@ def test_a_ghost_diff_is_shown_on_the_install_and_its_suggested_overlay_ends_it(
     install_crds(cluster, kube)
     create_objects(kube, deployer(namespace))
     with packaging_controller(cluster, kube, namespace, tmp_path) as running:
-        # 1 s syncs (the controller's minimum): the test counts syncs, whose length proves nothing
-        create(kube, namespace, web_package(), install("web", REF, "1.0.0", syncPeriod="1s"))
+        create(kube, namespace, web_package(), install("web", REF, "1.0.0"))
         eventually(
             lambda: condition(kube, PackageInstall, namespace, "web") == "ReconcileSucceeded",
             timeout=90,
