@@ -240,7 +240,9 @@ def test_a_ghost_diff_stays_listed_between_its_recurrences_on_one_event_and_goes
 def test_seed_000_a_scaled_deployment_is_a_ghost_diff_until_the_suggested_rule_ends_it(
     running: subprocess.Popen, cluster: Cluster, kube: Client, namespace: str
 ) -> None:
-    create_app(kube, namespace, "web", {"web.yml": deployment(2)})
+    # 2 s syncs: a field is held when its writer sets it again within one sync period of the revert, which a 1 s
+    # period would leave shorter than a revert takes
+    create_app(kube, namespace, "web", {"web.yml": deployment(2)}, syncPeriod="2s")
     with keeps_scaling(kube, namespace, 1):
         found = eventually(
             lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 1],
@@ -521,7 +523,9 @@ def test_seed_000_omitted_replicas_the_syncs_after_the_suggested_rule_report_no_
     """Seed 000's own case: the Deployment leaves `replicas` to its HPA. The ghost diff names spec.replicas alone (no
     server-defaulted field), and once its suggested rule is deployed the syncs that follow report nothing new."""
     omitted = "\n".join(line for line in deployment(1).splitlines() if "replicas" not in line) + "\n"
-    create_app(kube, namespace, "web", {"web.yml": omitted})
+    # 2 s syncs: a field is held when its writer sets it again within one sync period of the revert, which a 1 s
+    # period would leave shorter than a revert takes
+    create_app(kube, namespace, "web", {"web.yml": omitted}, syncPeriod="2s")
     with keeps_scaling(kube, namespace, 3):
         found = eventually(
             lambda: [d for d in ghost(kube, namespace, "web", "spec.replicas") if d["recurrences"] >= 1],
