@@ -12,7 +12,6 @@ of it is this one; after that, this one is a plain import.
 from __future__ import annotations
 
 import asyncio
-import enum
 import errno
 import ipaddress
 import socket
@@ -28,13 +27,10 @@ __all__ = [
     "ANYWHERE",
     "LOCAL_NETWORKS",
     "Destinations",
-    "Failure",
     "GuardedResolver",
     "addresses_of",
     "aiohttp",
-    "failure_of",
     "guarded_connector",
-    "in_words",
 ]
 
 
@@ -190,74 +186,3 @@ async def addresses_of(url: str, *hosts: str) -> tuple[str, ...]:
         except OSError:
             continue
     return tuple(sorted(found))
-
-
-# --- a request that got no answer ---------------------------------------------------------------------------------
-
-
-class Failure(enum.Enum):
-    """Why a request got no answer, as far as a client can tell; which of them is worth trying again is the
-    caller's policy (kapply.resources.cluster.retry_delay)."""
-
-    REFUSED = "refused"  # nothing listens at the address: the request was never sent
-    UNKNOWN_HOST = "unknown host"  # the name does not resolve: never sent
-    TLS = "TLS"  # the handshake failed: a certificate not trusted, a name it does not carry; never sent
-    TIMEOUT = "timeout"  # no connection, or no answer, in time: it may have been processed
-    RESET = "reset"  # the connection was reset or closed before the answer was complete (Go's "EOF")
-    OTHER = "other"  # anything else (an unreachable network, a proxy that failed)
-
-
-_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
-# OpenSSL's verify codes for a chain that does not lead to a trusted CA (self-signed: 18, 19; issuer not found: 20,
-# 21), which Go's x509 calls one thing
-_ISSUER_UNKNOWN = frozenset({18, 19, 20, 21})
-_UNKNOWN_AUTHORITY = "x509: certificate signed by unknown authority"
-
-
-def failure_of(error: BaseException) -> Failure:
-    """Which failure a transport error (aiohttp's, or a timeout) is."""
-    if isinstance(error, aiohttp.ClientSSLError | ssl.SSLError):
-        return Failure.TLS
-    if isinstance(error, aiohttp.ClientConnectorDNSError | socket.gaierror):
-        return Failure.UNKNOWN_HOST
-    if isinstance(error, TimeoutError):  # aiohttp's connect and read timeouts are TimeoutErrors too
-        return Failure.TIMEOUT
-    if isinstance(error, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
-        return Failure.RESET
-    cause = error.os_error if isinstance(error, aiohttp.ClientConnectorError) else error
-    if isinstance(cause, ConnectionRefusedError):
-        return Failure.REFUSED
-    if isinstance(cause, ConnectionResetError | BrokenPipeError | ConnectionAbortedError) or (
-        isinstance(cause, OSError) and cause.errno in _RESET_ERRNOS
-    ):
-        return Failure.RESET
-    return Failure.OTHER
-
-
-def in_words(error: BaseException, host: str, port: int | None) -> str:
-    """A request's failure to connect to `host:port` in the words of Go's net/http, as kapp and kubectl say it
-    (`dial tcp 127.0.0.1:1: connect: connection refused`); any other failure in aiohttp's words, named by its type
-    (a timeout's own message is empty)."""
-    if isinstance(error, aiohttp.ClientConnectorError):
-        host, port = error.host, error.port
-    address = f"{host}:{port}" if port is not None else host
-    failure = failure_of(error)
-    cause = error.os_error if isinstance(error, aiohttp.ClientConnectorError) else error
-    if failure is Failure.REFUSED:
-        return f"dial tcp {address}: connect: connection refused"
-    if failure is Failure.UNKNOWN_HOST:
-        code = cause.errno if isinstance(cause, OSError) else None
-        unknown = code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME))
-        why = "no such host" if unknown else (cause.strerror if isinstance(cause, OSError) else "") or str(cause)
-        return f"dial tcp: lookup {host}: {why[:1].lower()}{why[1:]}"
-    if failure is Failure.TLS:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            why = _UNKNOWN_AUTHORITY if cause.verify_code in _ISSUER_UNKNOWN else cause.verify_message or cause.reason
-            return f"tls: failed to verify certificate: {why}"
-        reason = cause.reason if isinstance(cause, ssl.SSLError) else None
-        return f"tls: handshake failed: {reason or str(cause) or type(cause).__name__}"
-    if failure is Failure.TIMEOUT and isinstance(error, aiohttp.ConnectionTimeoutError):
-        return f"dial tcp {address}: i/o timeout"
-    text = str(error).strip()
-    name = type(error).__name__
-    return f"{name}: {text}" if text else f"{name} (no answer from the server)"

@@ -30,6 +30,7 @@ PREDICATES = "errors.py"  # ClusterError's predicates: what each of its statuses
 # Modules that talk HTTP, but not to the API server: their own requests and answers' statuses are theirs.
 OTHER_HTTP = {
     "http.py": "the guarded HTTP transport (addresses checked) every outbound client uses",
+    "transport.py": "the cluster client's HTTP/1.1 connections: statuses as it reads them, no API path of its own",
     "oci/registry.py": "image registries (imgpkg bundles, OCI sources)",
     "oci/push.py": "image registries (the bundles `kapply package release` pushes)",
     "controller/fetch.py": "App sources fetched over HTTP",

@@ -96,8 +96,8 @@ def test_a_reset_connection_is_retried_for_a_get_only(
             return message, len(accepted)
 
     message, connections = asyncio.run(go())
-    # aiohttp sends an idempotent request (GET, PUT, DELETE) once more on a connection the server closed, as Go's
-    # transport does on a reused one: at most one connection more per attempt
+    # kapply.transport sends an idempotent request (GET, PUT, DELETE) once more on a kept-alive connection the server
+    # closed, as Go's transport does on a reused one: at most one connection more per attempt
     assert attempts <= connections <= (2 * attempts if method != "POST" else 1)
     assert message.startswith(f"Request {method} /api/v1/namespaces/default/configmaps/x to http://127.0.0.1:")
     assert (f"failed (after {attempts} attempts): " if attempts > 1 else "failed: ") in message

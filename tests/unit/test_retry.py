@@ -8,15 +8,21 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable
 
-import aiohttp
 import pytest
-from aiohttp.client_reqrep import ConnectionKey
 
 from kapply.errors import ClusterError
-from kapply.http import Failure, failure_of, in_words
 from kapply.resources.cluster import MAX_ATTEMPTS, MAX_DELAY, RESET_DELAY, once_answered, retry_delay
+from kapply.transport import (
+    ConnectError,
+    Disconnected,
+    Failure,
+    ProtocolError,
+    ProxyError,
+    ReadTimeout,
+    failure_of,
+    in_words,
+)
 
-KEY = ConnectionKey("127.0.0.1", 6443, True, True, None, None, None)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
@@ -26,12 +32,13 @@ def _unknown_ca() -> ssl.SSLCertVerificationError:
     return error
 
 
-REFUSED = aiohttp.ClientConnectorError(KEY, ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 6443)"))
-UNKNOWN_HOST = aiohttp.ClientConnectorDNSError(
-    ConnectionKey("nowhere.invalid", 6443, True, True, None, None, None),
-    socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
-)
-UNTRUSTED = aiohttp.ClientConnectorCertificateError(KEY, _unknown_ca())
+def connect_error(cause: BaseException) -> ConnectError:
+    return ConnectError("127.0.0.1", 6443, cause)
+
+
+REFUSED = connect_error(ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 6443)"))
+UNKNOWN_HOST = ConnectError("nowhere.invalid", 6443, socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
+UNTRUSTED = connect_error(_unknown_ca())
 
 
 @pytest.mark.parametrize(
@@ -40,15 +47,16 @@ UNTRUSTED = aiohttp.ClientConnectorCertificateError(KEY, _unknown_ca())
         (REFUSED, Failure.REFUSED),
         (UNKNOWN_HOST, Failure.UNKNOWN_HOST),
         (UNTRUSTED, Failure.TLS),
-        (aiohttp.ClientConnectorSSLError(KEY, ssl.SSLError(1, "wrong version number")), Failure.TLS),
-        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), Failure.TIMEOUT),
-        (aiohttp.SocketTimeoutError("Timeout on reading data from socket"), Failure.TIMEOUT),
+        (connect_error(ssl.SSLError(1, "wrong version number")), Failure.TLS),
+        (connect_error(TimeoutError()), Failure.TIMEOUT),
+        (ReadTimeout(), Failure.TIMEOUT),
         (TimeoutError(), Failure.TIMEOUT),
-        (aiohttp.ServerDisconnectedError(), Failure.RESET),
-        (aiohttp.ClientOSError(104, "Connection reset by peer"), Failure.RESET),
-        (aiohttp.ClientConnectorError(KEY, ConnectionResetError()), Failure.RESET),  # closed in the handshake
-        (aiohttp.ClientPayloadError("Response payload is not completed"), Failure.RESET),
-        (aiohttp.ClientConnectorError(KEY, OSError(101, "Network is unreachable")), Failure.OTHER),
+        (Disconnected(), Failure.RESET),
+        (Disconnected("Connection lost: [Errno 104] Connection reset by peer"), Failure.RESET),
+        (connect_error(ConnectionResetError()), Failure.RESET),  # closed in the handshake
+        (connect_error(OSError(101, "Network is unreachable")), Failure.OTHER),
+        (ProxyError("the proxy answered 403 to CONNECT api:6443"), Failure.OTHER),
+        (ProtocolError("an answer that is not HTTP"), Failure.OTHER),
     ],
 )
 def test_transport_errors_are_classified(error: BaseException, failure: Failure) -> None:
@@ -102,9 +110,9 @@ def test_retries_end() -> None:
         (REFUSED, "dial tcp 127.0.0.1:6443: connect: connection refused"),
         (UNKNOWN_HOST, "dial tcp: lookup nowhere.invalid: no such host"),
         (UNTRUSTED, "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
-        (aiohttp.ConnectionTimeoutError("Connection timeout to host"), "dial tcp 10.0.0.1:443: i/o timeout"),
-        (aiohttp.SocketTimeoutError(), "SocketTimeoutError (no answer from the server)"),
-        (aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
+        (ConnectError("10.0.0.1", 443, TimeoutError()), "dial tcp 10.0.0.1:443: i/o timeout"),
+        (ReadTimeout(), "ReadTimeout (no answer from the server)"),
+        (Disconnected(), "Disconnected: Server disconnected"),
     ],
 )
 def test_failures_in_the_words_kapp_uses(error: BaseException, words: str) -> None:

@@ -1,7 +1,7 @@
 """The one module that talks to the Kubernetes API.
 
-Objects are plain dicts. Requests are async, over aiohttp's pool of HTTP/1.1
-connections (chosen by CPU per request: docs/design.md), with the TLS context
+Objects are plain dicts. Requests are async, over kapply.transport's pool of
+HTTP/1.1 connections (h11: docs/design.md), with the TLS context
 and credentials of the kubeconfig context (kapply.resources.auth). Discovery
 uses the aggregated discovery endpoints (two requests for the whole API
 surface) and is cached for the life of the client. Nothing else in kapply
@@ -17,27 +17,26 @@ import asyncio
 import enum
 import logging
 import operator
+import os
 import random
 import re
-import ssl
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
-from urllib.parse import parse_qsl, quote, urlencode
-from urllib.request import getproxies, proxy_bypass
+from typing import Any, Protocol, TypedDict, TypeVar, runtime_checkable
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import orjson
-import yarl
 
 from kapply import objects
 from kapply.errors import ClusterError, ConcurrencyError, ManifestError
-from kapply.http import Failure, aiohttp, failure_of, in_words
 from kapply.objects import Obj
 from kapply.resources.auth import credentials, ssl_context
 from kapply.resources.kubeconfig import KubeContext
 from kapply.resources.names import path_segment_problems
+from kapply.transport import Endpoint, Failure, Pool, TransportError, failure_of, in_words
 
 _log = logging.getLogger("kapply")
 
@@ -177,7 +176,7 @@ def jittered(delay: float) -> float:
     return min(MAX_DELAY, delay * (1 + random.random()))
 
 
-TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
+TRANSPORT_ERRORS = (TransportError, TimeoutError)
 
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -252,20 +251,28 @@ def _types_from_aggregated(doc: Obj) -> list[ResourceType]:
 def _request_options(context: KubeContext) -> dict[str, Any]:
     """What every request to the cluster adds: the name its certificate must carry (`tls-server-name`) and the proxy,
     the kubeconfig's `proxy-url` or else, as client-go, `HTTPS_PROXY`/`HTTP_PROXY` unless `NO_PROXY` names the server.
-    The environment is read here rather than by aiohttp (`trust_env`), which would also look each request up in
-    ~/.netrc, on a thread, and send any password it found there to the API server."""
+    The environment is read here, once, and never ~/.netrc (aiohttp's `trust_env` looked each request up there and
+    sent any password it found to the API server)."""
     cluster = context.cluster
     options: dict[str, Any] = {}
     if cluster.tls_server_name:
         options["server_hostname"] = cluster.tls_server_name
-    proxy = cluster.proxy_url
-    if proxy is None:
-        url = yarl.URL(cluster.server)
-        host = url.raw_host or ""
-        proxy = None if proxy_bypass(host) else getproxies().get(url.scheme)
+    proxy = cluster.proxy_url if cluster.proxy_url is not None else _environment_proxy(cluster.server)
     if proxy:
         options["proxy"] = proxy
     return options
+
+
+def _environment_proxy(server: str) -> str | None:
+    """The proxy the environment names for `server`, as urllib reads it. urllib.request (~17 ms to import) is imported
+    only where it could find one: on Linux only `*_proxy` variables name a proxy (macOS and Windows have system
+    settings too)."""
+    if sys.platform not in ("darwin", "win32") and not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None
+    from urllib.request import getproxies, proxy_bypass
+
+    url = urlsplit(server)
+    return None if proxy_bypass(url.hostname or "") else getproxies().get(url.scheme)
 
 
 class RequestOptions(TypedDict, total=False):
@@ -287,44 +294,38 @@ class Cluster:
         self._timeout = timeout
         self._credentials = credentials(context)
         self._options = _request_options(context)
-        self._requests: aiohttp.ClientSession | None = None
-        self._streams: aiohttp.ClientSession | None = None
-        self._tls: ssl.SSLContext | Literal[False] | None = None  # made with the first session, again after close()
+        url = urlsplit(self.server)
+        self._host, self._port = url.hostname or "", url.port  # what a failure to connect names
+        self._prefix = url.path.rstrip("/")  # a server's own path (a proxy's, say: https://host/k8s/clusters/c-1)
+        self._pool: Pool | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
         # what is done with the API server's warnings (a deprecated API version, say): logged, unless a user of the
         # cluster says otherwise (the CLI shows them as kapp does)
         self.on_warning: Callable[[str], None] = _log_warning
 
-    def _session(self, *, streams: bool = False) -> aiohttp.ClientSession:
-        """The sessions are made on first use, in the running event loop (aiohttp binds them to it): one for requests
-        (at most CONNECTIONS at once) and one for watches and log streams, a connection each, so a long stream never
-        holds up a request."""
-        session = self._streams if streams else self._requests
-        if session is None:
-            if self._tls is None:  # one for both sessions (~3 ms: the kubeconfig's CA and client certificate)
-                self._tls = ssl_context(self.context) if self.server.startswith("https:") else False
-            tls = self._tls
-            headers = {"User-Agent": USER_AGENT}
-            skip = ("Accept-Encoding",) if self.context.cluster.disable_compression else ()
-            connector = aiohttp.TCPConnector(limit=0 if streams else CONNECTIONS, ssl=tls)
-            session = aiohttp.ClientSession(
-                connector=connector,
-                headers=headers,
-                skip_auto_headers=skip,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=self._timeout),
+    def _session(self) -> Pool:
+        """The pool is made on first use, in the running event loop (its connections belong to it): requests share
+        at most CONNECTIONS keep-alive connections; each watch and log stream has one of its own, so a long stream
+        never holds up a request. The TLS context (~3 ms: the kubeconfig's CA and client certificate) is made with
+        it, and again after close()."""
+        if self._pool is None:
+            tls = ssl_context(self.context) if self.server.startswith("https:") else None
+            endpoint = Endpoint.of(
+                self.server, tls, server_hostname=self._options.get("server_hostname"), proxy=self._options.get("proxy")
             )
-            if streams:
-                self._streams = session
-            else:
-                self._requests = session
-        return session
+            headers = {"User-Agent": USER_AGENT}
+            if not self.context.cluster.disable_compression:
+                headers["Accept-Encoding"] = "gzip"
+            self._pool = Pool(
+                endpoint, limit=CONNECTIONS, headers=headers, connect_timeout=self._timeout, read_timeout=self._timeout
+            )
+        return self._pool
 
     async def close(self) -> None:
-        for session in (self._requests, self._streams):
-            if session is not None:
-                await session.close()
-        self._requests = self._streams = self._tls = None
+        if self._pool is not None:
+            await self._pool.close()
+        self._pool = None
 
     async def __aenter__(self) -> Cluster:
         return self
@@ -332,10 +333,11 @@ class Cluster:
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()
 
-    def _url(self, path: str, params: dict[str, str] | None) -> yarl.URL:
-        """The URL of an already escaped path (see ResourceType.path) and its query, built once without re-parsing."""
+    def _url(self, path: str, params: dict[str, str] | None) -> str:
+        """The request target: an already escaped path (see ResourceType.path) and its query, under the server's own
+        path prefix, if any."""
         query = f"?{urlencode(params, quote_via=quote)}" if params else ""
-        return yarl.URL(f"{self.server}{path}{query}", encoded=True)
+        return f"{self._prefix}{path}{query}"
 
     async def request(
         self,
@@ -365,7 +367,7 @@ class Cluster:
                 delay = retry_delay(method, attempt, failure=failure_of(e))
                 if delay is None:
                     tried = f" (after {attempt} attempts)" if attempt > 1 else ""
-                    raise ClusterError(f"{request} failed{tried}: {in_words(e, url.raw_host or '', url.port)}") from e
+                    raise ClusterError(f"{request} failed{tried}: {in_words(e, self._host, self._port)}") from e
             else:
                 if status < 400:
                     return orjson.loads(answer) if answer else None
@@ -379,7 +381,7 @@ class Cluster:
             await asyncio.sleep(delay)
 
     async def _send(
-        self, method: str, url: yarl.URL, content: bytes | None, headers: dict[str, str], *, warns: bool
+        self, method: str, url: str, content: bytes | None, headers: dict[str, str], *, warns: bool
     ) -> tuple[int, str, str | None, bytes]:
         """One request, authenticated; sent once more with renewed credentials when the server answers 401. With
         `warns`, the server's warnings go to `on_warning`."""
@@ -389,13 +391,12 @@ class Cluster:
             if authorization is not None:
                 headers["Authorization"] = authorization
             started = time.monotonic()
-            async with self._session().request(method, url, data=content, headers=headers, **self._options) as response:
-                answer = await response.read()
-            _log.debug("%s %s: %d (%.3fs)", method, url.path_qs, response.status, time.monotonic() - started)
+            response = await self._session().request(method, url, headers, content)
+            _log.debug("%s %s: %d (%.3fs)", method, url, response.status, time.monotonic() - started)
             for observe in REQUEST_OBSERVERS:
                 observe(self, method, response.status)
             if warns:
-                for text in warnings_of(response.headers.getall("Warning", ())):
+                for text in warnings_of(response.header_values("Warning")):
                     self.on_warning(text)
             if response.status == 401 and renewable:
                 renewable = False
@@ -403,7 +404,7 @@ class Cluster:
                 if renewed is not None:
                     authorization = renewed
                     continue
-            return response.status, response.reason or "", response.headers.get("Retry-After"), answer
+            return response.status, response.reason, response.header("Retry-After"), response.body
 
     async def discovery(self, refresh: bool = False) -> Discovery:
         async with self._discovery_lock:
@@ -727,33 +728,31 @@ class Cluster:
         is dropped. On a connection of its own; `read_timeout`: the longest silence accepted (None: no limit). A
         refusal or a broken stream raises ClusterError."""
         where = f"Request GET {path} to {self.server}"
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=read_timeout)
         url = self._url(path, params)
         try:
             authorization = await self._credentials.header()
             headers = {"Accept": "application/json"} | ({"Authorization": authorization} if authorization else {})
-            async with self._session(streams=True).get(
-                url, headers=headers, timeout=timeout, **self._options
-            ) as response:
-                _log.debug("GET %s: %d (streamed)", url.path_qs, response.status)
+            async with self._session().stream(url, headers, read_timeout) as (response, chunks):
+                _log.debug("GET %s: %d (streamed)", url, response.status)
                 for observe in REQUEST_OBSERVERS:
                     observe(self, "WATCH" if params.get("watch") else "GET", response.status)
                 if response.status >= 400:
-                    raise _error(response.status, response.reason or "", await response.read(), f"{where}: ")
+                    body = b"".join([chunk async for chunk in chunks])
+                    raise _error(response.status, response.reason, body, f"{where}: ")
 
                 async def lines() -> AsyncIterator[bytes]:
                     pending = b""
                     try:
-                        async for chunk in response.content.iter_any():
+                        async for chunk in chunks:
                             *complete, pending = (pending + chunk).split(b"\n")
                             for line in complete:
                                 yield line
                     except TRANSPORT_ERRORS as e:
-                        raise ClusterError(f"{where} failed: {in_words(e, url.raw_host or '', url.port)}") from e
+                        raise ClusterError(f"{where} failed: {in_words(e, self._host, self._port)}") from e
 
                 yield lines()
         except TRANSPORT_ERRORS as e:
-            raise ClusterError(f"{where} failed: {in_words(e, url.raw_host or '', url.port)}") from e
+            raise ClusterError(f"{where} failed: {in_words(e, self._host, self._port)}") from e
 
     @staticmethod
     def _write_params(dry_run: bool) -> dict[str, str]:

@@ -28,8 +28,8 @@ from typing import Any, Unpack
 from urllib.parse import unquote
 
 from kapply.errors import ClusterError
-from kapply.http import aiohttp
 from kapply.resources.cluster import Cluster, Discovery, RequestOptions
+from kapply.transport import Pool
 
 _log = logging.getLogger("kapply")
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
@@ -152,7 +152,7 @@ class Confined(Cluster):
         self.namespace = scope.namespace
         self.on_warning = inner.on_warning
 
-    def _session(self, *, streams: bool = False) -> aiohttp.ClientSession:
+    def _session(self) -> Pool:
         raise ConfinementError(
             "SEND", "-", "a connection of its own: requests go through the wrapped client", self.scope
         )

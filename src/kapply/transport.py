@@ -1,0 +1,428 @@
+"""HTTP/1.1 for the cluster client: h11 over asyncio streams, ~10 ms to import where aiohttp takes ~90 (bench/why.md,
+"Start-up: the HTTP transport").
+
+What kapply's requests to the API server need and nothing more: a pool of keep-alive connections (at most `limit` in
+use at once), a connection of its own per streamed answer (a watch, a followed log), TLS with the kubeconfig's
+context, an HTTP proxy (CONNECT tunnelling for https, the absolute URL for http), `Content-Length` and chunked
+bodies, gzip, and a request on a kept-alive connection that the server had closed meanwhile sent once more on a new
+one when it is idempotent (as aiohttp and urllib3 do). Every failure is a TransportError, which `failure_of`
+classifies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import enum
+import errno
+import socket
+import ssl
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
+
+import h11
+
+READ_SIZE = 256 * 1024
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+
+class TransportError(Exception):
+    """A request that got no complete answer."""
+
+
+class ConnectError(TransportError):
+    """No connection to `host:port`: `os_error` says why (refused, unknown host, TLS, a timeout). Nothing was sent."""
+
+    def __init__(self, host: str, port: int, os_error: BaseException) -> None:
+        self.host, self.port, self.os_error = host, port, os_error
+        super().__init__(f"Cannot connect to host {host}:{port} [{os_error or type(os_error).__name__}]")
+
+
+class Disconnected(TransportError):
+    """The connection was closed or reset before the answer was complete."""
+
+    def __init__(self, message: str = "Server disconnected") -> None:
+        super().__init__(message)
+
+
+class ReadTimeout(TransportError, TimeoutError):
+    """No answer (or no more of it) within the read timeout: the request may have been processed."""
+
+
+class ProxyError(TransportError):
+    """The proxy would not open a tunnel to the server."""
+
+
+class ProtocolError(TransportError):
+    """An answer that is not HTTP/1.1."""
+
+
+class Failure(enum.Enum):
+    """Why a request got no answer, as far as a client can tell; which of them is worth trying again is the
+    caller's policy (kapply.resources.cluster.retry_delay)."""
+
+    REFUSED = "refused"  # nothing listens at the address: the request was never sent
+    UNKNOWN_HOST = "unknown host"  # the name does not resolve: never sent
+    TLS = "TLS"  # the handshake failed: a certificate not trusted, a name it does not carry; never sent
+    TIMEOUT = "timeout"  # no connection, or no answer, in time: it may have been processed
+    RESET = "reset"  # the connection was reset or closed before the answer was complete (Go's "EOF")
+    OTHER = "other"  # anything else (an unreachable network, a proxy that failed)
+
+
+_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+# OpenSSL's verify codes for a chain that does not lead to a trusted CA (self-signed: 18, 19; issuer not found: 20,
+# 21), which Go's x509 calls one thing
+_ISSUER_UNKNOWN = frozenset({18, 19, 20, 21})
+_UNKNOWN_AUTHORITY = "x509: certificate signed by unknown authority"
+
+
+def failure_of(error: BaseException) -> Failure:
+    """Which failure a transport error (or a timeout) is."""
+    cause = error.os_error if isinstance(error, ConnectError) else error
+    if isinstance(cause, ssl.SSLError):
+        return Failure.TLS
+    if isinstance(cause, socket.gaierror):
+        return Failure.UNKNOWN_HOST
+    if isinstance(cause, TimeoutError):
+        return Failure.TIMEOUT
+    if isinstance(error, Disconnected):
+        return Failure.RESET
+    if isinstance(cause, ConnectionRefusedError):
+        return Failure.REFUSED
+    if isinstance(cause, ConnectionResetError | BrokenPipeError | ConnectionAbortedError) or (
+        isinstance(cause, OSError) and cause.errno in _RESET_ERRNOS
+    ):
+        return Failure.RESET
+    return Failure.OTHER
+
+
+def in_words(error: BaseException, host: str, port: int | None) -> str:
+    """A request's failure to connect to `host:port` in the words of Go's net/http, as kapp and kubectl say it
+    (`dial tcp 127.0.0.1:1: connect: connection refused`); any other failure named by its type (a timeout's own
+    message is empty)."""
+    if isinstance(error, ConnectError):
+        host, port = error.host, error.port
+    address = f"{host}:{port}" if port is not None else host
+    failure = failure_of(error)
+    cause = error.os_error if isinstance(error, ConnectError) else error
+    if failure is Failure.REFUSED:
+        return f"dial tcp {address}: connect: connection refused"
+    if failure is Failure.UNKNOWN_HOST:
+        code = cause.errno if isinstance(cause, OSError) else None
+        unknown = code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME))
+        why = "no such host" if unknown else (cause.strerror if isinstance(cause, OSError) else "") or str(cause)
+        return f"dial tcp: lookup {host}: {why[:1].lower()}{why[1:]}"
+    if failure is Failure.TLS:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            why = _UNKNOWN_AUTHORITY if cause.verify_code in _ISSUER_UNKNOWN else cause.verify_message or cause.reason
+            return f"tls: failed to verify certificate: {why}"
+        reason = cause.reason if isinstance(cause, ssl.SSLError) else None
+        return f"tls: handshake failed: {reason or str(cause) or type(cause).__name__}"
+    if failure is Failure.TIMEOUT and isinstance(error, ConnectError):
+        return f"dial tcp {address}: i/o timeout"
+    text = str(error).strip()
+    name = type(error).__name__
+    return f"{name}: {text}" if text else f"{name} (no answer from the server)"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where requests go: the server's `scheme://host:port`, TLS, and the proxy in between (None: direct)."""
+
+    host: str
+    port: int
+    tls: ssl.SSLContext | None
+    server_hostname: str | None = None  # the name the certificate must carry, when not `host`
+    proxy: str | None = None  # http://[user:password@]host:port
+
+    @classmethod
+    def of(cls, server: str, tls: ssl.SSLContext | None, *, server_hostname: str | None, proxy: str | None) -> Endpoint:
+        url = urlsplit(server)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        return cls(url.hostname or "", port, tls if url.scheme == "https" else None, server_hostname, proxy)
+
+    @property
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.tls is not None else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    reason: str
+    headers: list[tuple[bytes, bytes]]  # names in lower case, in order
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        return next(iter(self.header_values(name)), None)
+
+    def header_values(self, name: str) -> list[str]:
+        key = name.lower().encode()
+        return [value.decode("latin-1") for found, value in self.headers if found == key]
+
+
+@dataclass(eq=False, slots=True)
+class _Connection:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    protocol: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
+    used: bool = False  # has answered a request already: the server may have closed it since
+
+    def reusable(self) -> bool:
+        return self.protocol.our_state is h11.IDLE and not self.reader.at_eof() and not self.writer.is_closing()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def _open(endpoint: Endpoint, timeout: float | None) -> _Connection:
+    """A connection to the endpoint, through its proxy, TLS done; ConnectError when there is none."""
+    target = urlsplit(endpoint.proxy) if endpoint.proxy else None
+    host = (target.hostname or "") if target else endpoint.host
+    port = (target.port or 80) if target else endpoint.port
+    tunnel = target is not None and endpoint.tls is not None
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await _dial(host, port, None if target else endpoint, timeout)
+            if tunnel:
+                await _tunnel(reader, writer, endpoint)
+                await writer.start_tls(endpoint.tls, server_hostname=endpoint.server_hostname or endpoint.host)  # type: ignore[arg-type]
+    except TransportError:
+        raise
+    except (OSError, TimeoutError) as e:  # ssl.SSLError and socket.gaierror are OSErrors
+        raise ConnectError(host, port, e) from e
+    return _Connection(reader, writer)
+
+
+async def _dial(
+    host: str, port: int, endpoint: Endpoint | None, timeout: float | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TCP connection to the first of `host`'s addresses that takes it (the first one's error when none does), with
+    the endpoint's TLS when `endpoint` is given. Each address is tried in turn rather than by asyncio, which joins
+    different errors into one plain OSError ("Multiple exceptions") and loses a refusal's errno."""
+    loop = asyncio.get_running_loop()
+    addresses = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    first: OSError | None = None
+    for family, _, proto, _, address in addresses:
+        tls = endpoint.tls if endpoint else None
+        try:
+            return await asyncio.open_connection(
+                str(address[0]),
+                int(address[1]),
+                family=family,
+                proto=proto,
+                ssl=tls,
+                server_hostname=(endpoint.server_hostname or endpoint.host) if endpoint and tls else None,
+                ssl_handshake_timeout=timeout if tls else None,
+            )
+        except ssl.SSLError:
+            raise  # the server answered: another address of it would not trust us more
+        except OSError as e:
+            first = first or e
+    raise first or OSError(f"{host} has no address")
+
+
+async def _tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, endpoint: Endpoint) -> None:
+    """Ask the proxy for a tunnel to the endpoint (CONNECT)."""
+    headers = [("Host", endpoint.authority)] + _proxy_authorization(endpoint.proxy)
+    protocol = h11.Connection(h11.CLIENT)
+    writer.write(
+        protocol.send(h11.Request(method="CONNECT", target=f"{endpoint.host}:{endpoint.port}", headers=headers))
+    )
+    await writer.drain()
+    while True:
+        event = protocol.next_event()
+        if event is h11.NEED_DATA:
+            data = await reader.read(READ_SIZE)
+            if not data:
+                raise ProxyError(f"the proxy closed the connection before answering CONNECT {endpoint.authority}")
+            protocol.receive_data(data)
+            continue
+        if isinstance(event, h11.Response | h11.InformationalResponse) and event.status_code == 200:
+            return
+        status = getattr(event, "status_code", "?")
+        raise ProxyError(f"the proxy answered {status} to CONNECT {endpoint.authority}")
+
+
+def _proxy_authorization(proxy: str | None) -> list[tuple[str, str]]:
+    url = urlsplit(proxy or "")
+    if url.username is None:
+        return []
+    login = f"{unquote(url.username)}:{unquote(url.password or '')}".encode()
+    return [("Proxy-Authorization", f"Basic {base64.b64encode(login).decode()}")]
+
+
+async def _send(connection: _Connection, request: h11.Request, body: bytes | None) -> None:
+    protocol, writer = connection.protocol, connection.writer
+    data = protocol.send(request)
+    if body:
+        data += protocol.send(h11.Data(data=body))
+    writer.write(data + protocol.send(h11.EndOfMessage()))
+    try:
+        await writer.drain()
+    except OSError as e:
+        raise Disconnected(f"Connection lost: {e}") from e
+
+
+async def _event(connection: _Connection, timeout: float | None) -> object:
+    """The next event of the answer, reading as needed, each read within `timeout`."""
+    protocol = connection.protocol
+    while True:
+        try:
+            event = protocol.next_event()
+        except h11.RemoteProtocolError as e:
+            if protocol.their_state is h11.ERROR and connection.reader.at_eof():
+                raise Disconnected() from e
+            raise ProtocolError(str(e)) from e
+        if event is not h11.NEED_DATA:
+            if isinstance(event, h11.ConnectionClosed):
+                raise Disconnected()
+            return event
+        try:
+            async with asyncio.timeout(timeout):
+                data = await connection.reader.read(READ_SIZE)
+        except TimeoutError as e:
+            raise ReadTimeout() from e
+        except OSError as e:  # a reset
+            raise Disconnected(f"Connection lost: {e}") from e
+        protocol.receive_data(data)
+
+
+async def _head(connection: _Connection, timeout: float | None) -> h11.Response:
+    while True:
+        event = await _event(connection, timeout)
+        if isinstance(event, h11.Response):
+            return event
+        if not isinstance(event, h11.InformationalResponse):
+            raise ProtocolError(f"an answer that starts with {type(event).__name__}")
+
+
+def _decoder(head: h11.Response) -> zlib._Decompress | None:
+    encoding = next((v for k, v in head.headers if k == b"content-encoding"), b"identity").strip().lower()
+    if encoding == b"gzip":
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding in (b"identity", b""):
+        return None
+    raise ProtocolError(f"an answer in an encoding not asked for: {encoding.decode('latin-1')}")
+
+
+async def _chunks(connection: _Connection, head: h11.Response, timeout: float | None) -> AsyncIterator[bytes]:
+    """The answer's body as it comes (decompressed); the connection is ready for the next request after the last."""
+    decoder = _decoder(head)
+    while True:
+        event = await _event(connection, timeout)
+        if isinstance(event, h11.Data):
+            chunk = bytes(event.data) if decoder is None else decoder.decompress(event.data)
+            if chunk:
+                yield chunk
+        elif isinstance(event, h11.EndOfMessage):
+            if decoder is not None and (rest := decoder.flush()):
+                yield rest
+            return
+
+
+class Pool:
+    """Keep-alive connections to one endpoint: at most `limit` requests at once, each on a connection of the pool;
+    streams on connections of their own. Made and used in one event loop."""
+
+    def __init__(
+        self, endpoint: Endpoint, *, limit: int, headers: dict[str, str], connect_timeout: float, read_timeout: float
+    ) -> None:
+        self.endpoint = endpoint
+        self.headers = [("Host", endpoint.authority), *headers.items()]
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._slots = asyncio.Semaphore(limit)
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()  # the pool's, idle or in use, and the streams'
+        self._absolute = endpoint.proxy is not None and endpoint.tls is None  # http through a proxy: absolute URLs
+
+    def _target(self, target: str) -> str:
+        return f"http://{self.endpoint.authority}{target}" if self._absolute else target
+
+    async def _connect(self) -> _Connection:
+        connection = await _open(self.endpoint, self.connect_timeout)
+        self._open.add(connection)
+        return connection
+
+    async def _connection(self) -> _Connection:
+        """An idle connection of the pool, or else a new one (at most `limit` requests are under way)."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.reusable():
+                return connection
+            self._discard(connection)
+        return await self._connect()
+
+    def _discard(self, connection: _Connection) -> None:
+        self._open.discard(connection)
+        connection.close()
+
+    def _release(self, connection: _Connection) -> None:
+        protocol = connection.protocol
+        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
+            protocol.start_next_cycle()
+            connection.used = True
+            self._idle.append(connection)
+        else:
+            self._discard(connection)
+
+    async def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
+        """One request on a connection of the pool, its whole answer read."""
+        all_headers = [*self.headers, *headers.items()]
+        if body is not None:
+            all_headers.append(("Content-Length", str(len(body))))
+        request = h11.Request(method=method, target=self._target(target), headers=all_headers)
+        async with self._slots:
+            retried = False
+            while True:
+                connection = await self._connection()
+                try:
+                    head = await self._exchange(connection, request, body)
+                    answer = b"".join([chunk async for chunk in _chunks(connection, head, self.read_timeout)])
+                except Disconnected:
+                    self._discard(connection)
+                    if connection.used and method in IDEMPOTENT and not retried:
+                        # a kept-alive connection the server had closed (a restart, an idle timeout): so may the
+                        # other idle ones be; once more on a new connection
+                        retried = True
+                        for idle in self._idle:
+                            self._discard(idle)
+                        self._idle.clear()
+                        continue
+                    raise
+                except BaseException:
+                    self._discard(connection)
+                    raise
+                self._release(connection)
+                return Response(head.status_code, head.reason.decode("latin-1"), list(head.headers), answer)
+
+    async def _exchange(self, connection: _Connection, request: h11.Request, body: bytes | None) -> h11.Response:
+        await _send(connection, request, body)
+        return await _head(connection, self.read_timeout)
+
+    @asynccontextmanager
+    async def stream(
+        self, target: str, headers: dict[str, str], read_timeout: float | None
+    ) -> AsyncIterator[tuple[Response, AsyncIterator[bytes]]]:
+        """A GET on a connection of its own, closed after: its answer's head, and its body as it comes (each read
+        within `read_timeout`, None: no limit)."""
+        connection = await self._connect()
+        try:
+            request = h11.Request(method="GET", target=self._target(target), headers=[*self.headers, *headers.items()])
+            await _send(connection, request, None)
+            head = await _head(connection, read_timeout)
+            response = Response(head.status_code, head.reason.decode("latin-1"), list(head.headers))
+            yield response, _chunks(connection, head, read_timeout)
+        finally:
+            self._discard(connection)
+
+    async def close(self) -> None:
+        for connection in list(self._open):
+            self._discard(connection)
+        self._idle.clear()
