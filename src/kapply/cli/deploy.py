@@ -7,6 +7,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli import diff_ui
@@ -53,30 +54,12 @@ async def deploy_app(
 ) -> ExitStatus | None:
     """Plan one app's deploy, show it, and (unless --diff-run) confirm and run it. The exit status asked for
     (`--diff-exit-status` with --diff-run, `--apply-exit-status`), else None. `app-group deploy` calls it per app."""
-    from kapply.api import deploy_options
+    diff = diff_view(flags)
+    setting((PREFLIGHT,), Target.DEPLOY, flags)  # a --preflight kapp refuses fails before anything is sent
+    plan = await _plan(api, out, name, files, app_namespace, flags, show_target=show_target)
     from kapply.ui.changes import changes_table, show_changes, show_outside_changes
     from kapply.ui.messages import ProgressLines
 
-    diff = diff_view(flags)
-    setting((PREFLIGHT,), Target.DEPLOY, flags)  # a --preflight kapp refuses fails before it names the cluster
-
-    async def planned() -> Plan:  # the options too: a bad filter fails after the cluster was named, as kapp's
-        options = deploy_options(flags)
-        return await api.plan_deploy(name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin)
-
-    planning = planned()
-    if show_target:  # kapp names the cluster before anything else, a failed plan included
-        target = asyncio.ensure_future(api.target())
-        try:
-            plan = await planning
-        except BaseException:  # bad input is not held up by a cluster that does not answer: nodes named if in time
-            await asyncio.wait({target}, timeout=TARGET_GRACE)
-            out.line(await target if target.done() else api.cluster.unnamed_target())
-            target.cancel()
-            raise
-        out.line(await target)
-    else:
-        plan = await planning
     options = plan.options
     show_changes(out, plan.text(diff.format(), yaml=diff.changes_yaml, diffs=diff.changes))
     if diff.summary:
@@ -101,6 +84,52 @@ async def deploy_app(
     if args[APPLY_EXIT_STATUS]:
         return exit_status("Exiting after applying with {maybe_no}changes (exit status {code})", plan.pending)
     return None
+
+
+async def _plan(
+    api: AsyncClient,
+    out: Output,
+    name: str,
+    files: Sequence[str],
+    app_namespace: str | None,
+    flags: Mapping[str, Any],
+    *,
+    show_target: bool,
+) -> Plan:
+    """The deploy's plan; with `show_target`, the cluster named first, as kapp does, a failed plan included. The first
+    requests (the nodes, and discovery, whose answer the plan's own call then waits for) leave before the planning
+    code is imported, which imports on a thread meanwhile (issue 33; bench/why.md, "First requests before the
+    planning imports"). Errors are the plan's, as before: the early discovery is only a head start (the plan asks
+    again if it failed, and reports that), and its failure is retrieved here, never left to the event loop."""
+    target = asyncio.ensure_future(api.target()) if show_target else None
+    discovering = asyncio.ensure_future(api.cluster.discovery())
+    try:
+        try:
+            await asyncio.sleep(0)  # the requests start (their connections open) before the thread holds the GIL
+            await asyncio.to_thread(_import, "kapply.deploy", "kapply.ui.changes")
+            from kapply.api import deploy_options
+
+            options = deploy_options(flags)  # a bad filter fails after the cluster was named, as kapp's
+            plan = await api.plan_deploy(
+                name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin
+            )
+        except BaseException:  # bad input is not held up by a cluster that does not answer: nodes named if in time
+            if target is not None:
+                await asyncio.wait({target}, timeout=TARGET_GRACE)
+                out.line(await target if target.done() else api.cluster.unnamed_target())
+                target.cancel()
+            raise
+        if target is not None:
+            out.line(await target)
+        return plan
+    finally:
+        discovering.cancel()  # done unless the plan failed before it asked
+        await asyncio.gather(discovering, return_exceptions=True)
+
+
+def _import(*modules: str) -> None:
+    for module in modules:
+        import_module(module)
 
 
 @asynccontextmanager
