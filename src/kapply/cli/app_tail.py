@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from kapply.cli.package.app_tail import TailFailed, tail_app
+from kapply.cli.package.app_tail import tail_app, tell
 from kapply.cli.package.tailing import condition, progress, status_of
 from kapply.errors import KapplyError
 from kapply.objects import Obj
-from kapply.ui.packages import status_line
 from kapply.values import format_duration
 
 if TYPE_CHECKING:
@@ -30,12 +29,7 @@ def current(out: Output, app: Obj) -> bool:
     status = status_of(app)
     if condition(status) == "Deleting":
         return False
-    found = progress({}, status, "", every_change=True)
-    for line in found.lines:
-        status_line(out, line.message, line.at, line.block)
-    if found.error:
-        raise TailFailed(f"Reconciling app: {found.error}")
-    return found.ended
+    return tell(out, progress({}, status, "", every_change=True), "app")
 
 
 async def follow(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kapply.cli.package.tailing import observed, progress, status_of
+from kapply.cli.package.tailing import Progress, observed, progress, status_of
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, ResourceType
@@ -31,6 +31,16 @@ def _stages(status: Obj) -> Obj:
     """A PackageRepository's status as kctrl's RepoTailer reads it: its stages and conditions only (not its
     usefulErrorMessage: a failure says `ReconcileFailed: ` and no more)."""
     return {key: status[key] for key in ("fetch", "template", "deploy", "conditions") if key in status}
+
+
+def tell(out: Output, found: Progress, failing: str) -> bool:
+    """Tell a reconcile's progress lines; True when they end the tail (TailFailed, `Reconciling <failing>: ...`, when
+    the reconcile failed)."""
+    for line in found.lines:
+        status_line(out, line.message, line.at, line.block)
+    if found.error:
+        raise TailFailed(f"Reconciling {failing}: {found.error}")
+    return found.ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +82,8 @@ class InformerTail:
             return False
         before, after = (self.kind.status(status_of(o)) for o in (old, obj))
         found = progress(before, after, self.deploy_output, every_change=True)
-        for line in found.lines:
-            status_line(self.out, line.message, line.at, line.block)
         self.deploy_output = found.deploy_output
-        if found.error:
-            raise TailFailed(f"Reconciling {self.kind.failing}: {found.error}")
-        return found.ended
+        return tell(self.out, found, self.kind.failing)
 
 
 async def tail(

@@ -12,6 +12,7 @@ from kapply.cli.command import Args
 from kapply.cli.common import run
 from kapply.cli.package.commands import SUMMARY
 from kapply.cli.package.common import connected, required, write_file
+from kapply.controller.vocabulary_choice import package as speaks  # the groups the available commands speak
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
@@ -19,7 +20,6 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
-    from kapply.controller.vocabulary import Resource, Vocabulary
     from kapply.resources.cluster import ResourceType
     from kapply.ui.output import Output
 
@@ -30,11 +30,6 @@ def list_available(args: Args, out: Output) -> None:
 
 def get(args: Args, out: Output) -> None:
     run(_get(args, out))
-
-
-def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the available commands speak (kapply.controller.vocabulary_choice)."""
-    return vocabulary.package
 
 
 def _key(obj: Obj) -> str:

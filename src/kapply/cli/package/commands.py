@@ -22,7 +22,7 @@ DRY_RUN = Flag(
     "dry-run", BOOL, False, "Print YAML for resources being applied to the cluster without applying them, optional"
 )
 WIDE = Flag("wide", BOOL, False, "Show additional info")
-# On every command that reads or writes the cluster: whose API groups to speak (kapply.cli.vocabulary_choice)
+# On every command that reads or writes the cluster: whose API groups to speak (kapply.controller.vocabulary_choice)
 API_GROUPS = Flag(
     "api-groups",
     STR,

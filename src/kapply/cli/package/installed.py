@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 from kapply.cli.command import Args
 from kapply.cli.common import confirm, run
 from kapply.cli.package.common import PAUSE, UNPAUSE, connected, log, offline, required, wait_flags, write_file
+from kapply.controller.vocabulary_choice import install as speaks  # the groups the install commands speak
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
     from kapply.cli.package.created import InstallNames
-    from kapply.controller.vocabulary import Resource, Vocabulary
+    from kapply.controller.vocabulary import Vocabulary
     from kapply.ui.output import Output
 
 STATUS_INTERVAL = 1.0  # seconds between looks at the App while `status` tails it
@@ -45,11 +46,6 @@ def kick(args: Args, out: Output) -> None:
 
 def status(args: Args, out: Output) -> None:
     run(_status(args, out))
-
-
-def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the install commands speak (kapply.controller.vocabulary_choice)."""
-    return vocabulary.install
 
 
 def _name(args: Args) -> str:

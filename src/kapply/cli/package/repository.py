@@ -17,12 +17,13 @@ from kapply.cli.package.common import (
     required,
     wait_flags,
 )
+from kapply.controller.vocabulary_choice import repository as speaks  # the groups the repository commands speak
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
-    from kapply.controller.vocabulary import Resource, Vocabulary
+    from kapply.controller.vocabulary import Vocabulary
     from kapply.ui.output import Output
 
 
@@ -48,11 +49,6 @@ def delete(args: Args, out: Output) -> None:
 
 def kick(args: Args, out: Output) -> None:
     run(_kick(args, out))
-
-
-def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups the repository commands speak (kapply.controller.vocabulary_choice)."""
-    return vocabulary.repository
 
 
 def new_repository(vocabulary: Vocabulary, name: str, namespace: str, fetch: Obj) -> Obj:
