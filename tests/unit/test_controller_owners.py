@@ -122,10 +122,17 @@ def test_a_field_set_again_by_the_same_writer_within_the_period_is_seen_again() 
     reverted = {("configmap/cm (v1) namespace: ns", "data.a"): ("drift-bot (Update)", 100.0)}
     same = report("drift-bot (Update) at 2026-12-05T10:00:00Z")
     assert owners.seen_again([same], reverted, 130.0, 60.0) == [same]
-    assert owners.seen_again([same], reverted, 161.0, 60.0) == []  # slower than the sync period: kapp-controller's pace
+    assert owners.seen_again([same], reverted, 162.5, 60.0) == []  # slower than a period (and its slack): a sync's pace
     assert owners.seen_again([report("kubectl-edit (Update)")], reverted, 130.0, 60.0) == []  # another writer
     assert owners.seen_again([report("drift-bot (Update)", "data.b")], reverted, 130.0, 60.0) == []  # another field
     assert owners.seen_again([same], {}, 130.0, 60.0) == []  # never set back: a person's edit, reverted
+
+
+def test_a_writer_as_fast_as_a_short_sync_period_is_seen_again_by_the_next_sync() -> None:
+    reverted = {("configmap/cm (v1) namespace: ns", "data.a"): ("drift-bot (Update)", 100.0)}
+    same = report("drift-bot (Update)")
+    assert owners.seen_again([same], reverted, 101.4, 1.0) == [same]  # the next sync of a 1 s period, a sync later
+    assert owners.seen_again([same], reverted, 103.5, 1.0) == []  # three periods later: not the next sync
 
 
 @pytest.mark.parametrize(
