@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kapply import flags
-from kapply.cli.command import Command, FlagSection
+from kapply.cli.command import Command
+from kapply.cli.kctrl_leaves import Leaves
 from kapply.cli.package.commands import LIST_ALIASES, all_namespaces, wait
 from kapply.flags import NAMESPACE, Flag, Kind
-from kapply.flags import tty as tty_flag
 
 MODULE = "kapply.cli"
 SECTION = "App Management Commands"  # kctrl's help section of the app commands
@@ -31,33 +31,8 @@ API_GROUPS = Flag(
 CONTROLLER = Flag("controller", Kind.BOOL, False, "Get the version of the controller deployed on the cluster (kapply)")
 CHDIR = Flag("chdir", Kind.STRING, "", "Working directory with app-build and other config")  # app init
 NOOP = Flag("noop", Kind.BOOL, False, "Ignore resources created by the app and delete the custom resource itself")
-
-
-def _examples(command: str, *cases: tuple[str, str]) -> str:
-    return "\n\n".join(f"# {comment}\nkapply app {command} {arguments}".rstrip() for comment, arguments in cases) + "\n"
-
-
-def _command(
-    name: str,
-    short: str,
-    handler: str,
-    *flags: Flag,
-    tty: bool,
-    example: str,
-    aliases: tuple[str, ...] = (),
-) -> Command:
-    """A leaf: its flags, then `--tty` (on by default where kctrl marks the command TTY by default) and
-    `--api-groups`."""
-    section = FlagSection("Flags", (*flags, tty_flag(tty), API_GROUPS))
-    return Command(
-        name,
-        short,
-        f"{MODULE}.{handler}",
-        aliases=aliases,
-        section=SECTION,
-        flag_sections=(section,),
-        examples=example,
-    )
+_command = Leaves("app", MODULE, (API_GROUPS,), SECTION)
+_local = Leaves("app", MODULE)  # `init`, which works on local files: no --api-groups, listed with the other commands
 
 
 def app_command(section: str) -> Command:
@@ -77,8 +52,7 @@ def app_command(section: str) -> Command:
                 NOOP,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=_examples(
-                    "delete",
+                cases=(
                     ("Delete an App and what it deployed", "-a simple-app"),
                     ("Delete the App resource only, leaving what it deployed", "-a simple-app --noop"),
                 ),
@@ -91,20 +65,15 @@ def app_command(section: str) -> Command:
                 APP,
                 tty=False,
                 aliases=("g",),
-                example=_examples("get", ("Get details for an App", "-a simple-app")),
+                cases=(("Get details for an App", "-a simple-app"),),
             ),
-            Command(
+            _local(
                 "init",
                 "Initialize App (experimental)",
-                f"{MODULE}.app_init:init",
-                flag_sections=(
-                    FlagSection(
-                        "Flags",
-                        (CHDIR, tty_flag(False)),
-                    ),
-                ),
-                examples=_examples(
-                    "init",
+                "app_init:init",
+                CHDIR,
+                tty=False,
+                cases=(
                     ("Initialize an App in the current directory, answering kctrl's questions", ""),
                     ("Initialize the App whose files are in another directory", "--chdir my-app"),
                 ),
@@ -117,8 +86,7 @@ def app_command(section: str) -> Command:
                 APP,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=_examples(
-                    "kick",
+                cases=(
                     ("Reconcile an App now and follow its stages", "-a simple-app"),
                     ("Reconcile an App now, without waiting", "-a simple-app --wait=false"),
                 ),
@@ -131,7 +99,7 @@ def app_command(section: str) -> Command:
                 all_namespaces("apps"),
                 tty=False,
                 aliases=LIST_ALIASES,
-                example=_examples("list", ("List the Apps of a namespace", "-n default"), ("In every namespace", "-A")),
+                cases=(("List the Apps of a namespace", "-n default"), ("In every namespace", "-A")),
             ),
             _command(
                 "pause",
@@ -141,7 +109,7 @@ def app_command(section: str) -> Command:
                 APP,
                 tty=True,
                 aliases=("p",),
-                example=_examples("pause", ("Pause an App's reconciliation", "-a simple-app")),
+                cases=(("Pause an App's reconciliation", "-a simple-app"),),
             ),
             _command(
                 "status",
@@ -152,8 +120,7 @@ def app_command(section: str) -> Command:
                 IGNORE_NOT_EXISTS,
                 tty=True,
                 aliases=("s",),
-                example=_examples(
-                    "status",
+                cases=(
                     ("Show an App's last reconcile (following it until it ends) and its ghost diffs", "-a app1"),
                     ("The same, as JSON", "-a app1 -n default --json"),
                 ),

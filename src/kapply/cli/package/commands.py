@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kapply.cli.command import Command, FlagSection
+from kapply.cli.command import Command
+from kapply.cli.kctrl_leaves import Leaves
 from kapply.cli.package.authoring_commands import init_command, release_command, repository_release_command
 from kapply.flags import NAMESPACE, Flag, Kind
-from kapply.flags import tty as tty_flag
 
 BOOL, STR, STRS, DUR = Kind.BOOL, Kind.STRING, Kind.STRINGS, Kind.DURATION
 LIST_ALIASES = ("l", "ls")
@@ -100,38 +100,13 @@ def all_namespaces(what: str) -> Flag:
     return Flag("all-namespaces", BOOL, False, f"List {what} in all namespaces", short="A")
 
 
-def examples(command: str, *cases: tuple[str, str]) -> str:
-    """A leaf's Examples, in kctrl's layout: each case's comment, then the command line with its arguments."""
-    lines = (f"# {comment}\nkapply package {command} {arguments}".rstrip() for comment, arguments in cases)
-    return "\n\n".join(lines) + "\n"
-
-
-def _command(
-    name: str,
-    short: str,
-    handler: str,
-    *flags: Flag,
-    tty: bool,
-    aliases: tuple[str, ...] = (),
-    example: str = "",
-) -> Command:
-    """A leaf command: its flags, then `--tty` (on by default for the commands kctrl marks TTY by default) and
-    `--api-groups`; `example`: its Examples (kctrl's, with kapply's name)."""
-    section = FlagSection("Flags", (*flags, tty_flag(tty), API_GROUPS))
-    return Command(name, short, f"{MODULE}.{handler}", aliases=aliases, flag_sections=(section,), examples=example)
-
-
-def _install_examples(command: str) -> str:
-    install = "-i sample-pkg-install -p package.corp.com --version 1.0.0"
-    return examples(
-        command,
-        ("Install a package", install),
-        ("Install package with values file", f"{install} --values-file values.yml"),
-        (
-            "Install package and ask it to use an existing service account",
-            f"{install} --service-account-name existing-sa",
-        ),
-    )
+_command = Leaves("package", MODULE, (API_GROUPS,))
+_INSTALL = "-i sample-pkg-install -p package.corp.com --version 1.0.0"
+INSTALL_CASES = (  # `install`'s and `installed create`'s
+    ("Install a package", _INSTALL),
+    ("Install package with values file", f"{_INSTALL} --values-file values.yml"),
+    ("Install package and ask it to use an existing service account", f"{_INSTALL} --service-account-name existing-sa"),
+)
 
 
 def _install_flags() -> tuple[Flag, ...]:
@@ -159,7 +134,7 @@ def repository_command() -> Command:
         aliases=("repo", "r"),
         children=(
             _command(
-                "add",
+                "repository add",
                 "Add a package repository",
                 "repository:add",
                 *repository_flags,
@@ -168,21 +143,17 @@ def repository_command() -> Command:
                 SHARED_NAMESPACE,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=examples(
-                    "repository add",
-                    ("Add a package repository", "-r sample-repo --url projects.repo.com/example:1.0.0"),
-                ),
+                cases=(("Add a package repository", "-r sample-repo --url projects.repo.com/example:1.0.0"),),
             ),
             _command(
-                "update",
+                "repository update",
                 "Update a package repository",
                 "repository:update",
                 *repository_flags,
                 SHARED_NAMESPACE,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=examples(
-                    "repository update",
+                cases=(
                     (
                         "Update a package repository with a new URL",
                         "-r sample-repo --url projects.repo.com/example:1.0.0",
@@ -190,48 +161,47 @@ def repository_command() -> Command:
                 ),
             ),
             _command(
-                "list",
+                "repository list",
                 "List package repositories in a namespace",
                 "repository:list_repositories",
                 NAMESPACE,
                 all_namespaces("repositories"),
                 tty=False,
-                example=examples(
-                    "repository list",
+                cases=(
                     ("List package repositories", ""),
                     ("List package repositories in all namespaces", "-A"),
                 ),
                 aliases=LIST_ALIASES,
             ),
             _command(
-                "get",
+                "repository get",
                 "Get details for a package repository",
                 "repository:get",
                 NAMESPACE,
                 REPOSITORY,
                 tty=False,
-                example=examples("repository get", ("Get details for a package repository", "-r sample-repo")),
+                cases=(("Get details for a package repository", "-r sample-repo"),),
                 aliases=("g",),
             ),
             _command(
-                "delete",
+                "repository delete",
                 "Delete a package repository",
                 "repository:delete",
                 NAMESPACE,
                 REPOSITORY,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=examples("repository delete", ("Delete a package repository", "-r sample-repo")),
+                cases=(("Delete a package repository", "-r sample-repo"),),
             ),
             _command(
-                "kick",
+                "repository kick",
                 "Trigger reconciliation for repository",
                 "repository:kick",
                 NAMESPACE,
                 REPOSITORY,
                 *wait(1.0, 300.0),
                 tty=True,
-                example=examples("repository kick", ("Trigger reconciliation for repository", "-r sample-repo")),
+                cases=(("Trigger reconciliation for repository", "-r sample-repo"),),
             ),
             repository_release_command(),
         ),
@@ -245,7 +215,7 @@ def available_command() -> Command:
         aliases=("a",),
         children=(
             _command(
-                "list",
+                "available list",
                 "List available packages in a namespace",
                 "available:list_available",
                 NAMESPACE,
@@ -254,8 +224,7 @@ def available_command() -> Command:
                 LISTED_PACKAGE,
                 WIDE,
                 tty=False,
-                example=examples(
-                    "available list",
+                cases=(
                     ("List packages available on the cluster", ""),
                     ("List packages available on the cluster with their short descriptions", "--wide"),
                     ("List all available package versions with release dates", "--summary=false"),
@@ -265,7 +234,7 @@ def available_command() -> Command:
                 aliases=LIST_ALIASES,
             ),
             _command(
-                "get",
+                "available get",
                 "Get details for an available package or the openAPI schema of a package with a specific version",
                 "available:get",
                 NAMESPACE,
@@ -273,8 +242,7 @@ def available_command() -> Command:
                 VALUES_SCHEMA,
                 DEFAULT_VALUES_FILE_OUTPUT,
                 tty=False,
-                example=examples(
-                    "available get",
+                cases=(
                     ("Get details about an available package", "-p package.corp.com"),
                     (
                         "Get the values schema for a particular version of the package",
@@ -294,15 +262,15 @@ def installed_command() -> Command:
         aliases=("i",),
         children=(
             _command(
-                "create",
+                "installed create",
                 "Install package",
                 "install:create",
                 *_install_flags(),
                 tty=True,
-                example=_install_examples("installed create"),
+                cases=INSTALL_CASES,
             ),
             _command(
-                "update",
+                "installed update",
                 "Update package",
                 "install:update",
                 NAMESPACE,
@@ -316,8 +284,7 @@ def installed_command() -> Command:
                 SHARED_NAMESPACE,
                 *wait(1.0, 1800.0),
                 tty=True,
-                example=examples(
-                    "installed update",
+                cases=(
                     ("Upgrade package install to a newer version", "-i sample-pkg-install --version 1.0.0"),
                     ("Update package install with new values file", "-i sample-pkg-install --values-file values.yml"),
                     (
@@ -327,22 +294,21 @@ def installed_command() -> Command:
                 ),
             ),
             _command(
-                "list",
+                "installed list",
                 "List installed packages in a namespace",
                 "installed:list_installed",
                 NAMESPACE,
                 all_namespaces("installed packages"),
                 WIDE,
                 tty=False,
-                example=examples(
-                    "installed list",
+                cases=(
                     ("List installed packages", ""),
                     ("List installed packages in all namespaces", "-A"),
                 ),
                 aliases=LIST_ALIASES,
             ),
             _command(
-                "get",
+                "installed get",
                 "Get details for installed package",
                 "installed:get",
                 NAMESPACE,
@@ -351,8 +317,7 @@ def installed_command() -> Command:
                 VALUES_FILE_OUTPUT,
                 GHOST_DIFFS_OVERLAY_OUTPUT,
                 tty=False,
-                example=examples(
-                    "installed get",
+                cases=(
                     ("Get details for a package install", "-i sample-pkg-install"),
                     ("View values being used by package install", "-i sample-pkg-install --values"),
                     (
@@ -363,7 +328,7 @@ def installed_command() -> Command:
                 aliases=("g",),
             ),
             _command(
-                "delete",
+                "installed delete",
                 "Uninstall installed package",
                 "installed:delete",
                 NAMESPACE,
@@ -371,54 +336,48 @@ def installed_command() -> Command:
                 NOOP,
                 *wait(1.0, 300.0, can_disable=False),
                 tty=True,
-                example=examples("installed delete", ("Delete package install", "-i sample-pkg-install")),
+                cases=(("Delete package install", "-i sample-pkg-install"),),
             ),
             _command(
-                "pause",
+                "installed pause",
                 "Pause reconciliation of package install",
                 "installed:pause",
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 tty=True,
-                example=examples(
-                    "installed pause", ("Pause reconciliation of package install", "-i sample-pkg-install")
-                ),
+                cases=(("Pause reconciliation of package install", "-i sample-pkg-install"),),
             ),
             _command(
-                "kick",
+                "installed kick",
                 "Trigger reconciliation of package install",
                 "installed:kick",
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 *wait(2.0, 300.0),
                 tty=True,
-                example=examples(
-                    "installed kick", ("Trigger reconciliation of package install", "-i sample-pkg-install")
-                ),
+                cases=(("Trigger reconciliation of package install", "-i sample-pkg-install"),),
             ),
             _command(
-                "status",
+                "installed status",
                 "View status of app created by package install",
                 "installed:status",
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 tty=True,
-                example=examples("installed status", ("Check status of package install", "-i sample-pkg-install")),
+                cases=(("Check status of package install", "-i sample-pkg-install"),),
                 aliases=("s",),
             ),
             _command(
-                "history",
+                "installed history",
                 "List the revisions of a package install: version, values digest (kapply)",
                 "rollback:history",
                 NAMESPACE,
                 PACKAGE_INSTALL,
                 tty=False,
-                example=examples(
-                    "installed history", ("List the revisions of a package install", "-i sample-pkg-install")
-                ),
+                cases=(("List the revisions of a package install", "-i sample-pkg-install"),),
             ),
             _command(
-                "rollback",
+                "installed rollback",
                 "Roll a package install back to an earlier revision: its version and values (kapply)",
                 "rollback:rollback",
                 NAMESPACE,
@@ -426,8 +385,7 @@ def installed_command() -> Command:
                 TO_REVISION,
                 *wait(1.0, 1800.0),
                 tty=True,
-                example=examples(
-                    "installed rollback",
+                cases=(
                     ("Roll back to the previous revision", "-i sample-pkg-install"),
                     ("Roll back to revision 3", "-i sample-pkg-install --to-revision 3"),
                 ),
@@ -451,7 +409,7 @@ def package_command(section: str) -> Command:
                 "install:create",
                 *_install_flags(),
                 tty=True,
-                example=_install_examples("install"),
+                cases=INSTALL_CASES,
             ),
             installed_command(),
             repository_command(),
