@@ -106,3 +106,13 @@ def test_the_api_exports_what_it_imports_when_asked():
     )
     with pytest.raises(AttributeError, match="no attribute 'DeletePipeline'"):
         kapply.api.DeletePipeline  # noqa: B018
+
+
+# The standard library's HTTP client (urllib.request, and the http.client and email it imports: ~17 ms) is imported
+# by a deploy only where a manifest is read from a URL (kapply.resources.remote.fetch).
+URL_CLIENT = ("urllib.request", "urllib.error", "http.client", "email.parser")
+
+
+def test_a_deploy_imports_no_url_client_until_it_reads_a_url():
+    imported = _imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.manifests"))
+    assert sorted(imported & set(URL_CLIENT)) == []

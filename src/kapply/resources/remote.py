@@ -15,9 +15,6 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
-import urllib.error
-import urllib.request
-from http.client import HTTPException
 from urllib.parse import urlsplit
 
 from kapply.errors import ManifestError
@@ -68,7 +65,14 @@ def _reason(url: str, error: BaseException) -> str:
 
 
 def fetch(url: str) -> bytes:
-    """The body of a GET of `url`; ManifestError when the request fails or the answer is not 2xx."""
+    """The body of a GET of `url`; ManifestError when the request fails or the answer is not 2xx.
+
+    urllib.request (and http.client, email) is imported here, by the deploys that read a URL: ~17 ms of start-up
+    that every other deploy, which imports this module to tell a URL from a path, would pay (bench/why.md)."""
+    import urllib.error
+    import urllib.request
+    from http.client import HTTPException
+
     prefix = f"Requesting URL '{url}'"
     request = urllib.request.Request(url, headers={"User-Agent": "kapply"})
     try:
