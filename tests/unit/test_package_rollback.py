@@ -1,21 +1,36 @@
-"""`kapply package installed history` and `rollback`'s planning (kapply.cli.package.rollback): which revision, what
-changes (the version, and the values' changed keys, never a value), whether it is a downgrade the install must be
-annotated for, and the values `installed update` can write back."""
+"""A PackageInstall's rollback (kapply.packaging.rollback, which `kapply package installed rollback` and the dashboard
+run) and `installed history`'s table: which revision, what changes (the version, and the values' changed keys, never a
+value), whether it is a downgrade the install must be annotated for, the values `installed update` can write back, and
+the run: annotated, paused while the values are written back, the version set, resumed even when RBAC refuses a step."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
 
-from kapply.cli.package.rollback import DOWNGRADABLE, Plan, changed_keys, chosen, described, history_table, plan
-from kapply.errors import KapplyError
+from kapply.cli.package.rollback import history_table
+from kapply.controller.vocabulary import CARVEL, KAPPLY, Vocabulary
+from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
-from kapply.packaging.revisions import Revision, ValuesSecret, values_digest
-
-SECRET = "s3cr3t-value"
-A = f"#@data/values\n---\nname: cm\nhello_msg: {SECRET}\n"
-B = "#@data/values\n---\nname: cm\nhello_msg: other\nport: 80\n"
+from kapply.packaging.revisions import SECRETS, Revision, ValuesSecret, values_digest
+from kapply.packaging.rollback import (
+    DOWNGRADABLE,
+    Plan,
+    Summary,
+    changed_keys,
+    chosen,
+    described,
+    plan,
+    planned,
+    roll_back,
+    summaries,
+)
+from kapply.packaging.rollback import (
+    revision as kept_revision,
+)
+from tests.unit.package_rollback_fakes import SECRET, VALUES, A, B, seeded
 
 
 def values(content: str | None, name: str = "web-ns-values") -> tuple[ValuesSecret, ...]:
@@ -95,7 +110,96 @@ def test_changed_keys_compare_top_level_keys_and_give_up_on_what_is_not_a_map() 
 
 
 def test_history_lists_the_newest_first_with_digests_only() -> None:
-    table = history_table("web", "ns", [revision(1, "1.0.0", A), revision(2, "2.0.0", B)])
+    kept = [revision(2, "2.0.0", B), revision(1, "1.0.0", A)]
+    table = history_table("web", "ns", [Summary(r.number, r.version, r.digest, r.created) for r in kept])
     assert table.keys == ("revision", "version", "created", "values_digest")
     assert [row[:2] for row in table.rows] == [("2", "2.0.0"), ("1", "1.0.0")]
     assert table.rows[1][3] == values_digest(values(A)) and SECRET not in repr(table)
+
+
+def test_summaries_come_from_the_secrets_metadata_newest_first_and_a_revision_must_be_the_installs() -> None:
+    async def main() -> None:
+        cluster = await seeded()
+        install = cluster.install()
+        listed = await summaries(cluster, install)
+        assert [(s.number, s.version, s.created) for s in listed] == [
+            (2, "2.0.0", "2026-12-05T10:02:00Z"),
+            (1, "1.0.0", "2026-12-05T10:01:00Z"),
+        ]
+        assert listed[1].digest == values_digest(values(A, VALUES)) and SECRET not in repr(listed)
+        assert ("list", "Secret", "ns") in cluster.log  # the metadata LIST only: no Secret read with its data
+        assert (await kept_revision(cluster, install, 1)).version == "1.0.0"
+        other = {**install, "metadata": {**install["metadata"], "uid": "another"}}
+        with pytest.raises(
+            KapplyError, match=r"Expected revision 1 of package install 'web' .*\(Secret 'web.pkgi-v1'\)"
+        ):
+            await kept_revision(cluster, other, 1)
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("vocabulary", [KAPPLY, CARVEL], ids=["kapply", "carvel"])
+def test_a_rollback_annotates_pauses_writes_the_values_back_sets_the_version_and_resumes(
+    vocabulary: Vocabulary,
+) -> None:
+    async def main() -> None:
+        cluster = await seeded(vocabulary)
+        install = cluster.install(vocabulary)
+        the_plan = await planned(cluster, install, await kept_revision(cluster, install, 1))
+        said: list[str] = []
+        await roll_back(cluster, vocabulary.install.rtype, install, the_plan, said.append)
+        after = cluster.install(vocabulary)
+        assert after["spec"]["packageRef"]["versionSelection"]["constraints"] == "1.0.0"
+        assert after["metadata"]["annotations"] == {DOWNGRADABLE: ""}
+        assert "paused" not in after["spec"] and after["spec"]["values"] == [{"secretRef": {"name": VALUES}}]
+        assert cluster.values() == A
+        writes = [entry for entry in cluster.log if entry[0] != "get"]
+        assert writes == [
+            ("patch", "PackageInstall", "web"),  # the downgradable annotation
+            ("patch", "PackageInstall", "web"),  # paused
+            ("update", "Secret", VALUES),
+            ("update", "PackageInstall", "web"),
+            ("patch", "PackageInstall", "web"),  # resumed
+        ]
+        assert said == [
+            f"Annotating package install 'web' in namespace 'ns' with {DOWNGRADABLE}",
+            "Pausing reconciliation for package install 'web' in namespace 'ns'",
+            f"Updating secret '{VALUES}'",
+            "Updating package install 'web' in namespace 'ns'",
+            "Resuming reconciliation for package install 'web' in namespace 'ns'",
+        ]
+
+    asyncio.run(main())
+
+
+def test_a_refused_step_is_the_api_servers_refusal_and_the_install_is_resumed() -> None:
+    async def main() -> None:
+        cluster = await seeded()
+        cluster.refused = {("update", "Secret")}
+        install = cluster.install()
+        the_plan = await planned(cluster, install, await kept_revision(cluster, install, 1))
+        with pytest.raises(ClusterError, match="forbidden"):
+            await roll_back(cluster, KAPPLY.install.rtype, install, the_plan, lambda _: None)
+        after = cluster.install()
+        assert "paused" not in after["spec"] and cluster.values() == B
+        assert after["spec"]["packageRef"]["versionSelection"]["constraints"] == "2.0.0"
+
+    asyncio.run(main())
+
+
+def test_values_are_removed_when_the_revision_had_none_and_recreated_when_the_install_has_none() -> None:
+    async def main() -> None:
+        cluster = await seeded()
+        install = cluster.install()
+        empty = Revision(3, "2.0.0", values_digest(()), "", "{}", ())
+        await roll_back(cluster, KAPPLY.install.rtype, install, plan(install, empty, values(B, VALUES)), lambda _: None)
+        install = cluster.install()
+        assert "values" not in install["spec"]
+        cluster.objects.pop(cluster._key(SECRETS, "ns", VALUES))
+        target = await kept_revision(cluster, install, 1)
+        await roll_back(cluster, KAPPLY.install.rtype, install, plan(install, target, ()), lambda _: None)
+        assert cluster.install()["spec"]["values"] == [{"secretRef": {"name": VALUES}}] and cluster.values() == A
+        owners = cluster.objects[cluster._key(SECRETS, "ns", VALUES)]["metadata"]["ownerReferences"]
+        assert [(o["kind"], o["name"]) for o in owners] == [("PackageInstall", "web")]
+
+    asyncio.run(main())

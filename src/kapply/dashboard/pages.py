@@ -86,6 +86,11 @@ def app_page(token: str, csrf: str) -> str:
 own spec over the rollback.</p>
 <div class="actions"><button type="button" id="rollback-yes">Roll back</button>
 <button type="button" id="rollback-no" autofocus>Cancel</button></div></dialog>
+<dialog id="install-rollback" aria-labelledby="install-rollback-text"><p id="install-rollback-text"></p>
+<pre id="install-rollback-plan" tabindex="0"></pre>
+<p>The install is paused while its values are written back, then resumed.</p>
+<div class="actions"><button type="button" id="install-rollback-yes">Roll back</button>
+<button type="button" id="install-rollback-no" autofocus>Cancel</button></div></dialog>
 </section>
 <section aria-labelledby="h-summary"><h2 id="h-summary">State</h2><dl id="summary"></dl>
 <table id="conditions"><caption>Conditions</caption><thead><tr><th scope="col">Type</th><th scope="col">Status</th>
@@ -108,6 +113,10 @@ own spec over the rollback.</p>
 <table id="history"><thead><tr><th scope="col">Name</th><th scope="col">Started</th><th scope="col">Finished</th>
 <th scope="col">Successful</th><th scope="col">Description</th><th scope="col">Diff (masked)</th>
 <th scope="col">Roll back</th></tr></thead>
+<tbody></tbody></table></section>
+<section aria-labelledby="h-revisions" id="revisions-section" hidden><h2 id="h-revisions">Revisions</h2>
+<table id="revisions"><thead><tr><th scope="col">Revision</th><th scope="col">Version</th>
+<th scope="col">Created</th><th scope="col">Values digest</th><th scope="col">Roll back</th></tr></thead>
 <tbody></tbody></table></section>
 </main>
 </body>

@@ -1,7 +1,10 @@
 """The dashboard's web server (kapply.dashboard.security says whom it answers): the two pages, their script and style
 (files shipped in the package: static/), the list as JSON and as server-sent events (from the Board's one watch per
 kind), one App's page data, and its actions (sync now, pause, resume, and roll back to a change, previewed first)
-done with the user's own credentials: the API server's refusal is the answer when RBAC forbids one."""
+done with the user's own credentials: the API server's refusal is the answer when RBAC forbids one. A
+PackageInstall's page lists its revisions (from their Secrets' metadata) and rolls it back to one as `kapply package
+installed rollback` does (kapply.packaging.rollback), previewed first: the values are read to be written back, and
+only the names of the keys that change reach the page."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from kapply.dashboard import pages, security, view
 from kapply.dashboard.board import Board, follow, served_kinds
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
+from kapply.packaging import rollback as install_rollback
 from kapply.resources.cluster import ResourceType
 
 EVENT = ResourceType("", "v1", "Event", "events", True, frozenset({"list"}))
@@ -99,6 +103,8 @@ class Dashboard:
             return await self._app(request.query.get("key", ""))
         if rest == "api/rollback":
             return await self._rollback_preview(request.query.get("key", ""), request.query.get("change", ""))
+        if rest == "api/install-rollback":
+            return await self._install_rollback_preview(request.query.get("key", ""), request.query.get("revision", ""))
         if rest == "events":
             return await self._events(request)
         return _plain(404, "Not Found")
@@ -180,7 +186,16 @@ class Dashboard:
             _part(self._app_events(resource, namespace, name)),
             _part(self._history(namespace, name)),
         )
+        if resource.kind == "PackageInstall":
+            out["revisions"] = await _part(self._revisions(obj))
         return _json(out)
+
+    async def _revisions(self, install: Obj) -> object:
+        """The install's revisions, newest first: number, version, when, values digest (their Secrets' metadata)."""
+        return [
+            {"revision": r.number, "version": r.version, "created": r.created, "digest": r.digest}
+            for r in await install_rollback.summaries(self.api.cluster, install)
+        ]
 
     async def _tree(self, namespace: str, name: str) -> object:
         """kapp's `inspect --tree` of the kapp app the App deploys as (`<name>.app`)."""
@@ -265,10 +280,69 @@ class Dashboard:
             return _json({"ok": False, "message": "\n".join([*said, str(e)])}, 409)
         return _json({"ok": True, "message": "\n".join(said)})
 
+    async def _plan_install_rollback(
+        self, key: str, number: str
+    ) -> tuple[Resource, Obj, install_rollback.Plan] | web.Response:
+        """The rollback of the PackageInstall `key` to its revision `number` (read now), or the answer saying why
+        there is none (the API server's refusal when RBAC forbids reading the install, its revision or values)."""
+        parsed = parse_key(key)
+        if parsed is None or parsed[0].kind != "PackageInstall" or not number.isdigit():
+            return _plain(400, "Bad Request: a rollback needs a PackageInstall's key and the revision to roll back to")
+        resource, namespace, name = parsed
+        try:
+            install = await self.api.cluster.get(resource.rtype, namespace, name)
+            if install is None:
+                return _json({"ok": False, "message": f"PackageInstall {namespace}/{name} not found"}, 404)
+            target = await install_rollback.revision(self.api.cluster, install, int(number))
+            return resource, install, await install_rollback.planned(self.api.cluster, install, target)
+        except ClusterError as e:
+            return _json({"ok": False, "message": str(e)}, _refused_status(e))
+        except KapplyError as e:
+            return _json({"ok": False, "message": str(e)}, 409)
+
+    async def _install_rollback_preview(self, key: str, number: str) -> web.Response:
+        """What rolling the install back to revision `number` changes, as `installed rollback` says it: the version
+        from and to, which values keys differ (never a value), and whether it is a downgrade."""
+        planned = await self._plan_install_rollback(key, number)
+        if isinstance(planned, web.Response):
+            return planned
+        _, install, plan = planned
+        meta = install["metadata"]
+        return _json(
+            {
+                "ok": True,
+                "revision": plan.target.number,
+                "versionFrom": plan.version_from,
+                "versionTo": plan.target.version,
+                "valuesChanged": plan.values_changed,
+                "changedKeys": None if plan.changed_keys is None else list(plan.changed_keys),
+                "downgrade": plan.downgrade,
+                "text": "\n".join(install_rollback.described(plan, meta["name"], meta["namespace"])),
+            }
+        )
+
+    async def _install_rollback(self, key: str, number: str) -> web.Response:
+        """Roll the install back as `kapply package installed rollback` does (kapply.packaging.rollback), planned
+        again now; it does not wait for the reconcile (the page shows it live)."""
+        planned = await self._plan_install_rollback(key, number)
+        if isinstance(planned, web.Response):
+            return planned
+        resource, install, plan = planned
+        said: list[str] = []
+        try:
+            await install_rollback.roll_back(self.api.cluster, resource.rtype, install, plan, said.append)
+        except ClusterError as e:
+            return _json({"ok": False, "message": "\n".join([*said, str(e)])}, _refused_status(e))
+        except KapplyError as e:
+            return _json({"ok": False, "message": "\n".join([*said, str(e)])}, 409)
+        return _json({"ok": True, "message": "\n".join([*said, f"Rolled back to revision {plan.target.number}"])})
+
     async def _action(self, request: web.Request) -> web.Response:
         key, action = request.query.get("key", ""), request.query.get("action", "")
         if action == "rollback":
             return await self._rollback(key, request.query.get("change", ""))
+        if action == "install-rollback":
+            return await self._install_rollback(key, request.query.get("revision", ""))
         parsed = parse_key(key)
         if parsed is None or action not in ACTIONS:
             return _plain(400, "Bad Request: an action needs an App's key and kick, pause, resume or rollback")

@@ -158,6 +158,25 @@
       return td;
     }
 
+    function installRollbackCell(r) {
+      const td = el("td");
+      const button = el("button", "Roll back to this revision");
+      button.type = "button";
+      button.setAttribute("aria-label", "Roll back to revision " + r.revision);
+      button.addEventListener("click", () => previewInstallRollback(r.revision));
+      td.append(button);
+      return td;
+    }
+
+    // a PackageInstall's revisions (number, version, when, values digest: never values)
+    function revisions(data) {
+      const section = document.getElementById("revisions-section");
+      section.hidden = !("revisions" in data);
+      if (section.hidden) return;
+      fillTable("revisions", data.revisions, (r) => [String(r.revision), r.version, r.created, r.digest,
+        installRollbackCell(r)]);
+    }
+
     async function load() {
       const answer = await fetch(base + "api/app?" + query({ key }), { cache: "no-store" });
       const data = await answer.json();
@@ -178,6 +197,7 @@
       fillTable("events", data.events, (e) => [e.lastTimestamp, e.type, e.reason, e.count, e.message]);
       fillTable("history", data.history, (h) => [h.name, h.startedAt, h.finishedAt,
         h.successful === null ? "" : h.successful ? "yes" : "no", h.description, diffCell(h.diff), rollbackCell(h)]);
+      revisions(data);
       live.textContent = "Live: updated " + new Date().toLocaleTimeString();
     }
 
@@ -247,6 +267,31 @@
     document.getElementById("rollback-yes").addEventListener("click", async () => {
       rollbackDialog.close();
       await act("Rolling back to " + rollbackTo + "…", { action: "rollback", change: rollbackTo });
+    });
+    const installDialog = document.getElementById("install-rollback");
+    let revisionTo = "";
+    async function previewInstallRollback(revision) {
+      const result = document.getElementById("action-result");
+      result.textContent = "Planning the rollback to revision " + revision + "…";
+      result.className = "";
+      try {
+        const answer = await fetch(base + "api/install-rollback?" + query({ key, revision }), { cache: "no-store" });
+        const data = await answer.json();
+        if (!data.ok) { result.textContent = data.message; result.className = "error"; return; }
+        result.textContent = "";
+        revisionTo = String(revision);
+        document.getElementById("install-rollback-text").textContent = "Roll back to revision " + revision + "?";
+        document.getElementById("install-rollback-plan").textContent = data.text;
+        installDialog.showModal();
+      } catch (e) {
+        result.textContent = "Failed: " + e;
+        result.className = "error";
+      }
+    }
+    document.getElementById("install-rollback-no").addEventListener("click", () => installDialog.close());
+    document.getElementById("install-rollback-yes").addEventListener("click", async () => {
+      installDialog.close();
+      await act("Rolling back to revision " + revisionTo + "…", { action: "install-rollback", revision: revisionTo });
     });
     document.getElementById("copy-suggested").addEventListener("click", async () => {
       const text = document.getElementById("suggested").textContent;
