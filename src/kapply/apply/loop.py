@@ -111,20 +111,29 @@ class ApplyLoop:
             unblocked.update(newly_unblocked)
             failures += (v.message for v in wait_failures.values())
             failed_waits += sum(1 for v in wait_failures.values() if v.counted)
+        await self._finish(failures, graph, len(applied), (finished, unblocked), total)
+        self.progress.section(f"applying complete [{total}/{total} done]")
+        self.progress.section(f"waiting complete [{total}/{total} done]")
+        return tuple(c for c in planned if c.wait is not WaitOp.NOOP)
+
+    async def _finish(
+        self, failures: list[str], graph: ChangeGraph, applied: int, done: tuple[set[int], set[int]], total: int
+    ) -> None:
+        """The run's end: the last-applied records corrected after writes joined (see `Applier`), then every failure
+        raised as one error, or an inconsistency when changes are left that nothing failed (`done`: the changes
+        finished, and those unblocked by a wait that let go of them)."""
+        finished, unblocked = done
         try:
-            await self.applier.recorded()  # the last-applied records corrected after writes (see `Applier`)
+            await self.applier.recorded()
         except ApplyError as e:
             failures.append(str(e))
         if failures:
             raise ApplyError(failures[0] if len(failures) == 1 else "".join(f"\n\n  - {m}" for m in failures) + "\n\n")
         if len(finished) < total:
             raise ApplyError(
-                f"Internal inconsistency: did not apply all changes: {len(applied)} != {total}\n"
+                f"Internal inconsistency: did not apply all changes: {applied} != {total}\n"
                 f"Blocked changes:\n{graph.why_blocked(finished | unblocked)}"
             )
-        self.progress.section(f"applying complete [{total}/{total} done]")
-        self.progress.section(f"waiting complete [{total}/{total} done]")
-        return tuple(c for c in planned if c.wait is not WaitOp.NOOP)
 
     async def _apply(self, planned: Sequence[ClusterChange], ready: Sequence[int]) -> dict[int, str]:
         """Apply the ready changes concurrently, printing `<op> <resource>` for each as it finishes (failed or not).
