@@ -17,6 +17,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kapply.controller.leader import Timing
 from kapply.controller.main import Controller, ControllerOptions
 from kapply.controller.shards import ShardLeases, assign, lease_names, member_lease, shard_lease, shard_of, targets
 from kapply.errors import ClusterError
@@ -226,11 +227,12 @@ class Link:
 
 
 DURATION, RENEW = 1.0, 0.25  # the Lease timing of these tests (the controller's: 15 s and 5 s)
+TIMING = Timing(DURATION, DURATION - RENEW, RENEW)
 SHARDS = 6
 
 
 class Replica:
-    def __init__(self, name: str, leases: Leases) -> None:
+    def __init__(self, name: str, leases: Leases, timing: Timing = TIMING) -> None:
         self.name = name
         self.link = Link(leases)
         self.working: set[int] = set()
@@ -243,8 +245,7 @@ class Replica:
             name,
             self.start,
             self.stop,
-            duration=DURATION,
-            renew=RENEW,
+            timing=timing,
         )
         self.task: asyncio.Task[None] | None = None
         self.alive = True
@@ -365,6 +366,25 @@ def test_a_replica_cut_off_stops_its_work_before_another_can_take_its_shards() -
             replica.task.cancel()
         await asyncio.gather(*(r.task for r in replicas if r.task), return_exceptions=True)
         watching.cancel()
+
+    asyncio.run(scenario())
+
+
+def test_a_replica_cut_off_stops_its_work_at_its_renew_deadline() -> None:
+    """Within the renew deadline of its last renewal (between a retry period before it and it), not at the lease
+    duration less a retry period (0.9 s here)."""
+    timing = Timing(lease_duration=1.0, renew_deadline=0.4, retry_period=0.1)
+
+    async def scenario() -> None:
+        replica = Replica("a", Leases(), timing)
+        replica.run()
+        await until(lambda: len(replica.working) == SHARDS, 10, "every shard")
+        replica.link.cut = True
+        stopped = await until(lambda: not replica.working, 10, "a to stop its work")
+        assert stopped <= timing.renew_deadline + 0.1, stopped
+        assert replica.task is not None
+        replica.task.cancel()
+        await asyncio.gather(replica.task, return_exceptions=True)
 
     asyncio.run(scenario())
 

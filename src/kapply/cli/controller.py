@@ -18,9 +18,32 @@ from kapply.cli.controller_flags import API_GROUPS, DEFAULT_DRIFT_POLICY, DRIFT_
 from kapply.cli.pflag import UsageError
 from kapply.cli.tree import CONTROLLER_NAMESPACE
 from kapply.flags import DEBUG
+from kapply.values import format_duration
 
 if TYPE_CHECKING:
+    from kapply.controller.leader import Timing
     from kapply.ui.output import Output
+
+# client-go's leader election timing, longest first: each must be shorter than the one before, the last more than 0
+LEASE_TIMING = ("leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period")
+
+
+def lease_timing(args: Args) -> Timing:
+    """The leader election's timing from its flags (the leader Lease's, and with --shards every Lease's)."""
+    from kapply.controller.leader import Timing
+
+    values = [args[name] for name in LEASE_TIMING]
+    shown = [f"--{name}={_duration(value)}" for name, value in zip(LEASE_TIMING, values, strict=True)]
+    if values[2] <= 0:
+        raise UsageError(f"{shown[2]}: expected more than 0")
+    for longer in (1, 0):
+        if values[longer] <= values[longer + 1]:
+            raise UsageError(f"{shown[longer]}: expected longer than {shown[longer + 1]}")
+    return Timing(*values)
+
+
+def _duration(seconds: float) -> str:
+    return format_duration(seconds) if seconds >= 0 else "-" + format_duration(-seconds)
 
 
 def controller(args: Args, out: Output) -> None:
@@ -53,6 +76,7 @@ def controller(args: Args, out: Output) -> None:
     vocabulary = VOCABULARIES[choice(ApiGroups, API_GROUPS, args[API_GROUPS])]
     if args["shards"] < 1 or (args["shards"] > 1 and not args["leader-elect"]):
         raise UsageError(f"--shards={args['shards']}: expected 1, or more with --leader-elect")
+    timing = lease_timing(args)
     logs.configure(logging.DEBUG if args[DEBUG] else logging.INFO, log_format)
     options = ControllerOptions(
         settings=Settings(
@@ -79,6 +103,7 @@ def controller(args: Args, out: Output) -> None:
         leader_election=args["leader-elect"],
         lease_namespace=args["lease-namespace"],
         lease_name=args["lease-name"],
+        lease_timing=timing,
         shards=args["shards"],
         endpoints=endpoints,
     )

@@ -457,6 +457,27 @@ def tree() -> Command:
                             ),
                             Flag("lease-name", Kind.STRING, "kapply-controller", "Name of the leader Lease"),
                             Flag(
+                                "leader-elect-lease-duration",
+                                Kind.DURATION,
+                                15.0,
+                                "Time a candidate waits before taking a Lease it has not seen renewed (leader or "
+                                "--shards Leases)",
+                            ),
+                            Flag(
+                                "leader-elect-renew-deadline",
+                                Kind.DURATION,
+                                10.0,
+                                "Time the holder of a Lease keeps working without a successful renewal (shorter than "
+                                "--leader-elect-lease-duration)",
+                            ),
+                            Flag(
+                                "leader-elect-retry-period",
+                                Kind.DURATION,
+                                5.0,
+                                "Time between attempts to take or renew a Lease (shorter than "
+                                "--leader-elect-renew-deadline)",
+                            ),
+                            Flag(
                                 "shards",
                                 Kind.INT,
                                 1,

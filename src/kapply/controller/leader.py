@@ -1,7 +1,7 @@
 """Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it: the leader renews the
-lease every `renew` seconds; another process takes it over once it has not seen it renewed for `duration` seconds.
-Writes carry the resourceVersion read, so two processes can never both take it. Only the leader reconciles; a leader
-that fails to renew in time stops reconciling before another can take over.
+lease every retry period; another process takes it over once it has not seen it renewed for a lease duration. Writes
+carry the resourceVersion read, so two processes can never both take it. Only the leader reconciles; a leader that
+fails to renew within its renew deadline stops reconciling before another can take over (`Timing`).
 
 Expiry is judged by this process's own clock, from when it first saw the current lease record, as client-go does,
 never by the times written in the record: those come from another machine's clock, and a clock running ahead there
@@ -20,6 +20,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,10 +31,40 @@ from kapply.resources.cluster import Cluster, ResourceType
 LEASES = ResourceType(
     "coordination.k8s.io", "v1", "Lease", "leases", True, frozenset({"get", "list", "create", "update"})
 )
-DURATION = 15.0
+DURATION = 15.0  # the defaults of `Timing` (`kapply controller --leader-elect-*`)
+RENEW_DEADLINE = 10.0
 RENEW = 5.0
 RELEASE_TIMEOUT = 5.0  # seconds to give the lease up when stopping
 _log = logging.getLogger("kapply.controller")
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """The election's timing, client-go's leaderelection's three: a candidate takes a lease it has not seen renewed for
+    `lease_duration`; the leader tries to renew every `retry_period` (as candidates try to take it) and stops leading
+    once no renewal has succeeded for `renew_deadline`, counted from when the last successful one was sent (client-go's
+    counts from the start of a renewal round, which begins a retry period after the last success), so that it has
+    stopped before another process can take the lease."""
+
+    lease_duration: float = DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RENEW
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                f"leader election: expected 0 < retry period ({self.retry_period}s) < renew deadline "
+                f"({self.renew_deadline}s) < lease duration ({self.lease_duration}s)"
+            )
+
+    @property
+    def grace(self) -> float:
+        """Seconds between the leader's renew deadline and the earliest another process can take the lease: the time
+        its work has to stop in."""
+        return self.lease_duration - self.renew_deadline
+
+
+DEFAULT_TIMING = Timing()
 
 
 def identity() -> str:
@@ -45,17 +76,14 @@ def _micro(moment: datetime) -> str:
 
 
 class Election:
-    def __init__(
-        self, cluster: Cluster, namespace: str, name: str, me: str, duration: float = DURATION, renew: float = RENEW
-    ) -> None:
-        if not 0 < renew < duration:
-            raise ValueError(f"the renew period ({renew}s) must be shorter than the lease duration ({duration}s)")
+    def __init__(self, cluster: Cluster, namespace: str, name: str, me: str, timing: Timing = DEFAULT_TIMING) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.name = name
         self.me = me
-        self.duration = duration
-        self.renew = renew
+        self.duration = timing.lease_duration
+        self.deadline = timing.renew_deadline
+        self.renew = timing.retry_period
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) of the lease record last read
         self._observed_at = 0.0  # monotonic time at which that record was first read
 
@@ -161,12 +189,12 @@ class Election:
 
     async def _keep(self, task: asyncio.Task[None], renewed: float) -> None:
         """Renew the lease every `renew` seconds while `task` runs. Returns when the task ends, or when the lease has
-        not been renewed for `duration - renew` seconds, counted from when the last successful renewal was sent
-        (another process can take the lease `duration` seconds after that at the earliest); a renewal that hangs is
-        given up at that deadline, as client-go's renew deadline does."""
+        not been renewed for `deadline` seconds, counted from when the last successful renewal was sent (another
+        process can take the lease `duration` seconds after that at the earliest); a renewal that hangs is given up at
+        that deadline, as client-go's renew deadline does."""
         loop = asyncio.get_running_loop()
         while True:
-            deadline = renewed + self.duration - self.renew
+            deadline = renewed + self.deadline
             await asyncio.wait({task}, timeout=max(0.0, min(self.renew, deadline - loop.time())))
             if task.done():
                 return

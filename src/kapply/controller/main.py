@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from kapply.api import AsyncClient
 from kapply.controller import health, logs, sandbox
 from kapply.controller.events import Recorder
-from kapply.controller.leader import RENEW, Election, identity
+from kapply.controller.leader import DEFAULT_TIMING, Election, Timing, identity
 from kapply.controller.metrics import APP, Kappctrl, Metrics, Result, State
 from kapply.controller.queue import WorkQueue, namespace_share
 from kapply.controller.reconciler import Reconciler
@@ -58,7 +58,6 @@ WATCH_RETRY = 2.0  # seconds before a failed watch starts again
 UNSERVED_RETRY = 60.0  # seconds before a registered kind that is not served (or not allowed) is watched again
 Reconcile = Callable[[str, str], Awaitable[float | None]]  # (namespace, name) -> when to come back (None: on events)
 Request = tuple[str, Key, float]  # a reconcile asked for: the kind's name, the key, the delay
-STOP_WAIT = RENEW / 2  # seconds a shard given up or lost waits for its cancelled reconciles to end
 FAILED = frozenset({"ReconcileFailed", "DeleteFailed"})  # the Events of an App left failed
 
 
@@ -71,6 +70,7 @@ class ControllerOptions:
     leader_election: bool = True
     lease_namespace: str = LEASE_NAMESPACE
     lease_name: str = "kapply-controller"
+    lease_timing: Timing = DEFAULT_TIMING  # `--leader-elect-lease-duration`, `-renew-deadline`, `-retry-period`
     shards: int = 1  # 1: one leader reconciles everything; more: replicas share the shards (shards.py)
     endpoints: health.Address | None = None  # where /metrics, /healthz and /readyz listen (None: nowhere)
 
@@ -229,7 +229,10 @@ class Controller:
         if not self.options.leader_election:
             await self._work()
         elif self.options.shards == 1:
-            election = Election(self.api.cluster, self.options.lease_namespace, self.options.lease_name, identity())
+            options = self.options
+            election = Election(
+                self.api.cluster, options.lease_namespace, options.lease_name, identity(), options.lease_timing
+            )
             await election.lead(self._lead)
         else:
             await self._sharded()
@@ -253,6 +256,7 @@ class Controller:
             identity(),
             self._start_shard,
             self._stop_shard,
+            timing=self.options.lease_timing,
         )
         work = asyncio.create_task(self._work())
         keep = asyncio.create_task(leases.run())
@@ -308,7 +312,8 @@ class Controller:
     async def _stop_shard(self, shard: int) -> bool:
         """A shard is given up or lost: nothing more of it is queued or watched for drift, what is remembered of its
         Apps between syncs is dropped (another replica deploys them meanwhile), and its running reconciles are
-        cancelled (a deploy gives its hold on the app record back). True when they all ended within STOP_WAIT."""
+        cancelled (a deploy gives its hold on the app record back). True when they all ended within half the time
+        between a lost shard's renew deadline and the earliest another replica can take it (Timing.grace)."""
         if shard in self._working:
             self._working.discard(shard)
             self.metrics.shard_changes.labels("stopped").inc()
@@ -330,7 +335,7 @@ class Controller:
             task.cancel()
         if not running:
             return True
-        _, pending = await asyncio.wait(running, timeout=STOP_WAIT)
+        _, pending = await asyncio.wait(running, timeout=self.options.lease_timing.grace / 2)
         return not pending
 
     def request(self, kind: str, key: Key, delay: float = 0.0) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from kapply.controller.leader import DURATION, LEASES, RELEASE_TIMEOUT, RENEW, Election
+from kapply.controller.leader import DEFAULT_TIMING, LEASES, RELEASE_TIMEOUT, Election, Timing
 from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster
@@ -88,7 +88,7 @@ def assign(shards: int, members: Sequence[str], holders: Sequence[str | None]) -
 @dataclass(frozen=True, slots=True)
 class Held:
     """A Lease this replica holds: its Election (which remembers what it saw of the Lease) and when its last
-    successful renewal was sent (loop time). Its work must stop `duration - renew` seconds after that."""
+    successful renewal was sent (loop time). Its work must stop a renew deadline after that."""
 
     election: Election
     renewed: float
@@ -111,8 +111,7 @@ class ShardLeases:
         start: Start,
         stop: Stop,
         *,
-        duration: float = DURATION,
-        renew: float = RENEW,
+        timing: Timing = DEFAULT_TIMING,
     ) -> None:
         if shards < 2:
             raise ValueError("sharding needs at least 2 shards (1 shard is plain leader election)")
@@ -123,8 +122,10 @@ class ShardLeases:
         self.me = me
         self.start = start
         self.stop = stop
-        self.duration = duration
-        self.renew = renew
+        self.timing = timing
+        self.duration = timing.lease_duration
+        self.deadline = timing.renew_deadline
+        self.renew = timing.retry_period
         # One Election per Lease name, kept for the process's life: each remembers when it first saw its Lease's
         # current record (leader.Election.expired).
         self._elections: dict[str, Election] = {}
@@ -136,9 +137,7 @@ class ShardLeases:
     def _election(self, name: str) -> Election:
         election = self._elections.get(name)
         if election is None:
-            election = self._elections[name] = Election(
-                self.cluster, self.namespace, name, self.me, self.duration, self.renew
-            )
+            election = self._elections[name] = Election(self.cluster, self.namespace, name, self.me, self.timing)
         return election
 
     def _holder(self, name: str, lease: Obj | None) -> str | None:
@@ -175,7 +174,7 @@ class ShardLeases:
                 began = loop.time()
                 await self._cycle()
                 await self._drop_lapsed()
-                deadlines = [held.renewed + self.duration - self.renew for held in self._all_held()]
+                deadlines = [held.renewed + self.deadline for held in self._all_held()]
                 wake = min([began + self.renew, *deadlines])
                 await asyncio.sleep(max(0.0, wake - loop.time()))
         except asyncio.CancelledError:
@@ -216,7 +215,7 @@ class ShardLeases:
         """The Leases of the namespace by name; None when they could not be listed before the first of this replica's
         Leases is due for renewal (or within a renewal period)."""
         loop = asyncio.get_running_loop()
-        deadlines = [held.renewed + self.duration - self.renew - loop.time() for held in self._all_held()]
+        deadlines = [held.renewed + self.deadline - loop.time() for held in self._all_held()]
         try:
             listed = await asyncio.wait_for(
                 self.cluster.list(LEASES, namespace=self.namespace), max(0.0, min([self.renew, *deadlines]))
@@ -295,15 +294,15 @@ class ShardLeases:
             await asyncio.wait_for(held.election.release_read(lease), self.renew)
 
     async def _drop_lapsed(self) -> None:
-        """Stop the work of every shard not renewed for `duration - renew` seconds: another replica may take its Lease
-        `duration` seconds after the last renewal at the earliest (as leader.Election's renew deadline)."""
+        """Stop the work of every shard not renewed for a renew deadline: another replica may take its Lease a lease
+        duration after the last renewal at the earliest (as leader.Election's renew deadline)."""
         now = asyncio.get_running_loop().time()
         for shard, held in list(self.held.items()):
-            if now >= held.renewed + self.duration - self.renew:
+            if now >= held.renewed + self.deadline:
                 _log.warning("shard leases: lost shard %d (%s): not renewed in time", shard, held.election.name)
                 del self.held[shard]
                 await self._stop(shard)
-        if self.member is not None and now >= self.member[1].renewed + self.duration - self.renew:
+        if self.member is not None and now >= self.member[1].renewed + self.deadline:
             _log.warning("shard leases: lost the member Lease %s: not renewed in time", self.member[1].election.name)
             self.member = None  # no longer counted by the others: what it holds goes back at the next period
 
