@@ -2,8 +2,9 @@
 controller, one App and one dashboard server for the module (and a second server as the restricted user). The list
 follows the App live (one watch per kind, server-sent events), its page shows the drifted field with its writer,
 its actions patch it as `kapply app kick|pause` do and are refused with the API server's message when RBAC forbids;
-a rollback to an earlier change shows its diff, pauses the App and deploys it; no Secret value appears in any page
-or answer.
+a rollback to an earlier change shows its diff, pauses the App and deploys it; a PackageInstall's rollback to its
+first revision shows what changes and brings its version and values back; no Secret value appears in any page or
+answer.
 
 `$KAPPLY_DASHBOARD_SCREENSHOT` names a file for a screenshot of the App's page (docs/dashboard.png is made so)."""
 
@@ -39,6 +40,8 @@ from tests.e2e.controller_harness import (
 )
 from tests.e2e.diff_ui_harness import Serving, chromium, get, post
 from tests.e2e.harness import Cluster, eventually
+from tests.e2e.packaging_harness import PackageInstall, config_map_package, create, delete_and_wait, install_crds
+from tests.e2e.packaging_harness import install as package_install
 
 pytestmark = pytest.mark.e2e
 
@@ -80,6 +83,7 @@ def app_namespace(kube: Client) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def app(cluster: Cluster, kube: Client, app_namespace: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The controller (as the admin user) and the App `web` (drift policy warn), deployed."""
+    install_crds(cluster, kube)  # the packaging CRDs too, so that the controller reconciles PackageInstalls
     with running_controller(cluster, kube, cluster.kubeconfig, tmp_path_factory.mktemp("controller")) as process:
         for doc in yaml.safe_load_all(deployer(app_namespace)):
             create_if_missing(kube, from_dict(doc))
@@ -377,3 +381,50 @@ def test_the_server_answers_only_its_own_page(url: str, app_namespace: str):
     with urllib.request.urlopen(url, timeout=10) as answer:
         assert answer.headers["Cache-Control"] == "no-store"
         assert "default-src 'none'" in answer.headers["Content-Security-Policy"]
+
+
+def test_a_package_installs_rollback_to_a_revision_brings_its_version_and_values_back(
+    tab: Page, kube: Client, url: str, app_namespace: str, app: str
+):
+    """An install of 1.0.0 with values A, then 2.0.0 with values B (revisions 1 and 2, kept by the controller); the
+    page's "Roll back to revision 1" says what changes (never a value), and once confirmed the install runs 1.0.0
+    with A again, as `kapply package installed rollback` (the same code) does."""
+    first, second = f"rb-first-{uuid.uuid4().hex[:6]}", f"rb-second-{uuid.uuid4().hex[:6]}"
+    ref = "rb.test.carvel.dev"
+    create(kube, app_namespace, config_map_package(ref, "1.0.0"), config_map_package(ref, "2.0.0"))
+
+    def values(message: str) -> dict[str, str]:
+        return {"values.yaml": f"name: rb-cm\nhello_msg: {message}\n"}
+
+    secret = {"metadata": {"name": "rb-values"}, "stringData": values(first)}
+    kube.create(Secret.from_dict(secret), namespace=app_namespace)
+    spec = {"values": [{"secretRef": {"name": "rb-values"}}], "syncPeriod": "30s"}
+    create(kube, app_namespace, package_install("rb", ref, "1.0.0", **spec))
+
+    def runs(version: str, message: str) -> bool:
+        found = [c.data for c in kube.list(ConfigMap, namespace=app_namespace) if c.metadata.name == "rb-cm"]
+        return found == [{"version": version, "hello_msg": message}]
+
+    def kept(number: int) -> bool:
+        return any(s.metadata.name == f"rb.pkgi-v{number}" for s in kube.list(Secret, namespace=app_namespace))
+
+    try:
+        eventually(lambda: runs("1.0.0", first) and kept(1), timeout=30, what="1.0.0 with A, revision 1")
+        patch = {"stringData": values(second)}
+        kube.patch(Secret, "rb-values", patch, namespace=app_namespace, patch_type=PatchType.MERGE)
+        selection = {"spec": {"packageRef": {"versionSelection": {"constraints": "2.0.0"}}}}
+        kube.patch(PackageInstall, "rb", selection, namespace=app_namespace, patch_type=PatchType.MERGE)
+        eventually(lambda: runs("2.0.0", second) and kept(2), timeout=30, what="2.0.0 with B, revision 2")
+        key = f"PackageInstall.packaging.kapply.dev/{app_namespace}/rb"
+        tab.goto(url + "app?" + urllib.parse.urlencode({"key": key}))
+        tab.get_by_role("button", name="Roll back to revision 1").click()
+        plan = tab.locator("#install-rollback-plan")
+        expect(plan).to_contain_text("version: 2.0.0 -> 1.0.0")
+        expect(plan).to_contain_text("values: changed (keys: hello_msg)")
+        shown = plan.inner_text() + tab.locator("#revisions").inner_text()  # (the app-changes' diffs show the CM)
+        assert first not in shown and second not in shown
+        tab.locator("#install-rollback-yes").click()
+        expect(tab.locator("#action-result")).to_contain_text("Rolled back to revision 1", timeout=10_000)
+        eventually(lambda: runs("1.0.0", first), timeout=30, what="1.0.0 with A again")
+    finally:
+        delete_and_wait(kube, PackageInstall, app_namespace)
