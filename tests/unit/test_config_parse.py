@@ -98,6 +98,15 @@ def test_field_names_are_case_insensitive():
     assert parsed.rebase_rules[0].type is RebaseType.REMOVE
 
 
+def test_the_later_of_two_spellings_of_a_field_wins_whichever_is_exact():
+    def rule_type(*spellings: tuple[str, str]) -> RebaseType:
+        rule = {"path": ["spec"], "resourceMatchers": ALL} | dict(spellings)
+        return parse_config(config(rebaseRules=[rule]), "test.yml").rebase_rules[0].type
+
+    assert rule_type(("type", "copy"), ("TYPE", "remove")) is RebaseType.REMOVE
+    assert rule_type(("TYPE", "remove"), ("type", "copy")) is RebaseType.COPY
+
+
 def test_kind_must_be_config():
     with pytest.raises(ConfigError, match="Expected kapp config to have kind 'Config', but was 'Other'"):
         parse_config(config(kind="Other"), "test.yml")
