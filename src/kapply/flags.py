@@ -12,8 +12,6 @@ JSON into a ChangeFilter) imports what it needs when it runs, so that the CLI's 
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
@@ -97,9 +95,15 @@ class Flag:
 
 
 def _split_strings(text: str) -> list[str]:
-    """pflag's StringSlice: one value is a CSV line (`a,b` is two values; quotes protect commas)."""
+    """pflag's StringSlice: one value is a CSV line (`a,b` is two values; quotes protect commas). Without quotes or
+    line breaks, as most values are (`-f app.yml`), that is a split at the commas, done without importing csv."""
     if text == "":
         return []
+    if not any(c in text for c in '"\r\n'):
+        return text.split(",")
+    import csv
+    import io
+
     try:
         return next(csv.reader(io.StringIO(text)))
     except csv.Error as e:
