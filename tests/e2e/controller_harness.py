@@ -28,6 +28,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBi
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from kapply.controller.leader import Timing
 from tests.e2e.faults import http_client
 from tests.e2e.harness import Cluster, eventually, external_tool, parse_json_output
 
@@ -414,6 +415,20 @@ def log_lines(path: Path, *needles: str) -> str:
     if not path.exists():
         return ""
     return "".join(line for line in path.read_text().splitlines(True) if any(n in line for n in needles))
+
+
+# The leader election's timing of the tests of failover and sharding (`lease_flags`): a lease lapses in 4 s rather
+# than the controller's 15 s. Tests of the default timing itself start their controllers without these flags.
+SHORT_LEASES = Timing(lease_duration=4.0, renew_deadline=3.0, retry_period=1.0)
+
+
+def lease_flags(timing: Timing = SHORT_LEASES) -> tuple[str, ...]:
+    """`kapply controller`'s flags for `timing` (the leader Lease's, and with --shards every Lease's)."""
+    return (
+        f"--leader-elect-lease-duration={timing.lease_duration:g}s",
+        f"--leader-elect-renew-deadline={timing.renew_deadline:g}s",
+        f"--leader-elect-retry-period={timing.retry_period:g}s",
+    )
 
 
 class Controllers:
