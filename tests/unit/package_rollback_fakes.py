@@ -60,13 +60,14 @@ class RollbackCluster(FakeCluster):
                     spec.pop("paused", None)
         return await super().patch(rtype, namespace, name, patch, patch_type)
 
-    async def request(self, method: str, path: str, *, params: Any = None, accept: str = "", **_: Any) -> Any:
-        """A LIST of Secrets as their metadata only (the API server's answer to `as=PartialObjectMetadataList`)."""
+    async def list_metadata(
+        self, rtype: ResourceType, *, namespace: str | None = None, label_selector: str | None = None, **_: Any
+    ) -> list[Obj]:
+        """A LIST of Secrets as their metadata only (as Cluster.list_metadata: a PartialObjectMetadataList)."""
         self._check("list", "Secret")
-        assert (method, accept) == ("GET", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
-        namespace = path.split("/")[-2]
-        found = await super().list(SECRETS, label_selector=params["labelSelector"], namespace=namespace)
-        return {"kind": "PartialObjectMetadataList", "items": [{"metadata": s["metadata"]} for s in found]}
+        assert rtype == SECRETS
+        found = await super().list(SECRETS, label_selector=label_selector, namespace=namespace)
+        return [s["metadata"] for s in found]
 
     async def list_with_version(self, rtype: ResourceType, **_: Any) -> tuple[list[Obj], str]:
         """The install's Events on the dashboard's page: not these tests'."""

@@ -40,7 +40,7 @@ class FakeDiscovery:
 class FakeCluster:
     patches: list[Any] = field(default_factory=list)
     refuse: bool = False
-    requests: list[tuple[str, str, Any, str]] = field(default_factory=list)
+    requests: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     async def discovery(self) -> FakeDiscovery:
         return FakeDiscovery()
@@ -60,10 +60,10 @@ class FakeCluster:
     async def get(self, rtype: Any, namespace: str, name: str) -> Obj | None:
         return None
 
-    async def request(self, method: str, path: str, *, params: Any = None, accept: str = "") -> Any:
-        """The metadata of what app-changes kept, as the API server selects it."""
-        self.requests.append((method, path, params, accept))
-        return {"kind": "PartialObjectMetadataList", "items": [{"metadata": {"name": "web.app-change-1"}}]}
+    async def list_metadata(self, rtype: Any, *, namespace: str, label_selector: str, field_selector: str) -> list[Obj]:
+        """The metadata of what app-changes kept, as the API server selects it (never their Secrets' data)."""
+        self.requests.append((rtype.kind, namespace, label_selector, field_selector))
+        return [{"name": "web.app-change-1"}]
 
     async def patch(self, rtype: Any, namespace: str, name: str, patch: Any) -> Obj:
         if self.refuse:
@@ -230,9 +230,8 @@ async def _test_the_history_marks_the_kept_changes_from_one_list_of_their_secret
         ("web.app-change-1", True),
         ("web.app-change-0", False),
     ]
-    selectors = {"labelSelector": "kapply.dev/app-change", "fieldSelector": "type=kapply.dev/app-change-applied"}
-    metadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-    assert api.cluster.requests == [("GET", "/api/v1/namespaces/prod/secrets", selectors, metadata)]
+    selected = ("kapply.dev/app-change", "type=kapply.dev/app-change-applied")
+    assert api.cluster.requests == [("Secret", "prod", *selected)]
 
 
 def test_a_rollback_is_previewed_then_run_and_a_refusal_is_passed_on() -> None:

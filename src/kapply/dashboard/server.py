@@ -37,7 +37,6 @@ UNPAUSE = [{"op": "remove", "path": "/spec/paused"}]
 ACTIONS = {"kick": (PAUSE, UNPAUSE), "pause": (PAUSE,), "resume": (UNPAUSE,)}
 PAGES = {"": pages.list_page, "app": pages.app_page, "packages": pages.packages_page}
 # A LIST's objects as their metadata only (PartialObjectMetadataList), without their data
-METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 STATIC = {"dashboard.js": "application/javascript", "dashboard.css": "text/css"}
 _RESOURCES = {f"{r.kind}.{r.group}": r for v in (KAPPLY, CARVEL) for r in (v.app, v.install)}
 
@@ -231,12 +230,13 @@ class Dashboard:
         them); None when the user may not list Secrets there (the rollback's preview then says why). One LIST a
         view, of the kept changes' Secrets only (the API server selects them by label and type) and of their
         metadata only: no Secret's data reaches this process."""
-        params = {"labelSelector": KEPT_LABEL, "fieldSelector": f"type={KEPT_TYPE}"}
         try:
-            listed = await self.api.cluster.request("GET", SECRETS.path(namespace), params=params, accept=METADATA)
+            listed = await self.api.cluster.list_metadata(
+                SECRETS, namespace=namespace, label_selector=KEPT_LABEL, field_selector=f"type={KEPT_TYPE}"
+            )
         except ClusterError:
             return None
-        return {item["metadata"]["name"] for item in listed.get("items") or ()}
+        return {str(meta.get("name")) for meta in listed}
 
     async def _plan_rollback(self, key: str, change: str) -> Plan | web.Response:
         """The rollback of the App `key`'s kapp app (`<name>.app`) to `change`, or the answer saying why there is

@@ -40,7 +40,6 @@ PAUSE = [{"op": "add", "path": "/spec/paused", "value": True}]
 UNPAUSE = [{"op": "remove", "path": "/spec/paused"}]
 MERGE = "application/merge-patch+json"
 # A LIST's objects as their metadata only (PartialObjectMetadataList): a revision's values are not read to list it
-METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +86,9 @@ def summary(meta: Obj) -> Summary | None:
 async def summaries(cluster: Cluster, install: Obj) -> list[Summary]:
     """The install's revisions, newest first, from one LIST of their Secrets' metadata (no value is read)."""
     meta = install["metadata"]
-    params = {"labelSelector": f"{INSTALL_UID_LABEL}={meta.get('uid', '')}"}
-    found = await cluster.request("GET", SECRETS.path(meta["namespace"]), params=params, accept=METADATA)
-    made = (summary(item.get("metadata") or {}) for item in found.get("items") or ())
+    selector = f"{INSTALL_UID_LABEL}={meta.get('uid', '')}"
+    found = await cluster.list_metadata(SECRETS, namespace=meta["namespace"], label_selector=selector)
+    made = (summary(item) for item in found)
     return sorted((s for s in made if s is not None), key=lambda s: s.number, reverse=True)
 
 

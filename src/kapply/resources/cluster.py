@@ -45,6 +45,7 @@ USER_AGENT = "kapply"  # what the API server's audit log and metrics call the cl
 # Objects per LIST page. kapp lists without a limit (one response per type); 10,000 keeps a LIST of an app's objects
 # one request up to that size (a redeploy costs one LIST per type whatever N) while still bounding a page's memory.
 LIST_PAGE_SIZE = 10_000
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"  # list_metadata's answer
 AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 # Told every answer of the API server to any Cluster of the process: the cluster, the HTTP method (WATCH for a watch
 # stream) and the status code. The controller counts them for its metrics (kapply.controller.main), its Apps' clients
@@ -490,6 +491,33 @@ class Cluster:
         """`list`, by labels and fields, and the resourceVersion the LIST was served at, which a watch then starts
         from (as client-go's reflector: each event after it is one the list did not show). `limit`: at most that
         many objects (one page)."""
+        items, version = await self._listed(rtype, namespace, label_selector, field_selector, limit, "application/json")
+        for item in items:
+            item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
+        return items, version
+
+    async def list_metadata(
+        self,
+        rtype: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
+        """The `metadata` of a type's objects, by labels and fields, page by page: the API server answers with a
+        PartialObjectMetadataList, so nothing else of them (a Secret's data) reaches this process."""
+        items, _ = await self._listed(rtype, namespace, label_selector, field_selector, None, METADATA_LIST)
+        return [objects.metadata(item) for item in items]
+
+    async def _listed(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        limit: int | None,
+        accept: str,
+    ) -> tuple[list[Obj], str]:
         params = {"limit": str(limit or LIST_PAGE_SIZE)}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -498,12 +526,10 @@ class Cluster:
         items: list[Obj] = []
         version = ""
         while True:
-            page = await self.request("GET", rtype.path(namespace), params=params)
+            page = await self.request("GET", rtype.path(namespace), params=params, accept=accept)
             meta = objects.metadata(page)
             version = version or str(meta.get("resourceVersion") or "")
-            for item in page.get("items") or []:
-                item["apiVersion"], item["kind"] = rtype.api_version, rtype.kind
-                items.append(item)
+            items += page.get("items") or []
             token = meta.get("continue")
             if not token or limit is not None:
                 return items, version
