@@ -42,6 +42,7 @@ from kapply.cli.package.created import (
     with_recorded,
     without_recorded,
 )
+from kapply.controller.vocabulary_choice import install as speaks  # the groups install and installed update speak
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 
@@ -145,11 +146,6 @@ def read_files(request: Request) -> Files:
         read_values(request.values_file) if request.values_file and request.values else None,
         read_overlays(request.overlay_files) if request.overlay_files and request.overlays else None,
     )
-
-
-def speaks(vocabulary: Vocabulary) -> Resource:
-    """What decides the groups `install` and `installed update` speak (kapply.controller.vocabulary_choice)."""
-    return vocabulary.install
 
 
 def dry_run_documents(

@@ -38,8 +38,8 @@ def history_table(name: str, namespace: str, revisions: list[Summary]) -> Table:
 
 async def _history(args: Args, out: Output) -> None:
     from kapply.cli.package.common import connected
-    from kapply.cli.package.install import speaks
     from kapply.cli.package.installed import _existing, _name
+    from kapply.controller.vocabulary_choice import install as speaks
     from kapply.packaging.rollback import summaries
 
     name = _name(args)
@@ -51,9 +51,9 @@ async def _history(args: Args, out: Output) -> None:
 
 async def _rollback(args: Args, out: Output) -> None:
     from kapply.cli.package.common import connected, log, wait_flags
-    from kapply.cli.package.install import speaks
     from kapply.cli.package.installed import _existing, _name
     from kapply.cli.package.waiting import wait_for_app_paused, wait_for_install
+    from kapply.controller.vocabulary_choice import install as speaks
     from kapply.packaging.revisions import listed
     from kapply.packaging.rollback import chosen, described, planned, roll_back
 
