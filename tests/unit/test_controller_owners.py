@@ -132,7 +132,9 @@ def test_a_writer_as_fast_as_a_short_sync_period_is_seen_again_by_the_next_sync(
     reverted = {("configmap/cm (v1) namespace: ns", "data.a"): ("drift-bot (Update)", 100.0)}
     same = report("drift-bot (Update)")
     assert owners.seen_again([same], reverted, 101.4, 1.0) == [same]  # the next sync of a 1 s period, a sync later
-    assert owners.seen_again([same], reverted, 103.5, 1.0) == []  # three periods later: not the next sync
+    assert owners.seen_again([same], reverted, 101.6, 1.0) == []  # more than half a period late: not the next sync
+    assert owners.seen_again([same], reverted, 161.5, 60.0) == [same]  # at most 2 s late at a longer period
+    assert owners.seen_again([same], reverted, 162.5, 60.0) == []
 
 
 @pytest.mark.parametrize(

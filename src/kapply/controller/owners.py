@@ -34,7 +34,7 @@ SCALABLE = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})  # of apps/v1,
 HPAS = ResourceType(
     "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, frozenset({"list"})
 )
-SYNC_SLACK = 2.0  # seconds a writer may be later than one sync period and still count as seen again (seen_again)
+SYNC_SLACK = 2.0  # at most, seconds a writer may be later than one sync period and still be seen again (seen_again)
 NO_WRITER = "no recorded field manager"  # what kapply.api reports for a field no manager wrote (ghost.writer)
 _WHEN = re.compile(r" at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -193,16 +193,16 @@ def seen_again(
     ghosts: Sequence[FieldReport], reverted: Mapping[Key, tuple[str, float]], now: float, period: float
 ) -> list[FieldReport]:
     """The fields a sync would set back that the same writer set again after an earlier sync set them back, within
-    `period` seconds (and SYNC_SLACK: the next sync reads the field about one period after the revert, give or take
-    what a sync itself takes, so a writer as fast as a 1 s period would otherwise never be seen in time), and replicas
-    an autoscaler wrote (`scaler`): a controller owns them."""
+    `period` seconds and a slack of half a period, at most SYNC_SLACK (the next sync reads the field about one period
+    after the revert, give or take what a sync itself takes: a writer keeping pace with a 1 s period would otherwise
+    not be seen in time; a person who does it again a few syncs later is still a person), and replicas an autoscaler
+    wrote (`scaler`): a controller owns them."""
+    window = period + min(SYNC_SLACK, period / 2)
     out = []
     for report in ghosts:
         who = writer(report)
         before = reverted.get((report.resource, report.path))
-        if scaler(report) or (
-            who and before is not None and before[0] == who and now - before[1] <= period + SYNC_SLACK
-        ):
+        if scaler(report) or (who and before is not None and before[0] == who and now - before[1] <= window):
             out.append(report)
     return out
 
