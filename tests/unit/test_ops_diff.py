@@ -6,7 +6,8 @@ keeps unknown fields), and the text and MD5 were read from kapp's own debug outp
 (`KAPP_DEBUG_RESOURCE_WITH_HISTORY=true kapp deploy --diff-run`, which prints its recalculated `MinimalString` and
 MD5 for every resource with a last-applied copy). The inputs are what kapp diffed: the left side as the API server
 returned it, the right side as the `kapp.k14s.io/original` annotation held it; for the synthetic cases only `spec`
-differed, for the real kinds only the parts shown.
+differed, for the real kinds only the parts shown. The texts are spelled with _removed/_replaced/_added for kapp's
+pairs of operations; each test first checks that the assembled text is the one whose MD5 kapp printed.
 """
 
 from __future__ import annotations
@@ -23,56 +24,48 @@ Case = tuple[str, dict[str, Any], dict[str, Any], str, str]
 LONG = "word " * 25 + "end"
 K129, K140 = "k" * 129, "k" * 140  # keys longer than 128 are written as "? key"
 
+
+def _value(value: str) -> str:
+    """kapp's `value:` line: inline for a scalar; for a block, `value` is its lines (indented, each ending in \\n)."""
+    return f"  value:\n{value}" if value.endswith("\n") else f"  value: {value}\n"
+
+
+def _removed(path: str, value: str) -> str:
+    """The two operations kapp writes for a field only the left side has: test its value, then remove it."""
+    return f"- type: test\n  path: {path}\n{_value(value)}- type: remove\n  path: {path}\n"
+
+
+def _replaced(path: str, old: str, new: str) -> str:
+    """The two operations kapp writes for a changed field: test the old value, then replace it."""
+    return f"- type: test\n  path: {path}\n{_value(old)}- type: replace\n  path: {path}\n{_value(new)}"
+
+
+def _added(path: str, value: str) -> str:
+    """The two operations kapp writes for a field only the right side has: test it is absent, then set it."""
+    return f"- type: test\n  path: {path}\n  absent: true\n- type: replace\n  path: {path}?\n{_value(value)}"
+
+
 # (name, left `spec`, right `spec`, kapp's MinimalString, kapp's MD5)
 SPEC_CASES: list[Case] = [
     (
         "removed-key",
         {"a": "x", "b": "y"},
         {"a": "x"},
-        ('- type: test\n  path: /spec/b\n  value: "y"\n- type: remove\n  path: /spec/b\n'),
+        _removed("/spec/b", '"y"'),
         "3fe7ab5056ad5f2ddd250daeff966fdb",
     ),
     (
         "added-key",
         {"a": "x"},
         {"a": "x", "b": {"c": [1, 2]}},
-        (
-            "- type: test\n"
-            "  path: /spec/b\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/b?\n"
-            "  value:\n"
-            "    c:\n"
-            "    - 1\n"
-            "    - 2\n"
-        ),
+        _added("/spec/b", "    c:\n    - 1\n    - 2\n"),
         "70bc8c2179b515e56c2560b98a6cd36c",
     ),
     (
         "changed-scalar",
         {"a": "y", "n": 4, "t": False},
         {"a": "x", "n": 3, "t": True},
-        (
-            "- type: test\n"
-            "  path: /spec/a\n"
-            '  value: "y"\n'
-            "- type: replace\n"
-            "  path: /spec/a\n"
-            "  value: x\n"
-            "- type: test\n"
-            "  path: /spec/n\n"
-            "  value: 4\n"
-            "- type: replace\n"
-            "  path: /spec/n\n"
-            "  value: 3\n"
-            "- type: test\n"
-            "  path: /spec/t\n"
-            "  value: false\n"
-            "- type: replace\n"
-            "  path: /spec/t\n"
-            "  value: true\n"
-        ),
+        _replaced("/spec/a", '"y"', "x") + _replaced("/spec/n", "4", "3") + _replaced("/spec/t", "false", "true"),
         "6a60376498689cbab1215c0efc779c66",
     ),
     (
@@ -80,36 +73,11 @@ SPEC_CASES: list[Case] = [
         {"big": 1000001, "f": 2, "g": 0.25, "h": 7, "i": 1.5, "tiny": 1},
         {"big": 1000000, "f": 2, "g": 0.5, "h": 123456789, "i": 1, "tiny": 1e-05},
         (
-            "- type: test\n"
-            "  path: /spec/big\n"
-            "  value: 1000001\n"
-            "- type: replace\n"
-            "  path: /spec/big\n"
-            "  value: 1e+06\n"
-            "- type: test\n"
-            "  path: /spec/g\n"
-            "  value: 0.25\n"
-            "- type: replace\n"
-            "  path: /spec/g\n"
-            "  value: 0.5\n"
-            "- type: test\n"
-            "  path: /spec/h\n"
-            "  value: 7\n"
-            "- type: replace\n"
-            "  path: /spec/h\n"
-            "  value: 1.23456789e+08\n"
-            "- type: test\n"
-            "  path: /spec/i\n"
-            "  value: 1.5\n"
-            "- type: replace\n"
-            "  path: /spec/i\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/tiny\n"
-            "  value: 1\n"
-            "- type: replace\n"
-            "  path: /spec/tiny\n"
-            "  value: 1e-05\n"
+            _replaced("/spec/big", "1000001", "1e+06")
+            + _replaced("/spec/g", "0.25", "0.5")
+            + _replaced("/spec/h", "7", "1.23456789e+08")
+            + _replaced("/spec/i", "1.5", "1")
+            + _replaced("/spec/tiny", "1", "1e-05")
         ),
         "abf024922a1f2a6c16922ad6f3e747fe",
     ),
@@ -118,28 +86,10 @@ SPEC_CASES: list[Case] = [
         {"a": {"b": {"c": {"d": 2, "f": "y"}}, "z": {"k": 1}}},
         {"a": {"b": {"c": {"d": 1, "e": "x"}}, "z": {}}},
         (
-            "- type: test\n"
-            "  path: /spec/a/b/c/d\n"
-            "  value: 2\n"
-            "- type: replace\n"
-            "  path: /spec/a/b/c/d\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/a/b/c/e\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/a/b/c/e?\n"
-            "  value: x\n"
-            "- type: test\n"
-            "  path: /spec/a/b/c/f\n"
-            '  value: "y"\n'
-            "- type: remove\n"
-            "  path: /spec/a/b/c/f\n"
-            "- type: test\n"
-            "  path: /spec/a/z/k\n"
-            "  value: 1\n"
-            "- type: remove\n"
-            "  path: /spec/a/z/k\n"
+            _replaced("/spec/a/b/c/d", "2", "1")
+            + _added("/spec/a/b/c/e", "x")
+            + _removed("/spec/a/b/c/f", '"y"')
+            + _removed("/spec/a/z/k", "1")
         ),
         "4605c021565b58f29959d252ea6b52ad",
     ),
@@ -182,51 +132,14 @@ SPEC_CASES: list[Case] = [
         "array-shrunk",
         {"l": [1, 2, {"x": "y"}, [3]]},
         {"l": [1]},
-        (
-            "- type: test\n"
-            "  path: /spec/l/1\n"
-            "  value: 2\n"
-            "- type: remove\n"
-            "  path: /spec/l/1\n"
-            "- type: test\n"
-            "  path: /spec/l/1\n"
-            "  value:\n"
-            '    x: "y"\n'
-            "- type: remove\n"
-            "  path: /spec/l/1\n"
-            "- type: test\n"
-            "  path: /spec/l/1\n"
-            "  value:\n"
-            "  - 3\n"
-            "- type: remove\n"
-            "  path: /spec/l/1\n"
-        ),
+        _removed("/spec/l/1", "2") + _removed("/spec/l/1", '    x: "y"\n') + _removed("/spec/l/1", "  - 3\n"),
         "1718351042c39233cf63e52628058357",
     ),
     (
         "array-changed",
         {"l": [{"name": "a", "v": 2}, "t", 3.5]},
         {"l": [{"name": "a", "v": 1}, "s", 3]},
-        (
-            "- type: test\n"
-            "  path: /spec/l/0/v\n"
-            "  value: 2\n"
-            "- type: replace\n"
-            "  path: /spec/l/0/v\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/l/1\n"
-            "  value: t\n"
-            "- type: replace\n"
-            "  path: /spec/l/1\n"
-            "  value: s\n"
-            "- type: test\n"
-            "  path: /spec/l/2\n"
-            "  value: 3.5\n"
-            "- type: replace\n"
-            "  path: /spec/l/2\n"
-            "  value: 3\n"
-        ),
+        _replaced("/spec/l/0/v", "2", "1") + _replaced("/spec/l/1", "t", "s") + _replaced("/spec/l/2", "3.5", "3"),
         "08dd422b10e5806f80b472034fb3eb9b",
     ),
     (
@@ -234,47 +147,12 @@ SPEC_CASES: list[Case] = [
         {"b": "true", "l": {"0": 1}, "m": "a", "n": "1", "s": 1, "x": {"k": "v"}},
         {"b": True, "l": [1, 2], "m": {"a": 1}, "n": 1, "s": "1", "x": None},
         (
-            "- type: test\n"
-            "  path: /spec/b\n"
-            '  value: "true"\n'
-            "- type: replace\n"
-            "  path: /spec/b\n"
-            "  value: true\n"
-            "- type: test\n"
-            "  path: /spec/l\n"
-            "  value:\n"
-            '    "0": 1\n'
-            "- type: replace\n"
-            "  path: /spec/l\n"
-            "  value:\n"
-            "  - 1\n"
-            "  - 2\n"
-            "- type: test\n"
-            "  path: /spec/m\n"
-            "  value: a\n"
-            "- type: replace\n"
-            "  path: /spec/m\n"
-            "  value:\n"
-            "    a: 1\n"
-            "- type: test\n"
-            "  path: /spec/n\n"
-            '  value: "1"\n'
-            "- type: replace\n"
-            "  path: /spec/n\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/s\n"
-            "  value: 1\n"
-            "- type: replace\n"
-            "  path: /spec/s\n"
-            '  value: "1"\n'
-            "- type: test\n"
-            "  path: /spec/x\n"
-            "  value:\n"
-            "    k: v\n"
-            "- type: replace\n"
-            "  path: /spec/x\n"
-            "  value: null\n"
+            _replaced("/spec/b", '"true"', "true")
+            + _replaced("/spec/l", '    "0": 1\n', "  - 1\n  - 2\n")
+            + _replaced("/spec/m", "a", "    a: 1\n")
+            + _replaced("/spec/n", '"1"', "1")
+            + _replaced("/spec/s", "1", '"1"')
+            + _replaced("/spec/x", "    k: v\n", "null")
         ),
         "70f536cb199dcb6020ae2aab7cc1ce99",
     ),
@@ -283,42 +161,12 @@ SPEC_CASES: list[Case] = [
         {"a/b": 2, "c~d": 3, "e:f": 4, "q?": 5, "x": {}, "~1": 6},
         {"a/b": 1, "c~d": 2, "e:f": 3, "q?": 4, "x": {"p/q~r:s": "v"}, "~1": 5},
         (
-            "- type: test\n"
-            "  path: /spec/a~1b\n"
-            "  value: 2\n"
-            "- type: replace\n"
-            "  path: /spec/a~1b\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/c~0d\n"
-            "  value: 3\n"
-            "- type: replace\n"
-            "  path: /spec/c~0d\n"
-            "  value: 2\n"
-            "- type: test\n"
-            "  path: /spec/e~7f\n"
-            "  value: 4\n"
-            "- type: replace\n"
-            "  path: /spec/e~7f\n"
-            "  value: 3\n"
-            "- type: test\n"
-            "  path: /spec/q?\n"
-            "  value: 5\n"
-            "- type: replace\n"
-            "  path: /spec/q?\n"
-            "  value: 4\n"
-            "- type: test\n"
-            "  path: /spec/x/p~1q~0r~7s\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/x/p~1q~0r~7s?\n"
-            "  value: v\n"
-            "- type: test\n"
-            "  path: /spec/~01\n"
-            "  value: 6\n"
-            "- type: replace\n"
-            "  path: /spec/~01\n"
-            "  value: 5\n"
+            _replaced("/spec/a~1b", "2", "1")
+            + _replaced("/spec/c~0d", "3", "2")
+            + _replaced("/spec/e~7f", "4", "3")
+            + _replaced("/spec/q?", "5", "4")
+            + _added("/spec/x/p~1q~0r~7s", "v")
+            + _replaced("/spec/~01", "6", "5")
         ),
         "5053a9983612e3953f4a4b14ceae2dd4",
     ),
@@ -327,45 +175,13 @@ SPEC_CASES: list[Case] = [
         {"1": "x", "10": "y", "2": "z", "m": {}},
         {"m": {"01": "d", "1": "a", "10": "b", "2": "c"}},
         (
-            "- type: test\n"
-            "  path: /spec/1\n"
-            "  value: x\n"
-            "- type: remove\n"
-            "  path: /spec/1\n"
-            "- type: test\n"
-            "  path: /spec/10\n"
-            '  value: "y"\n'
-            "- type: remove\n"
-            "  path: /spec/10\n"
-            "- type: test\n"
-            "  path: /spec/2\n"
-            "  value: z\n"
-            "- type: remove\n"
-            "  path: /spec/2\n"
-            "- type: test\n"
-            "  path: /spec/m/01\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/m/01?\n"
-            "  value: d\n"
-            "- type: test\n"
-            "  path: /spec/m/1\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/m/1?\n"
-            "  value: a\n"
-            "- type: test\n"
-            "  path: /spec/m/10\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/m/10?\n"
-            "  value: b\n"
-            "- type: test\n"
-            "  path: /spec/m/2\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /spec/m/2?\n"
-            "  value: c\n"
+            _removed("/spec/1", "x")
+            + _removed("/spec/10", '"y"')
+            + _removed("/spec/2", "z")
+            + _added("/spec/m/01", "d")
+            + _added("/spec/m/1", "a")
+            + _added("/spec/m/10", "b")
+            + _added("/spec/m/2", "c")
         ),
         "78b7c811842d1b4b284ea3e9e04b9832",
     ),
@@ -374,24 +190,9 @@ SPEC_CASES: list[Case] = [
         {"emoji": "x", "é": "ö", "ключ": "другое"},
         {"emoji": "🙂 smile", "é": "ü", "ключ": "значение"},
         (
-            "- type: test\n"
-            "  path: /spec/emoji\n"
-            "  value: x\n"
-            "- type: replace\n"
-            "  path: /spec/emoji\n"
-            '  value: "\\U0001F642 smile"\n'
-            "- type: test\n"
-            "  path: /spec/é\n"
-            "  value: ö\n"
-            "- type: replace\n"
-            "  path: /spec/é\n"
-            "  value: ü\n"
-            "- type: test\n"
-            "  path: /spec/ключ\n"
-            "  value: другое\n"
-            "- type: replace\n"
-            "  path: /spec/ключ\n"
-            "  value: значение\n"
+            _replaced("/spec/emoji", "x", '"\\U0001F642 smile"')
+            + _replaced("/spec/é", "ö", "ü")
+            + _replaced("/spec/ключ", "другое", "значение")
         ),
         "e992daa0eb4f6171e2f2eabd8347cc32",
     ),
@@ -433,30 +234,10 @@ SPEC_CASES: list[Case] = [
         {"a": 1, "b": None, "c": [1, None]},
         {"a": None, "b": 1, "c": [None, 1]},
         (
-            "- type: test\n"
-            "  path: /spec/a\n"
-            "  value: 1\n"
-            "- type: replace\n"
-            "  path: /spec/a\n"
-            "  value: null\n"
-            "- type: test\n"
-            "  path: /spec/b\n"
-            "  value: null\n"
-            "- type: replace\n"
-            "  path: /spec/b\n"
-            "  value: 1\n"
-            "- type: test\n"
-            "  path: /spec/c/0\n"
-            "  value: 1\n"
-            "- type: replace\n"
-            "  path: /spec/c/0\n"
-            "  value: null\n"
-            "- type: test\n"
-            "  path: /spec/c/1\n"
-            "  value: null\n"
-            "- type: replace\n"
-            "  path: /spec/c/1\n"
-            "  value: 1\n"
+            _replaced("/spec/a", "1", "null")
+            + _replaced("/spec/b", "null", "1")
+            + _replaced("/spec/c/0", "1", "null")
+            + _replaced("/spec/c/1", "null", "1")
         ),
         "8ea73163ec1ed4c61a58d173e6f0b0b4",
     ),
@@ -465,34 +246,11 @@ SPEC_CASES: list[Case] = [
         {"l": {}, "m": [], "n": {"x": {}}, "o": {}, "p": []},
         {"l": [], "m": {}, "n": {"x": []}},
         (
-            "- type: test\n"
-            "  path: /spec/l\n"
-            "  value: {}\n"
-            "- type: replace\n"
-            "  path: /spec/l\n"
-            "  value: []\n"
-            "- type: test\n"
-            "  path: /spec/m\n"
-            "  value: []\n"
-            "- type: replace\n"
-            "  path: /spec/m\n"
-            "  value: {}\n"
-            "- type: test\n"
-            "  path: /spec/n/x\n"
-            "  value: {}\n"
-            "- type: replace\n"
-            "  path: /spec/n/x\n"
-            "  value: []\n"
-            "- type: test\n"
-            "  path: /spec/o\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/o\n"
-            "- type: test\n"
-            "  path: /spec/p\n"
-            "  value: []\n"
-            "- type: remove\n"
-            "  path: /spec/p\n"
+            _replaced("/spec/l", "{}", "[]")
+            + _replaced("/spec/m", "[]", "{}")
+            + _replaced("/spec/n/x", "{}", "[]")
+            + _removed("/spec/o", "{}")
+            + _removed("/spec/p", "[]")
         ),
         "1b47d542a5524518d681888ec97682f4",
     ),
@@ -517,76 +275,20 @@ SPEC_CASES: list[Case] = [
         },
         {"a": "x"},
         (
-            "- type: test\n"
-            "  path: /spec/b\n"
-            '  value: "true"\n'
-            "- type: remove\n"
-            "  path: /spec/b\n"
-            "- type: test\n"
-            "  path: /spec/c\n"
-            '  value: "1.5"\n'
-            "- type: remove\n"
-            "  path: /spec/c\n"
-            "- type: test\n"
-            "  path: /spec/d\n"
-            '  value: ""\n'
-            "- type: remove\n"
-            "  path: /spec/d\n"
-            "- type: test\n"
-            "  path: /spec/e\n"
-            "  value: 'a: b'\n"
-            "- type: remove\n"
-            "  path: /spec/e\n"
-            "- type: test\n"
-            "  path: /spec/f\n"
-            "  value: '#x'\n"
-            "- type: remove\n"
-            "  path: /spec/f\n"
-            "- type: test\n"
-            "  path: /spec/g\n"
-            '  value: "null"\n'
-            "- type: remove\n"
-            "  path: /spec/g\n"
-            "- type: test\n"
-            "  path: /spec/h\n"
-            '  value: "0x1F"\n'
-            "- type: remove\n"
-            "  path: /spec/h\n"
-            "- type: test\n"
-            "  path: /spec/i\n"
-            '  value: "2020-01-01"\n'
-            "- type: remove\n"
-            "  path: /spec/i\n"
-            "- type: test\n"
-            "  path: /spec/j\n"
-            "  value: ' lead'\n"
-            "- type: remove\n"
-            "  path: /spec/j\n"
-            "- type: test\n"
-            "  path: /spec/k\n"
-            "  value: '@at'\n"
-            "- type: remove\n"
-            "  path: /spec/k\n"
-            "- type: test\n"
-            "  path: /spec/l\n"
-            '  value: "yes"\n'
-            "- type: remove\n"
-            "  path: /spec/l\n"
-            "- type: test\n"
-            "  path: /spec/m\n"
-            '  value: "1e+06"\n'
-            "- type: remove\n"
-            "  path: /spec/m\n"
-            "- type: test\n"
-            "  path: /spec/n\n"
-            "  value: '''q'''\n"
-            "- type: remove\n"
-            "  path: /spec/n\n"
-            "- type: test\n"
-            "  path: /spec/o\n"
-            '  value: "tab\\there"\n'
-            "- type: remove\n"
-            "  path: /spec/o\n"
+            _removed("/spec/b", '"true"')
+            + _removed("/spec/c", '"1.5"')
+            + _removed("/spec/d", '""')
+            + _removed("/spec/e", "'a: b'")
+            + _removed("/spec/f", "'#x'")
+            + _removed("/spec/g", '"null"')
+            + _removed("/spec/h", '"0x1F"')
+            + _removed("/spec/i", '"2020-01-01"')
+            + _removed("/spec/j", "' lead'")
+            + _removed("/spec/k", "'@at'")
+            + _removed("/spec/l", '"yes"')
+            + _removed("/spec/m", '"1e+06"')
+            + _removed("/spec/n", "'''q'''")
+            + _removed("/spec/o", '"tab\\there"')
         ),
         "5df03e7c36aa0ba7bfc2b1919b9b4593",
     ),
@@ -668,24 +370,9 @@ SPEC_CASES: list[Case] = [
         {"a": "\ufeffbom text", "b": {"\ufeffk": "v\ufeff"}, "c": ["\ufeff"]},
         {"a": "x"},
         (
-            "- type: test\n"
-            "  path: /spec/a\n"
-            '  value: "\\uFEFF\\x62\\x6F\\x6D\\x20\\x74\\x65\\x78\\x74"\n'
-            "- type: replace\n"
-            "  path: /spec/a\n"
-            "  value: x\n"
-            "- type: test\n"
-            "  path: /spec/b\n"
-            "  value:\n"
-            '    "\\uFEFF\\x6B": "v\\uFEFF"\n'
-            "- type: remove\n"
-            "  path: /spec/b\n"
-            "- type: test\n"
-            "  path: /spec/c\n"
-            "  value:\n"
-            '  - "\\uFEFF"\n'
-            "- type: remove\n"
-            "  path: /spec/c\n"
+            _replaced("/spec/a", '"\\uFEFF\\x62\\x6F\\x6D\\x20\\x74\\x65\\x78\\x74"', "x")
+            + _removed("/spec/b", '    "\\uFEFF\\x6B": "v\\uFEFF"\n')
+            + _removed("/spec/c", '  - "\\uFEFF"\n')
         ),
         "9a9675ee13a7ff593b2288bf26baccc1",
     ),
@@ -703,48 +390,15 @@ SPEC_CASES: list[Case] = [
         },
         {"a": "x"},
         (
-            "- type: test\n"
-            "  path: /spec/a\n"
-            '  value: "nel\\Nx"\n'
-            "- type: replace\n"
-            "  path: /spec/a\n"
-            "  value: x\n"
-            "- type: test\n"
-            "  path: /spec/b\n"
-            "  value: nbsp\xa0x\n"
-            "- type: remove\n"
-            "  path: /spec/b\n"
-            "- type: test\n"
-            "  path: /spec/c\n"
-            "  value: 'ls\u2028"
-            "    x'\n"
-            "- type: remove\n"
-            "  path: /spec/c\n"
-            "- type: test\n"
-            "  path: /spec/d\n"
-            '  value: "esc\\ex"\n'
-            "- type: remove\n"
-            "  path: /spec/d\n"
-            "- type: test\n"
-            "  path: /spec/e\n"
-            '  value: back\\slash "quoted"\n'
-            "- type: remove\n"
-            "  path: /spec/e\n"
-            "- type: test\n"
-            "  path: /spec/f\n"
-            '  value: "\\U0001F642"\n'
-            "- type: remove\n"
-            "  path: /spec/f\n"
-            "- type: test\n"
-            "  path: /spec/g\n"
-            "  value: 'trailing '\n"
-            "- type: remove\n"
-            "  path: /spec/g\n"
-            "- type: test\n"
-            "  path: /spec/h\n"
-            "  value: 'a #b'\n"
-            "- type: remove\n"
-            "  path: /spec/h\n"
+            _replaced("/spec/a", '"nel\\Nx"', "x")
+            + _removed("/spec/b", "nbsp\xa0x")
+            + "- type: test\n  path: /spec/c\n  value: 'ls\u2028    x'\n"
+            + "- type: remove\n  path: /spec/c\n"
+            + _removed("/spec/d", '"esc\\ex"')
+            + _removed("/spec/e", 'back\\slash "quoted"')
+            + _removed("/spec/f", '"\\U0001F642"')
+            + _removed("/spec/g", "'trailing '")
+            + _removed("/spec/h", "'a #b'")
         ),
         "759f43591887c79de545141608c19c5e",
     ),
@@ -753,23 +407,9 @@ SPEC_CASES: list[Case] = [
         {"a": 9007199254740993, "b": 18446744073709552000, "c": -5, "d": 1e21, "e": 123456.5, "f": 4611686018427387904},
         {"a": 9007199254740992, "b": 18446744073709552000, "c": -5, "d": 1e21, "e": 123456},
         (
-            "- type: test\n"
-            "  path: /spec/a\n"
-            "  value: 9007199254740993\n"
-            "- type: replace\n"
-            "  path: /spec/a\n"
-            "  value: 9.007199254740992e+15\n"
-            "- type: test\n"
-            "  path: /spec/e\n"
-            "  value: 123456.5\n"
-            "- type: replace\n"
-            "  path: /spec/e\n"
-            "  value: 123456\n"
-            "- type: test\n"
-            "  path: /spec/f\n"
-            "  value: 4611686018427387904\n"
-            "- type: remove\n"
-            "  path: /spec/f\n"
+            _replaced("/spec/a", "9007199254740993", "9.007199254740992e+15")
+            + _replaced("/spec/e", "123456.5", "123456")
+            + _removed("/spec/f", "4611686018427387904")
         ),
         "4a0f9205e2358ebd7f4ac8cf6688be79",
     ),
@@ -803,48 +443,14 @@ KIND_CASES: list[Case] = [
             "metadata": {},
         },
         (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/clusterIPs\n"
-            "  value:\n"
-            "  - 10.96.224.161\n"
-            "- type: remove\n"
-            "  path: /spec/clusterIPs\n"
-            "- type: test\n"
-            "  path: /spec/internalTrafficPolicy\n"
-            "  value: Cluster\n"
-            "- type: remove\n"
-            "  path: /spec/internalTrafficPolicy\n"
-            "- type: test\n"
-            "  path: /spec/ipFamilies\n"
-            "  value:\n"
-            "  - IPv4\n"
-            "- type: remove\n"
-            "  path: /spec/ipFamilies\n"
-            "- type: test\n"
-            "  path: /spec/ipFamilyPolicy\n"
-            "  value: SingleStack\n"
-            "- type: remove\n"
-            "  path: /spec/ipFamilyPolicy\n"
-            "- type: test\n"
-            "  path: /spec/ports/0/protocol\n"
-            "  value: TCP\n"
-            "- type: remove\n"
-            "  path: /spec/ports/0/protocol\n"
-            "- type: test\n"
-            "  path: /spec/sessionAffinity\n"
-            "  value: None\n"
-            "- type: remove\n"
-            "  path: /spec/sessionAffinity\n"
-            "- type: test\n"
-            "  path: /spec/type\n"
-            "  value: ClusterIP\n"
-            "- type: remove\n"
-            "  path: /spec/type\n"
+            _removed("/metadata/annotations", "{}")
+            + _removed("/spec/clusterIPs", "  - 10.96.224.161\n")
+            + _removed("/spec/internalTrafficPolicy", "Cluster")
+            + _removed("/spec/ipFamilies", "  - IPv4\n")
+            + _removed("/spec/ipFamilyPolicy", "SingleStack")
+            + _removed("/spec/ports/0/protocol", "TCP")
+            + _removed("/spec/sessionAffinity", "None")
+            + _removed("/spec/type", "ClusterIP")
         ),
         "cbfab31e5ddb1de97b366c14b5a3f3c9",
     ),
@@ -875,58 +481,16 @@ KIND_CASES: list[Case] = [
             "metadata": {},
         },
         (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/clusterIPs\n"
-            "  value:\n"
-            "  - 10.96.39.153\n"
-            "- type: remove\n"
-            "  path: /spec/clusterIPs\n"
-            "- type: test\n"
-            "  path: /spec/externalTrafficPolicy\n"
-            "  value: Cluster\n"
-            "- type: remove\n"
-            "  path: /spec/externalTrafficPolicy\n"
-            "- type: test\n"
-            "  path: /spec/internalTrafficPolicy\n"
-            "  value: Cluster\n"
-            "- type: remove\n"
-            "  path: /spec/internalTrafficPolicy\n"
-            "- type: test\n"
-            "  path: /spec/ipFamilies\n"
-            "  value:\n"
-            "  - IPv4\n"
-            "- type: remove\n"
-            "  path: /spec/ipFamilies\n"
-            "- type: test\n"
-            "  path: /spec/ipFamilyPolicy\n"
-            "  value: SingleStack\n"
-            "- type: remove\n"
-            "  path: /spec/ipFamilyPolicy\n"
-            "- type: test\n"
-            "  path: /spec/ports/0/nodePort\n"
-            "  value: 32163\n"
-            "- type: remove\n"
-            "  path: /spec/ports/0/nodePort\n"
-            "- type: test\n"
-            "  path: /spec/ports/0/protocol\n"
-            "  value: TCP\n"
-            "- type: remove\n"
-            "  path: /spec/ports/0/protocol\n"
-            "- type: test\n"
-            "  path: /spec/ports/0/targetPort\n"
-            "  value: 80\n"
-            "- type: remove\n"
-            "  path: /spec/ports/0/targetPort\n"
-            "- type: test\n"
-            "  path: /spec/sessionAffinity\n"
-            "  value: None\n"
-            "- type: remove\n"
-            "  path: /spec/sessionAffinity\n"
+            _removed("/metadata/annotations", "{}")
+            + _removed("/spec/clusterIPs", "  - 10.96.39.153\n")
+            + _removed("/spec/externalTrafficPolicy", "Cluster")
+            + _removed("/spec/internalTrafficPolicy", "Cluster")
+            + _removed("/spec/ipFamilies", "  - IPv4\n")
+            + _removed("/spec/ipFamilyPolicy", "SingleStack")
+            + _removed("/spec/ports/0/nodePort", "32163")
+            + _removed("/spec/ports/0/protocol", "TCP")
+            + _removed("/spec/ports/0/targetPort", "80")
+            + _removed("/spec/sessionAffinity", "None")
         ),
         "392ec9d3b8406dbb8304946893f2496c",
     ),
@@ -935,23 +499,9 @@ KIND_CASES: list[Case] = [
         {"data": {"password": "aHVudGVyMg==", "user": "YWRtaW4="}, "metadata": {"annotations": {}}},
         {"data": {"user": "YWRtaW4="}, "stringData": {"password": "hunter2"}, "metadata": {}},
         (
-            "- type: test\n"
-            "  path: /data/password\n"
-            "  value: aHVudGVyMg==\n"
-            "- type: remove\n"
-            "  path: /data/password\n"
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /stringData\n"
-            "  absent: true\n"
-            "- type: replace\n"
-            "  path: /stringData?\n"
-            "  value:\n"
-            "    password: hunter2\n"
+            _removed("/data/password", "aHVudGVyMg==")
+            + _removed("/metadata/annotations", "{}")
+            + _added("/stringData", "    password: hunter2\n")
         ),
         "232aa423222ba2b54602308272acd053",
     ),
@@ -1014,81 +564,22 @@ KIND_CASES: list[Case] = [
             "metadata": {},
         },
         (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/persistentVolumeClaimRetentionPolicy\n"
-            "  value:\n"
-            "    whenDeleted: Retain\n"
-            "    whenScaled: Retain\n"
-            "- type: remove\n"
-            "  path: /spec/persistentVolumeClaimRetentionPolicy\n"
-            "- type: test\n"
-            "  path: /spec/podManagementPolicy\n"
-            "  value: OrderedReady\n"
-            "- type: remove\n"
-            "  path: /spec/podManagementPolicy\n"
-            "- type: test\n"
-            "  path: /spec/revisionHistoryLimit\n"
-            "  value: 10\n"
-            "- type: remove\n"
-            "  path: /spec/revisionHistoryLimit\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "  value: IfNotPresent\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/resources\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/resources\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "  value: /dev/termination-log\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "  value: File\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "  value: ClusterFirst\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/restartPolicy\n"
-            "  value: Always\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/restartPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "  value: default-scheduler\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
-            "  value: 30\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
-            "- type: test\n"
-            "  path: /spec/updateStrategy\n"
-            "  value:\n"
-            "    rollingUpdate:\n"
-            "      partition: 0\n"
-            "    type: RollingUpdate\n"
-            "- type: remove\n"
-            "  path: /spec/updateStrategy\n"
+            _removed("/metadata/annotations", "{}")
+            + _removed(
+                "/spec/persistentVolumeClaimRetentionPolicy", "    whenDeleted: Retain\n    whenScaled: Retain\n"
+            )
+            + _removed("/spec/podManagementPolicy", "OrderedReady")
+            + _removed("/spec/revisionHistoryLimit", "10")
+            + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
+            + _removed("/spec/template/spec/containers/0/resources", "{}")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
+            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
+            + _removed("/spec/template/spec/restartPolicy", "Always")
+            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
+            + _removed("/spec/template/spec/securityContext", "{}")
+            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
+            + _removed("/spec/updateStrategy", "    rollingUpdate:\n      partition: 0\n    type: RollingUpdate\n")
         ),
         "7f06aaec2216c397fd4bab9356cfa546",
     ),
@@ -1156,113 +647,33 @@ KIND_CASES: list[Case] = [
             "metadata": {},
         },
         (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/backoffLimit\n"
-            "  value: 6\n"
-            "- type: remove\n"
-            "  path: /spec/backoffLimit\n"
-            "- type: test\n"
-            "  path: /spec/completionMode\n"
-            "  value: NonIndexed\n"
-            "- type: remove\n"
-            "  path: /spec/completionMode\n"
-            "- type: test\n"
-            "  path: /spec/completions\n"
-            "  value: 1\n"
-            "- type: remove\n"
-            "  path: /spec/completions\n"
-            "- type: test\n"
-            "  path: /spec/manualSelector\n"
-            "  value: false\n"
-            "- type: remove\n"
-            "  path: /spec/manualSelector\n"
-            "- type: test\n"
-            "  path: /spec/parallelism\n"
-            "  value: 1\n"
-            "- type: remove\n"
-            "  path: /spec/parallelism\n"
-            "- type: test\n"
-            "  path: /spec/podReplacementPolicy\n"
-            "  value: TerminatingOrFailed\n"
-            "- type: remove\n"
-            "  path: /spec/podReplacementPolicy\n"
-            "- type: test\n"
-            "  path: /spec/selector\n"
-            "  value:\n"
-            "    matchLabels:\n"
-            "      batch.kubernetes.io/controller-uid: 34ab7857-0ee6-4daf-a5f4-4d1b08ffa535\n"
-            "- type: remove\n"
-            "  path: /spec/selector\n"
-            "- type: test\n"
-            "  path: /spec/suspend\n"
-            "  value: false\n"
-            "- type: remove\n"
-            "  path: /spec/suspend\n"
-            "- type: test\n"
-            "  path: /spec/template/metadata/labels/batch.kubernetes.io~1controller-uid\n"
-            "  value: 34ab7857-0ee6-4daf-a5f4-4d1b08ffa535\n"
-            "- type: remove\n"
-            "  path: /spec/template/metadata/labels/batch.kubernetes.io~1controller-uid\n"
-            "- type: test\n"
-            "  path: /spec/template/metadata/labels/batch.kubernetes.io~1job-name\n"
-            "  value: once\n"
-            "- type: remove\n"
-            "  path: /spec/template/metadata/labels/batch.kubernetes.io~1job-name\n"
-            "- type: test\n"
-            "  path: /spec/template/metadata/labels/controller-uid\n"
-            "  value: 34ab7857-0ee6-4daf-a5f4-4d1b08ffa535\n"
-            "- type: remove\n"
-            "  path: /spec/template/metadata/labels/controller-uid\n"
-            "- type: test\n"
-            "  path: /spec/template/metadata/labels/job-name\n"
-            "  value: once\n"
-            "- type: remove\n"
-            "  path: /spec/template/metadata/labels/job-name\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "  value: IfNotPresent\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/resources\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/resources\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "  value: /dev/termination-log\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "  value: File\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "  value: ClusterFirst\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "  value: default-scheduler\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
-            "  value: 30\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
+            _removed("/metadata/annotations", "{}")
+            + _removed("/spec/backoffLimit", "6")
+            + _removed("/spec/completionMode", "NonIndexed")
+            + _removed("/spec/completions", "1")
+            + _removed("/spec/manualSelector", "false")
+            + _removed("/spec/parallelism", "1")
+            + _removed("/spec/podReplacementPolicy", "TerminatingOrFailed")
+            + _removed(
+                "/spec/selector",
+                "    matchLabels:\n      batch.kubernetes.io/controller-uid: 34ab7857-0ee6-4daf-a5f4-4d1b08ffa535\n",
+            )
+            + _removed("/spec/suspend", "false")
+            + _removed(
+                "/spec/template/metadata/labels/batch.kubernetes.io~1controller-uid",
+                "34ab7857-0ee6-4daf-a5f4-4d1b08ffa535",
+            )
+            + _removed("/spec/template/metadata/labels/batch.kubernetes.io~1job-name", "once")
+            + _removed("/spec/template/metadata/labels/controller-uid", "34ab7857-0ee6-4daf-a5f4-4d1b08ffa535")
+            + _removed("/spec/template/metadata/labels/job-name", "once")
+            + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
+            + _removed("/spec/template/spec/containers/0/resources", "{}")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
+            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
+            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
+            + _removed("/spec/template/spec/securityContext", "{}")
+            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
         ),
         "91a1f3aa4a1d3424bed14b8c93b3cf25",
     ),
@@ -1330,82 +741,23 @@ KIND_CASES: list[Case] = [
             "metadata": {},
         },
         (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/progressDeadlineSeconds\n"
-            "  value: 600\n"
-            "- type: remove\n"
-            "  path: /spec/progressDeadlineSeconds\n"
-            "- type: test\n"
-            "  path: /spec/revisionHistoryLimit\n"
-            "  value: 10\n"
-            "- type: remove\n"
-            "  path: /spec/revisionHistoryLimit\n"
-            "- type: test\n"
-            "  path: /spec/strategy\n"
-            "  value:\n"
-            "    rollingUpdate:\n"
-            "      maxSurge: 25%\n"
-            "      maxUnavailable: 25%\n"
-            "    type: RollingUpdate\n"
-            "- type: remove\n"
-            "  path: /spec/strategy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "  value: IfNotPresent\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/imagePullPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/resources/limits/cpu\n"
-            "  value: 500m\n"
-            "- type: replace\n"
-            "  path: /spec/template/spec/containers/0/resources/limits/cpu\n"
-            "  value: 0.5\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/resources/limits/memory\n"
-            "  value: 1M\n"
-            "- type: replace\n"
-            "  path: /spec/template/spec/containers/0/resources/limits/memory\n"
-            "  value: 1e+06\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "  value: /dev/termination-log\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePath\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "  value: File\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/containers/0/terminationMessagePolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "  value: ClusterFirst\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/dnsPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/restartPolicy\n"
-            "  value: Always\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/restartPolicy\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "  value: default-scheduler\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/schedulerName\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/securityContext\n"
-            "- type: test\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
-            "  value: 30\n"
-            "- type: remove\n"
-            "  path: /spec/template/spec/terminationGracePeriodSeconds\n"
+            _removed("/metadata/annotations", "{}")
+            + _removed("/spec/progressDeadlineSeconds", "600")
+            + _removed("/spec/revisionHistoryLimit", "10")
+            + _removed(
+                "/spec/strategy",
+                "    rollingUpdate:\n      maxSurge: 25%\n      maxUnavailable: 25%\n    type: RollingUpdate\n",
+            )
+            + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
+            + _replaced("/spec/template/spec/containers/0/resources/limits/cpu", "500m", "0.5")
+            + _replaced("/spec/template/spec/containers/0/resources/limits/memory", "1M", "1e+06")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
+            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
+            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
+            + _removed("/spec/template/spec/restartPolicy", "Always")
+            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
+            + _removed("/spec/template/spec/securityContext", "{}")
+            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
         ),
         "9121b1cb68807f336097b6fc0d5d736c",
     ),
@@ -1413,18 +765,7 @@ KIND_CASES: list[Case] = [
         "widget/gadget",
         {"spec": {"ratio": 1.5, "size": 3, "tags": ["a", "b"]}, "metadata": {"annotations": {}}},
         {"spec": {"ratio": 1.5, "tags": ["a", "b"]}, "metadata": {}},
-        (
-            "- type: test\n"
-            "  path: /metadata/annotations\n"
-            "  value: {}\n"
-            "- type: remove\n"
-            "  path: /metadata/annotations\n"
-            "- type: test\n"
-            "  path: /spec/size\n"
-            "  value: 3\n"
-            "- type: remove\n"
-            "  path: /spec/size\n"
-        ),
+        _removed("/metadata/annotations", "{}") + _removed("/spec/size", "3"),
         "146c7dc7396bf2012ae47cb080c3fd56",
     ),
 ]
