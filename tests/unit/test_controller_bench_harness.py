@@ -202,6 +202,21 @@ def _phase(wall: float, **more: object) -> dict:
     }
 
 
+def _idle_steady(**more: object) -> dict:
+    """A steady state of 4 periods in which each of the 200 Apps synced at each period, unchanged, and nothing moved."""
+    return _phase(
+        120.0,
+        periods=4,
+        syncs=800,
+        expected_syncs=800,
+        outcomes={"unchanged": 800},
+        intervals=None,
+        moved={"created": [], "updated": [], "deleted": []},
+        events_created=0,
+        **more,
+    )
+
+
 def _doc(**phases: dict) -> dict:
     return {
         "meta": {
@@ -288,16 +303,7 @@ def test_the_first_syncs_after_the_deploys_are_reported_apart_from_the_steady_st
         {"verb": "LIST", "resource": resource, "scope": "cluster", "code": "403", "count": 2}
         for resource in ("configmaps", "secrets")
     ]
-    steady = _phase(
-        120.0,
-        periods=4,
-        syncs=800,
-        expected_syncs=800,
-        outcomes={"unchanged": 800},
-        intervals=None,
-        moved={"created": [], "updated": [], "deleted": []},
-        events_created=0,
-    )
+    steady = _idle_steady()
     steady["cpu_s"] = 3.2
     doc = _doc(first=first, steady=steady)
     text = cb.render(doc)
@@ -346,15 +352,7 @@ def test_the_controllers_cache_reports_are_read_from_its_log():
 
 
 def test_results_md_shows_the_run_against_the_goals_beside_the_baseline():
-    steady = _phase(
-        120.0,
-        periods=4,
-        syncs=800,
-        expected_syncs=800,
-        outcomes={"unchanged": 800},
-        intervals=None,
-        moved={"created": [], "updated": [], "deleted": []},
-        events_created=0,
+    steady = _idle_steady(
         cache={"objects": 4000, "json_mb": 6.0, "stores": 3, "events_per_min": 0},
     )
     steady["controller"], steady["deploys"], steady["cpu_s"] = {}, {"LIST": 2}, 4.0
@@ -456,15 +454,7 @@ def test_replicas_cpu_is_summed_and_memory_is_the_largest_ones():
 
 
 def _sharded() -> dict:
-    steady = _phase(
-        120.0,
-        periods=4,
-        syncs=800,
-        expected_syncs=800,
-        outcomes={"unchanged": 800},
-        intervals=None,
-        moved={"created": [], "updated": [], "deleted": []},
-        events_created=0,
+    steady = _idle_steady(
         leases={"LIST": 72, "PUT": 144},
         syncs_per_replica=[250, 280, 270],
         caches=[{"objects": 4000}, {"objects": 4001}, None],
@@ -476,6 +466,12 @@ def _sharded() -> dict:
     ends = [dict(doc["controller_exit"], max_rss_kb=kb * 1024, problems=0) for kb in (100, 120, 110)]
     doc["controller_exit"] = cb.combine_exits(ends)
     return doc
+
+
+def _add_old_baseline(doc: dict) -> None:
+    """An earlier run (`old`, abc) as the baseline: half the syncs in its steady state."""
+    doc["baseline"] = {"command": "old", "started": "2026-11-24T00:00:00", "commit": "abc"}
+    doc["baseline"]["summary"] = cb.summary(_doc(steady=_phase(120.0, syncs=400)))
 
 
 def test_a_sharded_run_reports_its_replicas_and_lease_requests_apart():
@@ -497,8 +493,7 @@ def test_the_run_beside_is_a_column_of_its_own_and_a_bar_of_its_own():
     doc = _sharded()
     doc["beside"] = {"command": "controller_bench", "started": "2026-11-26T21:00:00+00:00", "commit": "f7b4"}
     doc["beside"]["summary"] = cb.summary(single)
-    doc["baseline"] = {"command": "old", "started": "2026-11-24T00:00:00", "commit": "abc"}
-    doc["baseline"]["summary"] = cb.summary(_doc(steady=_phase(120.0, syncs=400)))
+    _add_old_baseline(doc)
     text = cb.render(doc)
     header = (
         "|  | this run (3 replicas, 200 Apps) | 1 process, 200 Apps (2026-11-26T21:00) | "
@@ -518,8 +513,7 @@ def test_the_run_beside_is_a_column_of_its_own_and_a_bar_of_its_own():
 def test_the_plot_is_drawn_when_matplotlib_is_there(tmp_path):
     pytest.importorskip("matplotlib")
     doc = _sharded()
-    doc["baseline"] = {"command": "old", "started": "2026-11-24T00:00:00", "commit": "abc"}
-    doc["baseline"]["summary"] = cb.summary(_doc(steady=_phase(120.0, syncs=400)))
+    _add_old_baseline(doc)
     assert cb.plot(doc, tmp_path / "p.png") is None
     assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
 
