@@ -517,19 +517,26 @@ def test_a_watch_denied_cluster_wide_moves_to_the_namespaces_with_the_apps_accou
     run(test)
 
 
+async def _given_up_secrets_watch() -> DriftWatches:
+    """Watches tracking Secrets in `team`, settled after the controller (cluster-wide) and then the App's account (in
+    `team`) were refused."""
+    controller = FakeWatchCluster([])
+    controller.errors[None] = [403]
+    as_app = FakeWatchCluster([])
+    as_app.errors["team"] = [403]
+
+    async def connect() -> Cluster:
+        return as_app  # type: ignore[return-value]
+
+    watches = DriftWatches(controller, Recorded())  # type: ignore[arg-type]
+    watches.track(APP, LABEL, [SECRETS], ("team",), connect)
+    await settle(lambda: not watches._tasks)
+    return watches
+
+
 def test_a_namespace_the_apps_account_may_not_watch_either_is_given_up() -> None:
     async def test() -> None:
-        controller = FakeWatchCluster([])
-        controller.errors[None] = [403]
-        as_app = FakeWatchCluster([])
-        as_app.errors["team"] = [403]
-
-        async def connect() -> Cluster:
-            return as_app  # type: ignore[return-value]
-
-        watches = DriftWatches(controller, Recorded())  # type: ignore[arg-type]
-        watches.track(APP, LABEL, [SECRETS], ("team",), connect)
-        await settle(lambda: not watches._tasks)
+        watches = await _given_up_secrets_watch()
         assert watches._tasks == {}
         assert watches._given_up == {(SECRETS, "team")}
 
@@ -605,17 +612,7 @@ def test_a_relist_forgets_objects_of_its_type_deleted_while_no_watch_ran() -> No
 
 def test_a_watch_given_up_no_longer_serves_what_it_kept() -> None:
     async def test() -> None:
-        controller = FakeWatchCluster([])
-        controller.errors[None] = [403]
-        as_app = FakeWatchCluster([])
-        as_app.errors["team"] = [403]
-
-        async def connect() -> Cluster:
-            return as_app  # type: ignore[return-value]
-
-        watches = DriftWatches(controller, Recorded())  # type: ignore[arg-type]
-        watches.track(APP, LABEL, [SECRETS], ("team",), connect)
-        await settle(lambda: not watches._tasks)
+        watches = await _given_up_secrets_watch()
         assert watches.cache.labeled(SECRETS, f"{APP_LABEL}={LABEL}", "team") is None
         assert [k for k in watches.cache.stores if k[2] == "secrets"] == []
         watches.stop()
