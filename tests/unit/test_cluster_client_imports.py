@@ -2,8 +2,7 @@
 bench/why.md, "Start-up: the HTTP transport"): the cluster client's HTTP is kapply.transport (h11). aiohttp stays
 for the registry and HTTP-fetch clients and the servers, which import it themselves."""
 
-import subprocess
-import sys
+from tests.unit.test_startup_imports import imported_after
 
 # `kapply deploy` (and `--diff-run`), `delete` and `inspect`: the CLI, the commands, the pipelines, what they import
 # where they apply or delete, and the cluster client
@@ -28,14 +27,8 @@ PATH_MODULES = (
 )
 
 
-def _imported_after(modules: tuple[str, ...]) -> set[str]:
-    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('\\n'.join(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    return set(out.split())
-
-
 def test_the_cli_path_to_the_cluster_leaves_aiohttp_unimported() -> None:
-    imported = _imported_after(PATH_MODULES)
+    imported = imported_after(PATH_MODULES)
     assert {"kapply.transport", "h11"} <= imported
     assert sorted(m for m in imported if m.split(".")[0] in {"aiohttp", "yarl", "multidict"}) == []
     assert "kapply.http" not in imported

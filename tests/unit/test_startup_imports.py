@@ -24,14 +24,15 @@ LAZY = (
 )
 
 
-def _imported_after(modules):
+def imported_after(modules: tuple[str, ...]) -> set[str]:
+    """The modules a fresh interpreter has imported after importing `modules` (this process has imported more)."""
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('\\n'.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return set(out.split())
 
 
 def test_a_deploys_modules_leave_the_apply_path_unimported():
-    imported = _imported_after(COMMAND_MODULES)
+    imported = imported_after(COMMAND_MODULES)
     assert "kapply.deploy" in imported
     assert sorted(imported & set(LAZY)) == []
 
@@ -52,7 +53,7 @@ PLANNING = (
 
 
 def test_the_api_imports_no_planning_code():
-    imported = _imported_after(("kapply.api",))
+    imported = imported_after(("kapply.api",))
     assert sorted(imported & set(PLANNING)) == []
 
 
@@ -71,23 +72,23 @@ SHOWING = (
 
 
 def test_showing_resources_and_apps_imports_no_planning_code():
-    imported = _imported_after(SHOWING)
+    imported = imported_after(SHOWING)
     assert "kapply.apply.waiters.registry" in imported  # the resources' states are shown with the waiters
     unwanted = {*PLANNING, "kapply.ui.changes", "kapply.config.matchers", "kapply.config.ytt"} - {"kapply.app.history"}
     assert sorted(imported & unwanted) == []
 
 
 def test_the_built_in_config_loads_without_importlib_resources():
-    imported = _imported_after(("kapply.config.default; kapply.config.default.default_config()",))
+    imported = imported_after(("kapply.config.default; kapply.config.default.default_config()",))
     assert sorted(imported & {"importlib.resources", "zipfile"}) == []
 
 
 def test_the_lazy_modules_import_on_their_own():
-    assert set(LAZY) <= _imported_after(LAZY)
+    assert set(LAZY) <= imported_after(LAZY)
 
 
 def test_deploy_options_without_allow_check_leave_its_rules_unimported():
-    imported = _imported_after(("kapply.api; kapply.api.deploy_options({})",))
+    imported = imported_after(("kapply.api; kapply.api.deploy_options({})",))
     assert "kapply.resources.allow" not in imported
 
 
@@ -114,5 +115,5 @@ URL_CLIENT = ("urllib.request", "urllib.error", "http.client", "email.parser")
 
 
 def test_a_deploy_imports_no_url_client_until_it_reads_a_url():
-    imported = _imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.manifests"))
+    imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.manifests"))
     assert sorted(imported & set(URL_CLIENT)) == []
