@@ -25,6 +25,7 @@ from kapply.diff.change import last_applied
 from kapply.objects import ORIGINAL, ORIGINAL_DIFF_MD5, Obj
 from kapply.resources.cluster import Cluster as KapplyCluster
 from kapply.resources.kubeconfig import KubeconfigFlags, load
+from tests.e2e.defaulted_kinds import JOB, SECRET, SERVICES, role_and_binding
 from tests.e2e.harness import Cluster, KapplyRunner, external_tool
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +33,8 @@ WAIT = "--wait-check-interval=0.2s"  # both tools poll what they wait on 5 times
 
 # Kinds whose stored form differs from the manifest in many ways: defaults, allocated IPs and ports, stringData
 # merged into data, quantities normalised (0.5 to 500m, 1000000 to 1M), CRD defaults, keys with "/".
-MANIFEST = """
+MANIFEST = (
+    """
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -46,44 +48,16 @@ data:
   b: |
     multi
     line
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-type: Opaque
-data:
-  user: YWRtaW4=
-stringData:
-  password: hunter2
----
+---"""
+    + SECRET
+    + """---
 apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: robot
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-spec:
-  selector:
-    app: web
-  ports:
-  - port: 80
-    targetPort: 8080
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web-nodeport
-spec:
-  type: NodePort
-  selector:
-    app: web
-  ports:
-  - port: 80
----
+---"""
+    + SERVICES
+    + """---
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -126,40 +100,11 @@ spec:
       containers:
       - name: db
         image: registry.invalid/db:1
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: once
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: once
-        image: registry.invalid/once:1
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: reader
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: reader
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: reader
-subjects:
-- kind: ServiceAccount
-  name: robot
----
+---"""
+    + JOB
+    + "---"
+    + role_and_binding("robot")
+    + """---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -202,6 +147,7 @@ spec:
   ratio: 1.5
   tags: [a, b]
 """
+)
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests.e2e.defaulted_kinds import JOB, SECRET, SERVICES, role_and_binding
 from tests.e2e.harness import WAIT_INTERVAL
 
 pytestmark = pytest.mark.e2e
@@ -44,46 +45,14 @@ data:
   a: "1"
   b: text
 """,
-    "secret": """
-apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-type: Opaque
-data:
-  user: YWRtaW4=
-stringData:
-  password: hunter2
-""",
+    "secret": SECRET,
     "serviceaccount": """
 apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: robot
 """,
-    "services": """
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-spec:
-  selector:
-    app: web
-  ports:
-  - port: 80
-    targetPort: 8080
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web-nodeport
-spec:
-  type: NodePort
-  selector:
-    app: web
-  ports:
-  - port: 80
-""",
+    "services": SERVICES,
     "deployment": """
 apiVersion: apps/v1
 kind: Deployment
@@ -120,19 +89,7 @@ spec:
       app: agent
   template:"""
     + POD_TEMPLATE.format(name="agent"),
-    "job": """
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: once
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: once
-        image: registry.invalid/once:1
-""",
+    "job": JOB,
     "cronjob": """
 apiVersion: batch/v1
 kind: CronJob
@@ -198,28 +155,8 @@ spec:
     requests:
       storage: 1Gi
 """,
-    "rbac": """
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: reader
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: reader
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: reader
-subjects:
-- kind: ServiceAccount
-  name: default
----
+    "rbac": role_and_binding("default")
+    + """---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
