@@ -24,6 +24,7 @@ from kapply import AsyncClient, yamlio
 from kapply.errors import ClusterError, ManifestError
 from kapply.packaging import names
 from kapply.versions import SemverError, parse_version
+from tests.carvel_examples import DOCUMENTED_INSTALL, INLINE_REPOSITORY
 from tests.e2e.harness import Cluster, KapplyRunner
 
 pytestmark = pytest.mark.e2e
@@ -104,10 +105,10 @@ def test_a_second_install_of_the_crds_changes_nothing(api: Api, kapply: KapplyRu
     assert result.returncode == 2, result.stdout + result.stderr
 
 
-# kapp-controller's examples (examples/packaging-standalone/*.yml, examples/packaging-with-repo/inline-repo.yml, and
-# the full objects of its docs, docs/develop/packaging.md), as written there, but for an image digest cut short to fit
-# the line. The documented PackageInstall's `status` (which the controller writes, with fields kapp-controller never
-# had) is left out.
+# kapp-controller's examples (examples/packaging-standalone/*.yml, and the full objects of its docs,
+# docs/develop/packaging.md, with tests.carvel_examples' inline repository and PackageInstall), as written there, but
+# for an image digest cut short to fit the line. The documented PackageInstall's `status` (which the controller
+# writes, with fields kapp-controller never had) is left out.
 STANDALONE = """
 apiVersion: data.packaging.carvel.dev/v1alpha1
 kind: PackageMetadata
@@ -166,36 +167,8 @@ spec:
       name: pkg-standalone-demo-values
 """
 
-INLINE_REPOSITORY = """
-apiVersion: packaging.carvel.dev/v1alpha1
-kind: PackageRepository
-metadata:
-  name: probably-tap-or-something.tanzu.carvel.dev
-  namespace: kapp-controller-packaging-global
-spec:
-  fetch:
-    inline:
-      paths:
-        .imgpkg/images.yml: |
-          ---
-          apiVersion: imgpkg.carvel.dev/v1alpha1
-          images:
-          - annotations:
-              kbld.carvel.dev/id: k8slt/kctrl-example-pkg:v2.0.0
-            image: index.docker.io/k8slt/kctrl-example-pkg@sha256:73713d922b5f561c0db2a7ea5f4f6384f7d2d628
-          kind: ImagesLock
-        packages/pkg.test.carvel.dev/pkg.test.carvel.dev.2.0.0.yml: |
-          ---
-          apiVersion: data.packaging.carvel.dev/v1alpha1
-          kind: Package
-          metadata:
-            name: pkg.test.carvel.dev.2.0.0
-          spec:
-            refName: pkg.test.carvel.dev
-            version: 2.0.0
-"""
-
-DOCUMENTED = """
+DOCUMENTED = (
+    """
 apiVersion: data.packaging.carvel.dev/v1alpha1
 kind: Package
 metadata:
@@ -312,32 +285,9 @@ spec:
           constraints: ">0.4.0"
           prereleases:
             identifiers: [beta, rc]
----
-apiVersion: packaging.carvel.dev/v1alpha1
-kind: PackageInstall
-metadata:
-  name: fluent-bit
-  namespace: my-ns
-spec:
-  paused: true
-  canceled: true
-  noopDelete: true
-  syncPeriod: 1m
-  serviceAccountName: fluent-bit-sa
-  cluster:
-    namespace: ns2
-    kubeconfigSecretRef:
-      name: cluster1
-      key: value
-  packageRef:
-    refName: fluent-bit.vmware.com
-    versionSelection:
-      constraints: ">v1.5.3"
-      prereleases: {}
-  values:
-  - secretRef:
-      name: fluent-bit-values
-"""
+---"""
+    + DOCUMENTED_INSTALL
+)
 
 # Fields of kapp-controller v0.53's types that its examples do not show (reference sections 2.2-2.5).
 NEWER_FIELDS = """
@@ -593,7 +543,7 @@ def test_statuses_are_subresources_with_kapp_controllers_shape(api: Api, namespa
             },
         },
     }
-    for doc in moved(STANDALONE + "---" + INLINE_REPOSITORY, namespace):
+    for doc in moved(STANDALONE + INLINE_REPOSITORY, namespace):
         api.request("POST", path(resource_of(doc), namespace), doc)
     for resource, name in (
         (names.PACKAGE_INSTALL, "pkg-standalone-demo"),

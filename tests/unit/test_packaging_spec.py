@@ -26,6 +26,7 @@ from kapply.packaging.spec import (
     parse_package_repository,
 )
 from kapply.versions import Prereleases, VersionSelection
+from tests import carvel_examples
 
 
 def doc(text: str) -> dict[str, Any]:
@@ -111,35 +112,8 @@ def test_a_sync_period_that_is_not_a_duration_is_refused():
 
 # --- PackageInstall ---------------------------------------------------------------------------------------------------
 
-# kapp-controller's documented PackageInstall (docs/develop/packaging.md), apiVersion changed.
-DOCUMENTED_INSTALL = doc(
-    """
-apiVersion: packaging.kapply.dev/v1alpha1
-kind: PackageInstall
-metadata:
-  name: fluent-bit
-  namespace: my-ns
-spec:
-  paused: true
-  canceled: true
-  noopDelete: true
-  syncPeriod: 1m
-  serviceAccountName: fluent-bit-sa
-  cluster:
-    namespace: ns2
-    kubeconfigSecretRef:
-      name: cluster1
-      key: value
-  packageRef:
-    refName: fluent-bit.vmware.com
-    versionSelection:
-      constraints: ">v1.5.3"
-      prereleases: {}
-  values:
-  - secretRef:
-      name: fluent-bit-values
-"""
-)
+# kapp-controller's documented PackageInstall, apiVersion changed.
+DOCUMENTED_INSTALL = doc(carvel_examples.DOCUMENTED_INSTALL) | {"apiVersion": names.API_VERSION}
 
 
 def install(**spec: Any) -> dict[str, Any]:
