@@ -6,7 +6,6 @@ tests/e2e/test_controller_process.py's; shards' Leases, test_controller_shards.p
 from __future__ import annotations
 
 import asyncio
-import copy
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,8 +18,7 @@ from kapply.cli.tree import PROGRAM, global_flags, tree
 from kapply.controller import main
 from kapply.controller.leader import DEFAULT_TIMING, Election, Timing
 from kapply.controller.main import Controller, ControllerOptions
-from kapply.errors import ClusterError
-from kapply.objects import Obj
+from tests.unit.lease_fakes import Leases
 
 # The timing and its flags.
 
@@ -120,36 +118,6 @@ def test_the_controller_elects_with_the_timing_of_its_options(monkeypatch: pytes
 
 
 # A leader against an in-memory Lease.
-
-
-class Leases:
-    """One namespace's Leases, as an API server keeps them (resourceVersions, 409 on a stale write); with `hang`,
-    writes never answer (an API server that stopped answering this process)."""
-
-    def __init__(self) -> None:
-        self.stored: dict[str, Obj] = {}
-        self.version = 0
-        self.hang = False
-
-    def _save(self, obj: Obj) -> Obj:
-        self.version += 1
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        self.stored[obj["metadata"]["name"]] = obj
-        return copy.deepcopy(obj)
-
-    async def get(self, rtype: Any, namespace: str | None, name: str) -> Obj | None:
-        return copy.deepcopy(self.stored[name]) if name in self.stored else None
-
-    async def create(self, rtype: Any, obj: Obj) -> Obj:
-        return self._save(obj)
-
-    async def update(self, rtype: Any, obj: Obj) -> Obj:
-        if self.hang:
-            await asyncio.Event().wait()
-        if self.stored[obj["metadata"]["name"]]["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-            raise ClusterError("conflict", status=409)
-        return self._save(obj)
 
 
 def test_a_leader_whose_renewals_hang_stops_its_work_at_its_renew_deadline() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +21,7 @@ from kapply.controller.main import Controller, ControllerOptions
 from kapply.controller.shards import ShardLeases, assign, lease_names, member_lease, shard_lease, shard_of, targets
 from kapply.errors import ClusterError
 from kapply.objects import Obj
+from tests.unit.lease_fakes import Leases
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -170,42 +170,6 @@ def test_the_shipped_role_names_every_lease_of_the_shipped_deployment_and_of_up_
 
 
 # Replicas keeping their Leases, against an in-memory API server.
-
-
-class Leases:
-    """The Leases of one namespace as an API server keeps them: resourceVersions, 409 on a stale write or a taken
-    name."""
-
-    def __init__(self) -> None:
-        self.stored: dict[str, Obj] = {}
-        self.version = 0
-
-    def _save(self, obj: Obj) -> Obj:
-        self.version += 1
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.version)
-        self.stored[obj["metadata"]["name"]] = obj
-        return copy.deepcopy(obj)
-
-    async def list(self, rtype: Any, *, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
-        return [copy.deepcopy(lease) for lease in self.stored.values()]
-
-    async def get(self, rtype: Any, namespace: str | None, name: str) -> Obj | None:
-        return copy.deepcopy(self.stored[name]) if name in self.stored else None
-
-    async def create(self, rtype: Any, obj: Obj) -> Obj:
-        if obj["metadata"]["name"] in self.stored:
-            raise ClusterError("already exists", status=409)
-        return self._save(obj)
-
-    async def update(self, rtype: Any, obj: Obj) -> Obj:
-        stored = self.stored.get(obj["metadata"]["name"])
-        if stored is None or stored["metadata"]["resourceVersion"] != obj["metadata"].get("resourceVersion"):
-            raise ClusterError("conflict", status=409)
-        return self._save(obj)
-
-    def holder(self, name: str) -> str:
-        return str((self.stored.get(name) or {}).get("spec", {}).get("holderIdentity") or "")
 
 
 class Link:
