@@ -24,6 +24,7 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Secret, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
+from lightkube.types import PatchType
 
 from kapply.packaging import names
 from kapply.ui.packages import truncated
@@ -861,3 +862,56 @@ def test_installed_history_and_rollback(
 
     shown = "\n".join([*said, yaml.safe_dump(pkgi["status"]), running.log.read_text()])
     assert first not in shown and second not in shown
+
+
+def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
+    running: Running, kube: Client, kapply: KapplyRunner, namespace: str, tmp_path: Path
+) -> None:
+    """The tenant's forgeries beside an install's revision, on the real API server (its metadata LIST, the install's
+    account's LIST, CREATE and pruning): a Secret of the next revision's name carrying the install's label but no
+    owner, and one labelled and owned as the install's under another name. `history` shows the install's own
+    revision only (no value), a rollback to the forged number is refused with nothing changed, and the controller's
+    next revision (a new version, set as a person would) cannot take the squatted name: the install succeeds, its
+    condition says why no revision was kept, and both forgeries are left as they were."""
+    first = f"first-{uuid.uuid4().hex[:8]}"
+    a = values_file(tmp_path / "a.yml", name="forged-cm", hello_msg=first)
+    install(kapply, namespace, "forged", "-v", "1.0.0", "--values-file", a)
+    real = kube.get(Secret, "forged.pkgi-v1", namespace=namespace).to_dict()
+    meta = real["metadata"]
+    annotations = {**meta["annotations"], "packaging.kapply.dev/revision": "2"}
+    squatter = {"name": "forged.pkgi-v2", "labels": meta["labels"], "annotations": annotations}
+    backup = {**squatter, "name": "forged-backup", "ownerReferences": meta["ownerReferences"]}
+    create(
+        kube,
+        namespace,
+        *({"apiVersion": "v1", "kind": "Secret", "metadata": m, "data": real["data"]} for m in (squatter, backup)),
+    )
+    versions = {
+        n: (get(kube, Secret, namespace, n) or {})["metadata"]["resourceVersion"]
+        for n in ("forged.pkgi-v2", "forged-backup")
+    }
+
+    history = ["package", "installed", "history", "-i", "forged", "-n", namespace, "--json"]
+    said = ok(kapply(*history))
+    assert [(r["revision"], r["version"]) for r in yaml.safe_load(said)["Tables"][0]["Rows"]] == [("1", "1.0.0")]
+    rollback = ["package", "installed", "rollback", "-i", "forged", "-n", namespace, "--to-revision", "2", "-y"]
+    refused(kapply(*rollback), "Expected revision 2 to be one of the revisions kept (1)")
+    pkgi = get(kube, PackageInstall, namespace, "forged") or {}
+    assert pkgi["spec"]["packageRef"]["versionSelection"]["constraints"] == "1.0.0" and "paused" not in pkgi["spec"]
+
+    constraint = {"spec": {"packageRef": {"versionSelection": {"constraints": "2.0.0"}}}}
+    kube.patch(PackageInstall, "forged", constraint, namespace=namespace, patch_type=PatchType.MERGE)
+
+    def at_two() -> dict[str, Any]:
+        if condition(kube, PackageInstall, namespace, "forged") != "ReconcileSucceeded":
+            return {}
+        reported = status(kube, PackageInstall, namespace, "forged")
+        return reported if reported.get("version") == "2.0.0" else {}
+
+    succeeded = eventually(at_two, timeout=60, what="the install at 2.0.0, succeeded")
+    message = str(succeeded["conditions"][0].get("message", ""))  # type: ignore[index]
+    assert message.startswith("No revision kept for rollback:") and "already exists" in message, message
+    assert {n: (get(kube, Secret, namespace, n) or {})["metadata"]["resourceVersion"] for n in versions} == versions
+    after = ok(kapply(*history))
+    assert [r["revision"] for r in yaml.safe_load(after)["Tables"][0]["Rows"]] == ["1"]
+    assert first not in said + after

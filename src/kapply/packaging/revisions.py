@@ -18,9 +18,12 @@ API server."""
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +34,7 @@ from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
 from kapply.packaging.spec import PackageInstallSpec
 from kapply.resources.cluster import Cluster, ResourceType
+from kapply.versions import SemverError, parse_version
 
 _log = logging.getLogger("kapply.controller")
 SECRETS = ResourceType("", "v1", "Secret", "secrets", True, frozenset({"get", "list", "create", "delete"}))
@@ -43,6 +47,13 @@ VERSION_ANNOTATION = "packaging.kapply.dev/package-version"
 DIGEST_ANNOTATION = "packaging.kapply.dev/values-digest"
 CONTENT_KEY = "revision.json"
 Key = tuple[str, str]
+# What a revision Secret's fields may be (its tenant may write anything there): its number (ASCII digits, as its name
+# ends with them), its digest, a values Secret's name (a DNS subdomain) and one of its data keys (a Secret's key).
+_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{12}")
+_SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+MAX_NAME = 253  # of a Secret, of its keys, and of a version (a Package is named `<refName>.<version>`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,27 +118,110 @@ def revision_secret(install: Obj, number: int, version: str, values: Sequence[Va
     }
 
 
-def parse(secret: Obj) -> Revision:
-    """A revision from its Secret; KapplyError naming the Secret when it is not one."""
-    meta = secret.get("metadata") or {}
-    name = meta.get("name", "")
-    annotations = meta.get("annotations") or {}
+def number_of(meta: Obj, install: Obj) -> int | None:
+    """The number of the install's revision whose Secret's metadata is `meta`, or None when that Secret is not one of
+    the install's revisions, whatever it says: a revision is named `<install>.pkgi-v<N>`, carries the install's uid
+    label and is owned by the install (an ownerReference naming its uid). A tenant may put any of the three on any
+    Secret of its namespace; only the three together are the install's revision, so that another install's, or a
+    Secret merely labelled, is never shown, rolled back to or pruned."""
+    own = install["metadata"]
+    uid, prefix, name = str(own.get("uid") or ""), f"{own['name']}{SUFFIX}", str(meta.get("name") or "")
+    digits = name[len(prefix) :] if name.startswith(prefix) else ""
+    owners = meta.get("ownerReferences") or []
+    if not uid or not _NUMBER.fullmatch(digits) or (meta.get("labels") or {}).get(INSTALL_UID_LABEL) != uid:
+        return None
+    return int(digits) if any(isinstance(o, dict) and o.get("uid") == uid for o in owners) else None
+
+
+def _refused(name: str, why: str) -> KapplyError:
+    """A revision Secret refused, saying why (never a value it holds)."""
+    return KapplyError(f"Reading revision Secret '{name}': not a revision ({why})")
+
+
+def _is_version(text: object) -> bool:
+    if not isinstance(text, str) or len(text) > MAX_NAME:
+        return False
     try:
-        content = json.loads(base64.b64decode((secret.get("data") or {})[CONTENT_KEY]))
-        values = tuple(
-            ValuesSecret(str(v["secretName"]), tuple(sorted((str(k), str(d)) for k, d in v["data"].items())))
-            for v in content["values"]
-        )
-        return Revision(
-            int(annotations[REVISION_ANNOTATION]),
-            str(content["version"]),
-            values_digest(values),
-            str(meta.get("creationTimestamp") or ""),
-            json.dumps(content["packageRef"], sort_keys=True),
-            values,
-        )
-    except (KeyError, ValueError, TypeError, AttributeError) as e:
-        raise KapplyError(f"Reading revision Secret '{name}': not a revision ({type(e).__name__})") from None
+        parse_version(text)
+    except SemverError:
+        return False
+    return True
+
+
+def head(meta: Obj) -> tuple[int, str, str]:
+    """A revision Secret's number, version and values digest, from its annotations (what `history` shows), checked:
+    the number its name ends with, a package version (never a constraint: a rollback makes it the install's), a
+    digest; KapplyError naming the Secret otherwise."""
+    name, annotations = str(meta.get("name") or ""), meta.get("annotations") or {}
+    number, version, digest = (annotations.get(k) for k in (REVISION_ANNOTATION, VERSION_ANNOTATION, DIGEST_ANNOTATION))
+    if not isinstance(number, str) or not _NUMBER.fullmatch(number) or not name.endswith(f"{SUFFIX}{number}"):
+        raise _refused(name, "its revision annotation is not the number its name ends with")
+    if not isinstance(version, str) or not _is_version(version):
+        raise _refused(name, "its version annotation is not a package version")
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise _refused(name, "its digest annotation is not a values digest")
+    return int(number), version, digest
+
+
+def _is_name(text: object) -> bool:
+    return isinstance(text, str) and len(text) <= MAX_NAME and _SECRET_NAME.fullmatch(text) is not None
+
+
+def _is_key(key: object) -> bool:
+    """A Secret's data key, as the API server takes one (not a path, not `.`, `..` or `..`-prefixed)."""
+    return (
+        isinstance(key, str)
+        and len(key) <= MAX_NAME
+        and bool(_SECRET_KEY.fullmatch(key))
+        and key[:2] not in (".", "..")
+    )
+
+
+def _is_base64(text: object) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return False
+    return True
+
+
+def _values_secret(name: str, value: object) -> ValuesSecret:
+    """One of a revision's values Secrets, checked: its name, its data keys and their base64 values."""
+    secret, data = (value.get("secretName"), value.get("data")) if isinstance(value, dict) else (None, None)
+    if not isinstance(secret, str) or not _is_name(secret):
+        raise _refused(name, "a values Secret's name is not a Secret's name")
+    if not isinstance(data, dict) or not all(map(_is_key, data)):
+        raise _refused(name, "a values key is not a plain name")
+    if not all(map(_is_base64, data.values())):
+        raise _refused(name, "a value is not base64")
+    return ValuesSecret(secret, tuple(sorted(data.items())))
+
+
+def parse(secret: Obj) -> Revision:
+    """A revision from its Secret, every field checked (the tenant's namespace holds it); KapplyError naming the Secret
+    when it is not one."""
+    meta = secret.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    number, version, digest = head(meta)
+    content: object = None
+    # (binascii.Error and JSONDecodeError are ValueErrors; RecursionError: JSON nested deeper than Python's stack)
+    with contextlib.suppress(KeyError, ValueError, RecursionError):
+        content = json.loads(base64.b64decode(str((secret.get("data") or {})[CONTENT_KEY]), validate=True))
+    if not isinstance(content, dict):
+        raise _refused(name, f"its {CONTENT_KEY} is not base64-encoded JSON of a map")
+    if content.get("version") != version:
+        raise _refused(name, "its content's version is not its version annotation's")
+    if not isinstance(content.get("packageRef"), dict):
+        raise _refused(name, "its content's packageRef is not a map")
+    if not isinstance(content.get("values"), list):
+        raise _refused(name, "its content's values are not a list")
+    values = tuple(_values_secret(name, v) for v in content["values"])
+    if values_digest(values) != digest:
+        raise _refused(name, "its values are not those of its digest annotation")
+    created = str(meta.get("creationTimestamp") or "")
+    return Revision(number, version, digest, created, json.dumps(content["packageRef"], sort_keys=True), values)
 
 
 def expired(numbers: Iterable[int], keep: int = KEEP) -> list[int]:
@@ -158,10 +252,12 @@ def with_note(status: Obj, text: str | None) -> Obj:
 
 async def listed(cluster: Cluster, namespace: str, install: Obj) -> list[Revision]:
     """The install's revisions, oldest first (with whatever rights `cluster` has: the install's account's in the
-    controller, the user's in the CLI)."""
+    controller, the user's in the CLI): the Secrets carrying its uid label that are its revisions (`number_of`), so
+    that only those are pruned; KapplyError naming one whose content is not a revision's."""
     uid = install["metadata"].get("uid", "")
     found = await cluster.list(SECRETS, namespace=namespace, label_selector=f"{INSTALL_UID_LABEL}={uid}")
-    return sorted((parse(s) for s in found), key=lambda r: r.number)
+    owned = (s for s in found if number_of(s.get("metadata") or {}, install) is not None)
+    return sorted((parse(s) for s in owned), key=lambda r: r.number)
 
 
 async def values_of(cluster: Cluster, namespace: str, spec: PackageInstallSpec) -> tuple[ValuesSecret, ...]:

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from kapply.errors import KapplyError
 from kapply.objects import Obj
 from kapply.packaging.revisions import (
-    DIGEST_ANNOTATION,
     INSTALL_UID_LABEL,
-    REVISION_ANNOTATION,
     SECRETS,
-    VERSION_ANNOTATION,
     Revision,
     ValuesSecret,
+    head,
+    number_of,
     parse,
     secret_name,
     values_digest,
@@ -68,28 +67,20 @@ class Summary:
     created: str
 
 
-def summary(meta: Obj) -> Summary | None:
-    """A revision from its Secret's metadata; None when the metadata is not a revision's."""
-    annotations = meta.get("annotations") or {}
-    try:
-        number = int(annotations[REVISION_ANNOTATION])
-    except (KeyError, ValueError, TypeError):
-        return None
-    return Summary(
-        number,
-        str(annotations.get(VERSION_ANNOTATION, "")),
-        str(annotations.get(DIGEST_ANNOTATION, "")),
-        str(meta.get("creationTimestamp") or ""),
-    )
+def summary(meta: Obj) -> Summary:
+    """A revision from its Secret's metadata (checked: kapply.packaging.revisions.head)."""
+    number, version, digest = head(meta)
+    return Summary(number, version, digest, str(meta.get("creationTimestamp") or ""))
 
 
 async def summaries(cluster: Cluster, install: Obj) -> list[Summary]:
-    """The install's revisions, newest first, from one LIST of their Secrets' metadata (no value is read)."""
+    """The install's revisions, newest first, from one LIST of their Secrets' metadata (no value is read): those that
+    are its revisions by name, label and owner (`number_of`), whatever else carries its label."""
     meta = install["metadata"]
     selector = f"{INSTALL_UID_LABEL}={meta.get('uid', '')}"
     found = await cluster.list_metadata(SECRETS, namespace=meta["namespace"], label_selector=selector)
-    made = (summary(item) for item in found)
-    return sorted((s for s in made if s is not None), key=lambda s: s.number, reverse=True)
+    made = (summary(item) for item in found if number_of(item, install) is not None)
+    return sorted(made, key=lambda s: s.number, reverse=True)
 
 
 def chosen(revisions: list[Revision], number: int) -> Revision:
@@ -106,12 +97,11 @@ def chosen(revisions: list[Revision], number: int) -> Revision:
 
 
 async def revision(cluster: Cluster, install: Obj, number: int) -> Revision:
-    """Revision `number` of the install (one GET of its Secret, which must carry the install's uid)."""
+    """Revision `number` of the install (one GET of its Secret, which must be the install's: `number_of`)."""
     meta = install["metadata"]
     name = secret_name(meta["name"], number)
     found = await cluster.get(SECRETS, meta["namespace"], name)
-    labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-    if found is None or labels.get(INSTALL_UID_LABEL) != meta.get("uid"):
+    if found is None or number_of(found.get("metadata") or {}, install) != number:
         raise KapplyError(
             f"Expected revision {number} of package install '{meta['name']}' in namespace '{meta['namespace']}' "
             f"(Secret '{name}') to be kept"
