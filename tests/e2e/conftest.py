@@ -16,7 +16,7 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 
-from tests.e2e.harness import Cluster, KapplyRunner
+from tests.e2e.harness import Cluster, KapplyRunner, KappRun, real_kapp
 
 
 @pytest.fixture
@@ -51,6 +51,12 @@ def module_namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[s
 def kapply(cluster: Cluster) -> KapplyRunner:
     """The kapply CLI, run as a subprocess against the test cluster."""
     return KapplyRunner(cluster.kubeconfig)
+
+
+@pytest.fixture
+def kapp(cluster: Cluster) -> KappRun:
+    """The real kapp, run as a subprocess against the test cluster."""
+    return real_kapp(cluster.kubeconfig)
 
 
 from tests.e2e import registry  # noqa: E402  (appended with the fixture below)

@@ -78,6 +78,20 @@ def external_tool(name: str, env_var: str) -> Path:
     return Path(found)
 
 
+KappRun = Callable[..., subprocess.CompletedProcess[str]]  # the real kapp's arguments (and `input=`, its stdin)
+
+
+def real_kapp(kubeconfig: Path) -> KappRun:
+    """Run the real kapp (external_tool's) against the cluster of `kubeconfig`."""
+    binary = external_tool("kapp", "KAPPLY_KAPP")
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        return subprocess.run([str(binary), *args], input=input, env=env, capture_output=True, text=True, timeout=240)
+
+    return run
+
+
 WAIT_INTERVAL = "--wait-check-interval=0.2s"  # every e2e deploy polls 5 times a second rather than kapp's every 3 s
 
 

@@ -9,10 +9,9 @@ kapp's `--diff-run` showed no change.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,7 @@ from tests.e2e.controller_harness import (
     status,
     wait_syncs,
 )
-from tests.e2e.harness import Cluster, KapplyRunner, eventually, external_tool
+from tests.e2e.harness import Cluster, KapplyRunner, KappRun, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -84,25 +83,10 @@ def apps_deleted(running: subprocess.Popen, kube: Client, namespace: str) -> Ite
     delete_apps_and_show_log(kube, namespace, running)
 
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def kapp(cluster: Cluster) -> Run:
-    """The real kapp against the test cluster."""
-    binary = external_tool("kapp", "KAPPLY_KAPP")
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-        return subprocess.run([str(binary), *args], env=env, capture_output=True, text=True, timeout=240)
-
-    return run
-
-
 _CHANGED_LINE = re.compile(r"\s*\d+\s+([-+]) (.*)")  # `` 95     -   replicas: 0``; context lines have `95, 95`
 
 
-def kapp_diff(kapp: Run, app: str, namespace: str, manifest: Path) -> list[tuple[str, str]]:
+def kapp_diff(kapp: KappRun, app: str, namespace: str, manifest: Path) -> list[tuple[str, str]]:
     """The lines the real kapp's `deploy --diff-run --diff-changes` shows as removed and added, as (`-`/`+`, text)."""
     result = kapp("deploy", "-a", app, "-n", namespace, "-f", str(manifest), "--diff-run", "--diff-changes")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -110,7 +94,7 @@ def kapp_diff(kapp: Run, app: str, namespace: str, manifest: Path) -> list[tuple
     return [(sign, text.strip()) for sign, text in changed]
 
 
-def kapp_sees_no_changes(kapp: Run, app: str, namespace: str, manifest: Path) -> None:
+def kapp_sees_no_changes(kapp: KappRun, app: str, namespace: str, manifest: Path) -> None:
     result = kapp("deploy", "-a", app, "-n", namespace, "-f", str(manifest), "--diff-run", "--diff-exit-status", "-c")
     assert result.returncode == 2, f"kapp found changes (exit {result.returncode}):\n{result.stdout}{result.stderr}"
 
@@ -163,7 +147,7 @@ REPLICAS_REVERTED = [("-", "replicas: 0"), ("+", "replicas: 2")]
 
 
 def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_then_reverts_it(
-    running: subprocess.Popen, apps_deleted: None, kube: Client, namespace: str, kapp: Run, tmp_path: Path
+    running: subprocess.Popen, apps_deleted: None, kube: Client, namespace: str, kapp: KappRun, tmp_path: Path
 ) -> None:
     for doc in yaml.safe_load_all(deployer(namespace)):
         create_if_missing(kube, from_dict(doc))
@@ -195,7 +179,7 @@ def test_seed_004_warn_keeps_reporting_drift_after_a_desired_change_and_enforce_
 
 
 def test_cli_warn_deploys_record_what_they_applied_and_enforce_reverts_the_drift(
-    kube: Client, namespace: str, kapply: KapplyRunner, kapp: Run, tmp_path: Path
+    kube: Client, namespace: str, kapply: KapplyRunner, kapp: KappRun, tmp_path: Path
 ) -> None:
     kapply.deploy(namespace, deployment(2), "--drift-policy=warn", app="web")
     scale(kube, namespace, 0)
@@ -222,7 +206,7 @@ def test_cli_warn_deploys_record_what_they_applied_and_enforce_reverts_the_drift
 
 
 def test_kapp_deploying_over_a_kept_drift_reverts_it_and_leaves_nothing_drifted(
-    kube: Client, namespace: str, kapply: KapplyRunner, kapp: Run, tmp_path: Path
+    kube: Client, namespace: str, kapply: KapplyRunner, kapp: KappRun, tmp_path: Path
 ) -> None:
     kapply.deploy(namespace, deployment(2), "--drift-policy=preserve", app="web")
     scale(kube, namespace, 0)

@@ -9,9 +9,8 @@ shows as a change. These tests use the real kapp (`$KAPPLY_KAPP`, else `kapp` on
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from kapply.objects import ORIGINAL, ORIGINAL_DIFF_MD5, Obj
 from kapply.resources.cluster import Cluster as KapplyCluster
 from kapply.resources.kubeconfig import KubeconfigFlags, load
 from tests.e2e.defaulted_kinds import JOB, SECRET, SERVICES, role_and_binding
-from tests.e2e.harness import Cluster, KapplyRunner, external_tool
+from tests.e2e.harness import Cluster, KapplyRunner, KappRun
 
 pytestmark = pytest.mark.e2e
 WAIT = "--wait-check-interval=0.2s"  # both tools poll what they wait on 5 times a second (kapp's default: 1 s)
@@ -149,8 +148,6 @@ spec:
 """
 )
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
 
 @pytest.fixture
 def manifest(namespace: str, kube: Client) -> Iterator[str]:
@@ -165,23 +162,11 @@ def manifest(namespace: str, kube: Client) -> Iterator[str]:
 
 
 @pytest.fixture
-def app(manifest: str, namespace: str, kapp: Run) -> Iterator[str]:
+def app(manifest: str, namespace: str, kapp: KappRun) -> Iterator[str]:
     """The app's name (unlike any ConfigMap in the namespace); the app is deleted afterwards."""
     name = "md5-interop"
     yield name
     kapp("delete", "-a", name, "-n", namespace, "--yes", WAIT)
-
-
-@pytest.fixture
-def kapp(cluster: Cluster) -> Run:
-    """Run the real kapp against the test cluster."""
-    binary = external_tool("kapp", "KAPPLY_KAPP")
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-        return subprocess.run([str(binary), *args], env=env, capture_output=True, text=True, timeout=240)
-
-    return run
 
 
 def _live_objects(kubeconfig: Path, namespace: str, manifest: str) -> list[Obj]:
@@ -203,12 +188,12 @@ def _live_objects(kubeconfig: Path, namespace: str, manifest: str) -> list[Obj]:
     return asyncio.run(fetch())
 
 
-def _kapp_deploy(kapp: Run, app: str, namespace: str, path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _kapp_deploy(kapp: KappRun, app: str, namespace: str, path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return kapp("deploy", "-a", app, "-n", namespace, "-f", str(path), "--yes", WAIT, *args)
 
 
 def test_kapply_recomputes_the_md5_kapp_recorded(
-    cluster: Cluster, namespace: str, app: str, manifest: str, kapp: Run, tmp_path: Path
+    cluster: Cluster, namespace: str, app: str, manifest: str, kapp: KappRun, tmp_path: Path
 ) -> None:
     path = tmp_path / "app.yml"
     path.write_text(manifest)
@@ -226,7 +211,7 @@ def test_kapply_recomputes_the_md5_kapp_recorded(
 
 
 def test_kapp_sees_no_changes_after_kapply_deployed(
-    namespace: str, app: str, manifest: str, kapp: Run, kapply: KapplyRunner, tmp_path: Path
+    namespace: str, app: str, manifest: str, kapp: KappRun, kapply: KapplyRunner, tmp_path: Path
 ) -> None:
     path = tmp_path / "app.yml"
     path.write_text(manifest)
@@ -238,7 +223,7 @@ def test_kapp_sees_no_changes_after_kapply_deployed(
 
 
 def test_kapply_sees_no_changes_after_kapp_deployed_without_asking_the_server(
-    namespace: str, app: str, manifest: str, kapp: Run, kapply: KapplyRunner, tmp_path: Path
+    namespace: str, app: str, manifest: str, kapp: KappRun, kapply: KapplyRunner, tmp_path: Path
 ) -> None:
     """With the server check off, an update found against the live object stays an update: exit 2 means every
     resource took the last-applied path."""

@@ -7,11 +7,9 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import re
 import secrets
 import subprocess
-from collections.abc import Callable
 
 import pytest
 from lightkube import Client
@@ -19,11 +17,10 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from tests.e2e.controller_harness import App, inline_app, install_crd
-from tests.e2e.harness import WAIT_INTERVAL, Cluster, KapplyRunner, external_tool
+from tests.e2e.harness import WAIT_INTERVAL, Cluster, KapplyRunner, KappRun
 
 pytestmark = pytest.mark.e2e
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
 KEPT_TYPE = "kapply.dev/app-change-applied"
 
 
@@ -67,18 +64,6 @@ spec:
 """
 
 
-@pytest.fixture
-def kapp(cluster: Cluster) -> Run:
-    """Run the real kapp against the test cluster."""
-    binary = external_tool("kapp", "KAPPLY_KAPP")
-
-    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-        return subprocess.run([str(binary), *args], input=input, env=env, capture_output=True, text=True, timeout=120)
-
-    return run
-
-
 def kept(kube: Client, namespace: str) -> dict[str, list[dict]]:
     """The documents each kept change holds, by change name."""
     out = {}
@@ -101,7 +86,7 @@ def rollback(
     return kapply("app-change", "rollback", "-a", app, "-n", namespace, "--to", change, "-y", WAIT_INTERVAL, *args)
 
 
-def test_rollback_to_the_first_of_three_releases(kapply: KapplyRunner, kube: Client, namespace: str, kapp: Run):
+def test_rollback_to_the_first_of_three_releases(kapply: KapplyRunner, kube: Client, namespace: str, kapp: KappRun):
     for version in (1, 2, 3):
         kapply.deploy(namespace, release(version), app="web")
     by_release = {docs[0]["data"]["release"]: name for name, docs in kept(kube, namespace).items()}
@@ -165,7 +150,7 @@ data:
     assert f"App-change '{change}' of App 'web' (namespace: {namespace}) kept nothing to roll back to" in refused.stderr
 
 
-def test_a_change_kapp_made_cannot_be_rolled_back_to(kapply: KapplyRunner, kube: Client, namespace: str, kapp: Run):
+def test_a_change_kapp_made_cannot_be_rolled_back_to(kapply: KapplyRunner, kube: Client, namespace: str, kapp: KappRun):
     manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  v: '1'\n"
     deployed = kapp("deploy", "-a", "web", "-n", namespace, "-f", "-", "--yes", input=manifest)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
