@@ -30,7 +30,8 @@ from kapply.packaging.rollback import (
 from kapply.packaging.rollback import (
     revision as kept_revision,
 )
-from tests.unit.package_rollback_fakes import SECRET, VALUES, A, B, seeded
+from kapply.resources.cluster import ResourceType
+from tests.unit.package_rollback_fakes import SECRET, VALUES, A, B, RollbackCluster, seeded
 
 
 def values(content: str | None, name: str = "web-ns-values") -> tuple[ValuesSecret, ...]:
@@ -203,3 +204,40 @@ def test_values_are_removed_when_the_revision_had_none_and_recreated_when_the_in
         assert [(o["kind"], o["name"]) for o in owners] == [("PackageInstall", "web")]
 
     asyncio.run(main())
+
+
+def test_the_controllers_status_write_between_the_read_and_the_write_is_not_a_failure_but_a_spec_edit_is() -> None:
+    """The controller writes the install's status as it sees the pause, after the rollback read the install: its
+    update is done again over the install read afresh. Someone's edit of the spec meanwhile stays the conflict (never
+    overwritten), and the install is resumed."""
+
+    async def main(edit_spec: bool) -> tuple[RollbackCluster, ClusterError | None]:
+        cluster = await seeded()
+        install = cluster.install()
+        the_plan = await planned(cluster, install, await kept_revision(cluster, install, 1))
+        stored, update, raced = cluster.objects[cluster._key(KAPPLY.install.rtype, "ns", "web")], cluster.update, []
+
+        async def racing(rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+            if rtype == KAPPLY.install.rtype and not raced:
+                raced.append(stored["metadata"]["resourceVersion"])
+                stored["metadata"]["resourceVersion"] += "0"  # the controller's status write
+                if edit_spec:
+                    stored["spec"]["serviceAccountName"] = "someone-else"
+            return await update(rtype, obj, dry_run=dry_run)
+
+        cluster.update = racing  # type: ignore[method-assign]
+        try:
+            await roll_back(cluster, KAPPLY.install.rtype, install, the_plan, lambda _: None)
+        except ClusterError as e:
+            return cluster, e
+        return cluster, None
+
+    cluster, failed = asyncio.run(main(edit_spec=False))
+    after = cluster.install()
+    assert failed is None and after["spec"]["packageRef"]["versionSelection"]["constraints"] == "1.0.0"
+    assert "paused" not in after["spec"] and cluster.values() == A
+    cluster, failed = asyncio.run(main(edit_spec=True))
+    after = cluster.install()
+    assert failed is not None and failed.conflict
+    assert after["spec"]["serviceAccountName"] == "someone-else" and "paused" not in after["spec"]
+    assert after["spec"]["packageRef"]["versionSelection"]["constraints"] == "2.0.0"
