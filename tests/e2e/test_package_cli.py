@@ -915,3 +915,40 @@ def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
     after = ok(kapply(*history))
     assert [r["revision"] for r in yaml.safe_load(after)["Tables"][0]["Rows"]] == ["1"]
     assert first not in said + after
+
+
+def test_an_install_whose_account_may_not_touch_secrets_keeps_no_revision_and_says_why(
+    running: Running, kube: Client, kapply: KapplyRunner, namespace: str
+) -> None:
+    """An install whose service account may deploy ConfigMaps but not read or write Secrets (the controller itself has
+    no rights on Secrets): it succeeds, its condition says why no revision was kept, there is none, `history` lists
+    none and `rollback` says so."""
+    ref = "nosecrets.test.carvel.dev"
+    package = renamed(cm_package("1.0.0"), ref)
+    files = package["spec"]["template"]["spec"]["fetch"][0]["inline"]["paths"]
+    files["values.yml"] = files["values.yml"].replace("name: cm", "name: nosecrets-cm")
+    create(kube, namespace, package)
+    create_objects(
+        kube,
+        deployer(namespace, "no-secrets", rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]),
+    )
+    selection = {"refName": ref, "versionSelection": {"constraints": "1.0.0"}}
+    pkgi = {"metadata": {"name": "nosecrets"}, "spec": {"serviceAccountName": "no-secrets", "packageRef": selection}}
+    create(kube, namespace, {"apiVersion": f"{names.GROUP}/{names.VERSION}", "kind": "PackageInstall", **pkgi})
+    eventually(
+        lambda: condition(kube, PackageInstall, namespace, "nosecrets") == "ReconcileSucceeded",
+        timeout=60,
+        what="the install succeeded",
+    )
+    assert config_map_data(kube, namespace, "nosecrets-cm") == {"version": "1.0.0", "hello_msg": "stranger"}
+    assert status(kube, PackageInstall, namespace, "nosecrets")["conditions"][0]["message"] == (
+        "No revision kept for rollback: service account 'no-secrets' may not read and write Secrets in namespace "
+        f"'{namespace}'"
+    )
+    assert get(kube, Secret, namespace, "nosecrets.pkgi-v1") is None
+    history = ok(kapply("package", "installed", "history", "-i", "nosecrets", "-n", namespace, "--json"))
+    assert yaml.safe_load(history)["Tables"][0]["Rows"] == []
+    refused(
+        kapply("package", "installed", "rollback", "-i", "nosecrets", "-n", namespace, "-y"),
+        f"Package install 'nosecrets' in namespace '{namespace}' has no revisions",
+    )
