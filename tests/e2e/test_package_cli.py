@@ -872,7 +872,8 @@ def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
     owner, and one labelled and owned as the install's under another name. `history` shows the install's own
     revision only (no value), a rollback to the forged number is refused with nothing changed, and the controller's
     next revision (a new version, set as a person would) cannot take the squatted name: the install succeeds, its
-    condition says why no revision was kept, and both forgeries are left as they were."""
+    condition says why no revision was kept, and both forgeries are left as they were. The install's own revision
+    made malformed is one error naming it, from `history` and `rollback` alike, and nothing is changed."""
     first = f"first-{uuid.uuid4().hex[:8]}"
     a = values_file(tmp_path / "a.yml", name="forged-cm", hello_msg=first)
     install(kapply, namespace, "forged", "-v", "1.0.0", "--values-file", a)
@@ -915,6 +916,19 @@ def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
     after = ok(kapply(*history))
     assert [r["revision"] for r in yaml.safe_load(after)["Tables"][0]["Rows"]] == ["1"]
     assert first not in said + after
+
+    # the install's own revision, its version made a constraint: one error naming it, from either command
+    def edited() -> tuple[object, object]:
+        meta = (get(kube, PackageInstall, namespace, "forged") or {})["metadata"]
+        return meta["generation"], meta.get("annotations")
+
+    before = edited()
+    bad = {"metadata": {"annotations": {"packaging.kapply.dev/package-version": ">=0.0.0"}}}
+    kube.patch(Secret, "forged.pkgi-v1", bad, namespace=namespace, patch_type=PatchType.MERGE)
+    said = "kapply: Error: Reading revision Secret 'forged.pkgi-v1': not a revision (its version annotation is not a "
+    refused(kapply(*history[:-1]), said)  # (without --json: its errors are in the JSON)
+    refused(kapply(*rollback[:-3], "-y"), said)
+    assert edited() == before
 
 
 def test_an_install_whose_account_may_not_touch_secrets_keeps_no_revision_and_says_why(
