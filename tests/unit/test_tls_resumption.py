@@ -1,0 +1,108 @@
+"""The cluster client's connections resume the TLS session of an earlier one (kapply.resources.auth.ResumingContext):
+against a local HTTPS server with the PKI hack/cluster.py makes, connections opened after a first answer resume its
+session, still as the client certificate's user; the first ones, opened before any ticket came, make full
+handshakes. What the real API server does is measured in bench/why.md."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kapply.resources.auth import ResumingContext, ssl_context
+from kapply.resources.cluster import Cluster
+from kapply.resources.kubeconfig import KubeconfigFlags, load
+
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.fixture(scope="module")
+def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pki")
+    cluster_script.make_certs(path)
+    return path
+
+
+@asynccontextmanager
+async def serving(pki: Path, seen: list[tuple[bool, str | None]]) -> AsyncIterator[int]:
+    """An HTTPS server answering `{}` to every request of a kept-alive connection; `seen` gets, per connection,
+    whether its session was resumed and the client certificate's common name."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki / "ca.crt"))
+    tls.load_cert_chain(pki / "apiserver.crt", pki / "apiserver.key")
+    tls.verify_mode = ssl.CERT_REQUIRED
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ssl_object = writer.get_extra_info("ssl_object")
+        peer = ssl_object.getpeercert() or {}
+        name = next((value for rdn in peer.get("subject", ()) for key, value in rdn if key == "commonName"), None)
+        seen.append((ssl_object.session_reused, name))
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(ANSWER)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+def kubeconfig(path: Path, port: int, pki: Path) -> Path:
+    def b64(name: str) -> str:
+        return base64.b64encode((pki / name).read_bytes()).decode()
+
+    doc = {
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {"server": f"https://127.0.0.1:{port}", "certificate-authority-data": b64("ca.crt")},
+            }
+        ],
+        "users": [
+            {"name": "u", "user": {"client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")}}
+        ],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_later_connections_resume_the_first_ones_session(pki: Path, tmp_path: Path) -> None:
+    seen: list[tuple[bool, str | None]] = []
+
+    async def main() -> None:
+        async with serving(pki, seen) as port:
+            path = kubeconfig(tmp_path / "config", port, pki)
+            async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
+                # two at once: two connections, both before any ticket came
+                await asyncio.gather(*(cluster.request("GET", f"/first/{i}") for i in range(2)))
+                # four at once: the two kept alive and two new ones, which resume
+                await asyncio.gather(*(cluster.request("GET", f"/then/{i}") for i in range(4)))
+
+    asyncio.run(main())
+    assert seen[:2] == [(False, "kapply-admin")] * 2
+    assert seen[2:] == [(True, "kapply-admin")] * 2
+
+
+def test_the_context_is_the_kubeconfigs(pki: Path, tmp_path: Path) -> None:
+    """Trust, hostname check and client certificate as before; only the class is the resuming one."""
+    context = load(KubeconfigFlags(path=str(kubeconfig(tmp_path / "config", 1, pki))))
+    tls = ssl_context(context)
+    assert isinstance(tls, ResumingContext)
+    assert tls.verify_mode is ssl.CERT_REQUIRED and tls.check_hostname
+    assert [c["subject"] for c in tls.get_ca_certs()] == [
+        c["subject"] for c in ssl.create_default_context(cafile=str(pki / "ca.crt")).get_ca_certs()
+    ]
