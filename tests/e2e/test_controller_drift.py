@@ -21,15 +21,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import yaml
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.generic_resource import create_global_resource
-from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Event
-from lightkube.types import PatchType
 
 from tests.e2e.controller_harness import (
     App,
@@ -47,6 +44,7 @@ from tests.e2e.controller_harness import (
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually
+from tests.e2e.web_drift import deployed, deployment, events, keeps_scaling, replicas, scale, set_files
 
 pytestmark = pytest.mark.e2e
 
@@ -55,19 +53,6 @@ MutatingWebhookConfiguration = create_global_resource(
     "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations"
 )
 RAW_OPTIONS = ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]
-
-
-def deployment(replicas: int) -> str:
-    return f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec: {{containers: [{{name: web, image: registry.k8s.io/pause:3.10}}]}}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -109,76 +94,12 @@ def create_app(kube: Client, namespace: str, name: str, files: dict[str, str], *
     eventually(lambda: condition(kube, namespace, name) == "ReconcileSucceeded", timeout=60, what="the first deploy")
 
 
-def set_files(kube: Client, namespace: str, name: str, files: dict[str, str]) -> int:
-    """Replace the App's inline files; returns the new generation."""
-    app = kube.patch(
-        App,
-        name,
-        {"spec": {"fetch": [{"inline": {"paths": files}}]}},
-        namespace=namespace,
-        patch_type=PatchType.MERGE,
-    )
-    return int(app.metadata.generation)
-
-
-def deployed(kube: Client, namespace: str, name: str, generation: int) -> bool:
-    reported = status(kube, namespace, name)
-    return reported.get("observedGeneration") == generation and condition(kube, namespace, name) == (
-        "ReconcileSucceeded"
-    )
-
-
-def replicas(kube: Client, namespace: str) -> int:
-    return int(kube.get(Deployment, "web", namespace=namespace).spec.replicas)
-
-
-def scale(kube: Client, namespace: str, count: int) -> None:
-    """What `kubectl scale` does: a write of the scale subresource by the field manager `kubectl`."""
-    kube.patch(
-        Deployment.Scale,
-        "web",
-        {"spec": {"replicas": count}},
-        namespace=namespace,
-        patch_type=PatchType.MERGE,
-        field_manager="kubectl",
-    )
-
-
-@contextmanager
-def keeps_scaling(kube: Client, namespace: str, count: int) -> Iterator[None]:
-    """Another actor (an HPA, say) that sets the replicas back to `count` whenever they differ. Like an HPA it tries
-    again after a failed request (a timeout on a loaded machine, a conflict with the controller's write): a thread that
-    died of one would leave the replicas alone, and the controller would rightly find nothing to set back."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                if replicas(kube, namespace) != count:
-                    scale(kube, namespace, count)
-            except (ApiError, httpx2.HTTPError) as e:
-                print(f"keeps_scaling: {e!r}; again")  # shown with the test's output when it fails
-            stop.wait(0.2)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
 def app_changes(kube: Client, namespace: str) -> set[str]:
     return {
         cm.metadata.name
         for cm in kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})
         if cm.metadata.name.startswith("web.app-change-") or cm.metadata.name.startswith("cms.app-change-")
     }
-
-
-def events(kube: Client, namespace: str, reason: str) -> list[Event]:
-    return [e for e in kube.list(Event, namespace=namespace) if e.reason == reason]
 
 
 def ghost(kube: Client, namespace: str, name: str, path_part: str) -> list[dict[str, Any]]:

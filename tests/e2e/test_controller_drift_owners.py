@@ -20,7 +20,7 @@ import yaml
 from lightkube import ApiError, Client
 from lightkube.codecs import from_dict
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import ConfigMap, Event
+from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from tests.e2e.controller_harness import (
@@ -46,6 +46,7 @@ from tests.e2e.packaging_harness import (
     packaging_controller,
 )
 from tests.e2e.packaging_harness import status as install_status
+from tests.e2e.web_drift import events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 REF = "owners.kapply.test"
@@ -114,10 +115,6 @@ def app_changes(kube: Client, namespace: str, app: str) -> set[str]:
         for cm in kube.list(ConfigMap, namespace=namespace, labels={"kapp.k14s.io/is-app-change": ""})
         if cm.metadata.name.startswith(f"{app}.app-change-")
     }
-
-
-def events(kube: Client, namespace: str, reason: str) -> list[Event]:
-    return [e for e in kube.list(Event, namespace=namespace) if e.reason == reason]
 
 
 def owned(kube: Client, namespace: str, app: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Event
 from lightkube.types import PatchType
 
 from kapply.objects import DRIFT_KEPT
@@ -37,25 +36,13 @@ from tests.e2e.controller_harness import (
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, KapplyRunner, KappRun, eventually
+from tests.e2e.web_drift import deployed, deployment, events, scale, set_files
 
 pytestmark = pytest.mark.e2e
 
 IDENTITY_NAMESPACE = "kapply-drift-record-tests"
 RAW_OPTIONS = ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]
-IMAGE, NEW_IMAGE = "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9"
-
-
-def deployment(replicas: int, image: str = IMAGE) -> str:
-    return f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec: {{containers: [{{name: web, image: {image}}}]}}
-"""
+NEW_IMAGE = "registry.k8s.io/pause:3.9"  # the desired change (deployment()'s image is pause:3.10)
 
 
 @pytest.fixture(scope="module")
@@ -99,18 +86,6 @@ def kapp_sees_no_changes(kapp: KappRun, app: str, namespace: str, manifest: Path
     assert result.returncode == 2, f"kapp found changes (exit {result.returncode}):\n{result.stdout}{result.stderr}"
 
 
-def scale(kube: Client, namespace: str, count: int) -> None:
-    """What `kubectl scale` does: a write of the scale subresource by the field manager `kubectl`."""
-    kube.patch(
-        Deployment.Scale,
-        "web",
-        {"spec": {"replicas": count}},
-        namespace=namespace,
-        patch_type=PatchType.MERGE,
-        field_manager="kubectl",
-    )
-
-
 def live(kube: Client, namespace: str) -> Deployment:
     return kube.get(Deployment, "web", namespace=namespace)
 
@@ -122,25 +97,6 @@ def image(kube: Client, namespace: str) -> str:
 def drift(kube: Client, namespace: str, name: str) -> list[tuple[str, str, str]]:
     fields = (status(kube, namespace, name).get("drift") or {}).get("fields") or []
     return [(f["path"], f["desired"], f["live"]) for f in fields]
-
-
-def events(kube: Client, namespace: str, reason: str) -> list[Event]:
-    return [e for e in kube.list(Event, namespace=namespace) if e.reason == reason]
-
-
-def set_files(kube: Client, namespace: str, name: str, files: dict[str, str]) -> int:
-    """Replace the App's inline files; returns the new generation."""
-    app = kube.patch(
-        App, name, {"spec": {"fetch": [{"inline": {"paths": files}}]}}, namespace=namespace, patch_type=PatchType.MERGE
-    )
-    return int(app.metadata.generation)
-
-
-def deployed(kube: Client, namespace: str, name: str, generation: int) -> bool:
-    reported = status(kube, namespace, name)
-    return reported.get("observedGeneration") == generation and condition(kube, namespace, name) == (
-        "ReconcileSucceeded"
-    )
 
 
 REPLICAS_REVERTED = [("-", "replicas: 0"), ("+", "replicas: 2")]

@@ -6,16 +6,11 @@ no more app-change per sync."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import httpx2
 import pytest
 import yaml
-from lightkube import ApiError, Client
-from lightkube.resources.apps_v1 import Deployment
+from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
@@ -33,19 +28,10 @@ from tests.e2e.packaging_harness import (
     packaging_controller,
     status,
 )
+from tests.e2e.web_drift import deployment, keeps_scaling, replicas
 
 pytestmark = pytest.mark.e2e
 REF = "web.test.carvel.dev"
-DEPLOYMENT = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: registry.k8s.io/pause:3.10}]}
-"""
 
 
 def web_package() -> dict[str, object]:
@@ -58,7 +44,7 @@ def web_package() -> dict[str, object]:
             "version": "1.0.0",
             "template": {
                 "spec": {
-                    "fetch": [{"inline": {"paths": {"web.yml": DEPLOYMENT}}}],
+                    "fetch": [{"inline": {"paths": {"web.yml": deployment(2)}}}],
                     "template": [{"ytt": {}}],
                     "deploy": [
                         {"kapp": {"rawOptions": ["--app-changes-max-to-keep=100", "--wait-check-interval=0.5s"]}}
@@ -67,42 +53,6 @@ def web_package() -> dict[str, object]:
             },
         },
     }
-
-
-def replicas(kube: Client, namespace: str) -> int:
-    return int(kube.get(Deployment, "web", namespace=namespace).spec.replicas)
-
-
-@contextmanager
-def keeps_scaling(kube: Client, namespace: str, count: int) -> Iterator[None]:
-    """Another actor (an HPA, say) that scales the Deployment back to `count` whenever it differs (`kubectl scale`).
-    Like an HPA it tries again after a failed request (a conflict with the controller's write): a thread that died
-    of one would leave the replicas alone."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                if replicas(kube, namespace) != count:
-                    kube.patch(
-                        Deployment.Scale,
-                        "web",
-                        {"spec": {"replicas": count}},
-                        namespace=namespace,
-                        patch_type=PatchType.MERGE,
-                        field_manager="kubectl",
-                    )
-            except (ApiError, httpx2.HTTPError) as e:
-                print(f"keeps_scaling: {e!r}; again")  # shown with the test's output when it fails
-            stop.wait(0.2)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def app_changes(kube: Client, namespace: str) -> set[str]:
