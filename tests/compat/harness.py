@@ -28,6 +28,8 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 TOOLS = ("kapp", "kapply")
+# `deploy` of the app `app` in the test's namespace with the manifest from stdin (the flags that follow say the rest)
+DEPLOY_STDIN = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-")
 
 
 @dataclass(frozen=True)

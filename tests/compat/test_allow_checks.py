@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.harness import Harness
+from tests.compat.harness import DEPLOY_STDIN, Harness
 
 pytestmark = pytest.mark.compat
 
@@ -28,7 +28,7 @@ def other(both: Harness) -> str:
 
 def test_resources_outside_the_allowed_namespaces_are_refused_after_the_plan(both: Harness, other: str):
     config = config_map("here") + config_map("there", other) + NAMESPACE
-    pair = both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--allow-check", input=config)
+    pair = both.run(*DEPLOY_STDIN, "-y", "--allow-check", input=config)
     both.same(pair)
     assert pair.kapply.code == 1 and "is outside of allowed namespaces" in pair.kapply.stderr
     assert (
@@ -51,23 +51,13 @@ def test_resources_outside_the_allowed_namespaces_are_refused_after_the_plan(bot
 )
 def test_what_each_flag_allows(both: Harness, other: str, flags: tuple[str, ...]):
     config = config_map("here") + config_map("there", other)
-    pair = both.run("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "--diff-run", "--allow-check", *flags, input=config)
+    pair = both.run(*DEPLOY_STDIN, "--diff-run", "--allow-check", *flags, input=config)
     both.same(pair)
 
 
 def test_cluster_level_resources_with_allow_cluster(both: Harness):
     pair = both.run(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "--diff-run",
-        "--allow-check",
-        "--allow-cluster",
-        input=config_map("here") + NAMESPACE,
+        *DEPLOY_STDIN, "--diff-run", "--allow-check", "--allow-cluster", input=config_map("here") + NAMESPACE
     )
     both.same(pair)
     assert pair.kapply.code == 0
@@ -75,17 +65,7 @@ def test_cluster_level_resources_with_allow_cluster(both: Harness):
 
 def test_without_allow_check_the_flags_do_nothing(both: Harness, other: str):
     pair = both.run(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "-y",
-        "--allow-ns",
-        "elsewhere",
-        input=config_map("here") + config_map("there", other),
+        *DEPLOY_STDIN, "-y", "--allow-ns", "elsewhere", input=config_map("here") + config_map("there", other)
     )
     both.same(pair, exact=False)
     assert pair.kapply.code == 0

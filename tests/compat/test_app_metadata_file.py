@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.harness import TOOLS, Harness, Pair
+from tests.compat.harness import DEPLOY_STDIN, TOOLS, Harness, Pair
 
 pytestmark = pytest.mark.compat
 
@@ -85,7 +85,7 @@ def test_no_file_when_the_deploy_is_declined(both: Harness, tmp_path: Path):
         *(
             both.run_one(
                 tool,
-                ["deploy", "-a", "app", "-n", "{ns}", "-f", "-", "--app-metadata-file-output", str(tmp_path / tool)],
+                [*DEPLOY_STDIN, "--app-metadata-file-output", str(tmp_path / tool)],
                 input=CONFIG,
             )
             for tool in TOOLS
@@ -97,17 +97,7 @@ def test_no_file_when_the_deploy_is_declined(both: Harness, tmp_path: Path):
 
 def test_a_file_that_cannot_be_written_is_skipped_silently(both: Harness, tmp_path: Path):
     pair = both.run(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "-y",
-        "--app-metadata-file-output",
-        str(tmp_path / "missing" / "dir" / "meta.yml"),
-        input=CONFIG,
+        *DEPLOY_STDIN, "-y", "--app-metadata-file-output", str(tmp_path / "missing" / "dir" / "meta.yml"), input=CONFIG
     )
     both.same(pair)
     assert pair.kapply.code == 0

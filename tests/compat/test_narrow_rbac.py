@@ -18,7 +18,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from tests.compat.accounts import service_account_kubeconfig
-from tests.compat.harness import TOOLS, Harness, Pair
+from tests.compat.harness import DEPLOY_STDIN, TOOLS, Harness, Pair
 from tests.e2e.harness import Cluster
 
 pytestmark = pytest.mark.compat
@@ -51,7 +51,7 @@ SECRET = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pa
 
 def test_a_user_without_patch_can_deploy(both: Harness, kube: Client, cluster: Cluster, tmp_path: Path):
     envs = kubeconfigs(both, kube, cluster, tmp_path, NO_PATCH)
-    deploy = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y")
+    deploy = (*DEPLOY_STDIN, "-y")
     pair, _ = without_watching_error(both, run(both, envs, *deploy, input=SECRET))
     both.same(pair, exact=False)
     assert pair.kapply.code == 0, pair.kapply.output
@@ -85,7 +85,7 @@ def without_watching_error(both: Harness, pair: Pair) -> tuple[Pair, list[str]]:
 def test_a_user_who_may_not_list_pods_is_told(both: Harness, kube: Client, cluster: Cluster, tmp_path: Path):
     both.namespaces.new()
     envs = kubeconfigs(both, kube, cluster, tmp_path, CONFIG_MAPS_ONLY, pairs=2)
-    pair = run(both, envs, "deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=MANIFEST)
+    pair = run(both, envs, *DEPLOY_STDIN, "-y", input=MANIFEST)
     stripped, errors = without_watching_error(both, pair)
     both.same(stripped, exact=False)
     assert (
@@ -98,20 +98,14 @@ def test_a_user_who_may_not_list_pods_is_told(both: Harness, kube: Client, clust
     )
     for result in pair:
         assert result.code == 0, result.output
-    pair = run(both, envs, "deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--tty=false", input=MANIFEST)
+    pair = run(both, envs, *DEPLOY_STDIN, "-y", "--tty=false", input=MANIFEST)
     stripped, errors = without_watching_error(both, pair)
     both.same(stripped, exact=False)
     assert len(errors) in (0, 2)  # nothing to apply: no logs to show, with either tool
     pair = run(
         both,
         envs,
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
+        *DEPLOY_STDIN,
         "-y",
         "--logs=false",
         input=MANIFEST.replace("bar", "baz"),

@@ -13,7 +13,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
 
-from tests.compat.harness import TOOLS, Harness, Pair
+from tests.compat.harness import DEPLOY_STDIN, TOOLS, Harness, Pair
 from tests.e2e.harness import Cluster
 
 pytestmark = pytest.mark.compat
@@ -72,17 +72,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: someone}]
 
 def test_permission_validation_refuses_what_the_user_may_not_do(both: Harness, restricted: dict[str, str]):
     pair = both.run_together(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "-y",
-        "--preflight=PermissionValidation",
-        input=ALLOWED + ROLE + QUOTA + BINDING,
-        env=restricted,
+        *DEPLOY_STDIN, "-y", "--preflight=PermissionValidation", input=ALLOWED + ROLE + QUOTA + BINDING, env=restricted
     )
     both.same(pair)
     assert pair.kapply.code == 1
@@ -92,7 +82,7 @@ def test_permission_validation_refuses_what_the_user_may_not_do(both: Harness, r
 
 
 def test_permission_validation_passes_what_the_user_may_do(both: Harness, restricted: dict[str, str]):
-    flags = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", "--preflight=PermissionValidation")
+    flags = (*DEPLOY_STDIN, "-y", "--preflight=PermissionValidation")
     pair = both.run_together(*flags, input=ALLOWED, env=restricted)
     both.same(pair, exact=False)
     succeeded(pair)
@@ -101,20 +91,8 @@ def test_permission_validation_passes_what_the_user_may_do(both: Harness, restri
 
 def test_permission_validation_checks_deletes(both: Harness, restricted: dict[str, str]):
     # as admin
-    succeeded(both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", "-y", input=ALLOWED + QUOTA))
-    pair = both.run_together(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "-y",
-        "--preflight=PermissionValidation",
-        input=ALLOWED,
-        env=restricted,
-    )
+    succeeded(both.run_together(*DEPLOY_STDIN, "-y", input=ALLOWED + QUOTA))
+    pair = both.run_together(*DEPLOY_STDIN, "-y", "--preflight=PermissionValidation", input=ALLOWED, env=restricted)
     both.same(pair, exact=False)
     assert pair.kapply.code == 1 and 'not permitted to "delete" /v1, Resource=resourcequotas' in pair.kapply.stderr
 
@@ -186,24 +164,14 @@ def test_a_config_enables_checks_when_the_flag_is_not_given(both: Harness):
 
 def test_unknown_checks_are_refused_before_anything_else(both: Harness):
     for value in ("Foo", "PermissionValidation,Bar"):
-        pair = both.run_together("deploy", "-a", "app", "-n", "{ns}", "-f", "-", f"--preflight={value}", input=ALLOWED)
+        pair = both.run_together(*DEPLOY_STDIN, f"--preflight={value}", input=ALLOWED)
         both.same(pair)
         assert pair.kapply.code == 1
 
 
 def test_a_diff_run_runs_no_checks(both: Harness, restricted: dict[str, str]):
     pair = both.run_together(
-        "deploy",
-        "-a",
-        "app",
-        "-n",
-        "{ns}",
-        "-f",
-        "-",
-        "--diff-run",
-        "--preflight=PermissionValidation",
-        input=ALLOWED + QUOTA,
-        env=restricted,
+        *DEPLOY_STDIN, "--diff-run", "--preflight=PermissionValidation", input=ALLOWED + QUOTA, env=restricted
     )
     both.same(pair)
     assert pair.kapply.code == 0
