@@ -26,6 +26,9 @@ FAST = WaitOptions(check_interval=0.01)
 
 
 class Lines:
+    """The progress a deploy or delete reports, kept as lines (also test_apply_loop_failures', test_apply_round_trips'
+    and test_delete_answers')."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
 

@@ -20,26 +20,13 @@ from kapply.resources.cluster import Discovery, ResourceType
 from kapply.resources.preparation import Placement, prepare
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
+from tests.unit.test_apply_loop import Lines
 
 APP = {"kapp.k14s.io/app": "1"}
 DISCOVERY = Discovery(BUILTIN_TYPES)
 FAST = WaitOptions(check_interval=0.01)
 FIRST = {"kapp.k14s.io/change-group": "example.com/first"}
 AFTER_FIRST = {"kapp.k14s.io/change-rule": "upsert after upserting example.com/first"}
-
-
-class Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def section(self, message: str) -> None:
-        self.lines.append(f"---- {message} ----")
-
-    def line(self, message: str) -> None:
-        self.lines.append(message)
-
-    def warn(self, message: str) -> None:
-        self.lines.append(f"Warning: {message}")
 
 
 def service_defaults(stored: Obj) -> None:
