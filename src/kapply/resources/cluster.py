@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import operator
 import os
@@ -79,7 +80,10 @@ class ResourceType:
         return f"{path}/{_segment(subresource)}" if name and subresource else path
 
 
+@functools.lru_cache(maxsize=4096)
 def _segment(value: str, what: str = "resource name") -> str:
+    """A path segment, checked and escaped. Remembered: a deploy or delete of N resources builds ~3 N paths from a
+    few types' segments and the objects' names (issue 33: ~15 us a path, 4-5 ms of a delete of 100)."""
     problems = path_segment_problems(value)
     if problems:
         raise ManifestError(f"invalid {what} {orjson.dumps(value).decode()}: [{', '.join(problems)}]")
