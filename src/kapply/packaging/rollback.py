@@ -16,8 +16,9 @@ import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from kapply.errors import ClusterError, KapplyError
+from kapply.errors import KapplyError
 from kapply.objects import Obj
+from kapply.packaging.install_update import update_install
 from kapply.packaging.revisions import (
     INSTALL_UID_LABEL,
     SECRETS,
@@ -31,7 +32,7 @@ from kapply.packaging.revisions import (
     values_of,
 )
 from kapply.packaging.spec import parse_package_install
-from kapply.resources.cluster import CONFLICT_ATTEMPTS, Cluster, ResourceType
+from kapply.resources.cluster import Cluster, ResourceType
 
 DOWNGRADABLE = "packaging.carvel.dev/downgradable"
 KAPPLY_DOWNGRADABLE = "packaging.kapply.dev/downgradable"
@@ -228,31 +229,13 @@ async def roll_back(
         await _write_values(cluster, updated, plan, say)
         if updated != install:
             say(f"Updating {where}")
-            await _update_spec(cluster, rtype, install, updated["spec"])
+            await update_install(cluster, rtype, install, updated)
         else:
             say(f"No changes to {where}")
     finally:
         if plan.values_changed:
             say(f"Resuming reconciliation for {where}")
             await cluster.patch(rtype, namespace, name, UNPAUSE)
-
-
-async def _update_spec(cluster: Cluster, rtype: ResourceType, install: Obj, spec: Obj) -> None:
-    """PUT `install` with `spec`. On a conflict with a write that left its spec as it was (the controller's status,
-    written as it sees the pause), again over the install read afresh, at most CONFLICT_ATTEMPTS times; a change to
-    its spec meanwhile (someone's edit) stays the API server's conflict, never overwritten."""
-    meta = install["metadata"]
-    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
-        try:
-            await cluster.update(rtype, {**install, "spec": spec})
-            return
-        except ClusterError as e:
-            if not e.conflict or attempt == CONFLICT_ATTEMPTS:
-                raise
-            fresh = await cluster.get(rtype, meta["namespace"], meta["name"])
-            if fresh is None or fresh.get("spec") != install.get("spec"):
-                raise
-            install = fresh
 
 
 async def _write_values(cluster: Cluster, install: Obj, plan: Plan, say: Callable[[str], None]) -> None:

@@ -302,6 +302,7 @@ async def _apply_update(
 ) -> None:
     """Update the install (kctrl's update), paused while what it reads changes; resumed even when a change fails."""
     from kapply.cli.package.waiting import wait_for_app_paused, wait_for_install
+    from kapply.packaging.install_update import update_install
 
     cluster, namespace, installs = api.cluster, names.namespace, vocabulary.install.rtype
     selection = _selection(install, request)
@@ -330,7 +331,7 @@ async def _apply_update(
         if updated != install:
             log(out, f"Updating package install for '{request.name}' in namespace '{namespace}'")
             try:
-                await cluster.update(installs, updated)
+                await update_install(cluster, installs, install, updated)
             except ClusterError as e:
                 raise KapplyError(f"Updating package '{request.name}': {e}") from None
     finally:
