@@ -15,9 +15,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +27,30 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 TOOLS = ("kapp", "kapply")
 # `deploy` of the app `app` in the test's namespace with the manifest from stdin (the flags that follow say the rest)
 DEPLOY_STDIN = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-")
+
+
+@contextmanager
+def established_crd(kube: Client, crd: dict[str, Any]) -> Iterator[None]:
+    """The CustomResourceDefinition `crd`, created and established (within 30 s), deleted afterwards."""
+    name = crd["metadata"]["name"]
+    kube.create(CustomResourceDefinition.from_dict(crd))
+    deadline = time.monotonic() + 30
+    while not any(
+        c.type == "Established" and c.status == "True"
+        for c in (kube.get(CustomResourceDefinition, name).status.conditions or [])
+    ):
+        assert time.monotonic() < deadline, "the CRD did not become established"
+        time.sleep(0.2)
+    try:
+        yield
+    finally:
+        kube.delete(CustomResourceDefinition, name)
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,13 @@ reads); in `--json` as one of the lines; none with `--warnings=false`."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
-from tests.compat.harness import Harness
+from tests.compat.harness import Harness, established_crd
 
 pytestmark = pytest.mark.compat
 
@@ -25,40 +23,29 @@ def deprecated_group(kube: Client) -> Iterator[str]:
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     warning = f"{group}/v1alpha1 CronTab is deprecated; use {group}/v1 CronTab"
     name = f"crontabs.{group}"
-    kube.create(
-        CustomResourceDefinition.from_dict(
-            {
-                "metadata": {"name": name},
-                "spec": {
-                    "group": group,
-                    "scope": "Namespaced",
-                    "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-                    "versions": [
-                        {
-                            "name": "v1alpha1",
-                            "served": True,
-                            "storage": False,
-                            "deprecated": True,
-                            "deprecationWarning": warning,
-                            "schema": schema,
-                        },
-                        {"name": "v1", "served": True, "storage": True, "schema": schema},
-                    ],
-                },
-            }
-        )
-    )
-    deadline = time.monotonic() + 30
-    while not any(
-        c.type == "Established" and c.status == "True"
-        for c in (kube.get(CustomResourceDefinition, name).status.conditions or [])
+    with established_crd(
+        kube,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                "versions": [
+                    {
+                        "name": "v1alpha1",
+                        "served": True,
+                        "storage": False,
+                        "deprecated": True,
+                        "deprecationWarning": warning,
+                        "schema": schema,
+                    },
+                    {"name": "v1", "served": True, "storage": True, "schema": schema},
+                ],
+            },
+        },
     ):
-        assert time.monotonic() < deadline, "the CRD did not become established"
-        time.sleep(0.2)
-    try:
         yield group
-    finally:
-        kube.delete(CustomResourceDefinition, name)
 
 
 def crontabs(group: str, *names: str, spec: int = 1) -> str:

@@ -5,16 +5,14 @@ on several resources, an `exists` resource that never appears, and `--diff-exit-
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType
 
-from tests.compat.harness import Harness
+from tests.compat.harness import Harness, established_crd
 
 pytestmark = pytest.mark.compat
 
@@ -26,30 +24,19 @@ GADGETS = f"gadgets.{GROUP}"
 def gadgets(kube: Client) -> Iterator[None]:
     """A kind whose status is written with the object (no status subresource), so that a manifest sets it."""
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    kube.create(
-        CustomResourceDefinition.from_dict(
-            {
-                "metadata": {"name": GADGETS},
-                "spec": {
-                    "group": GROUP,
-                    "scope": "Namespaced",
-                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
-                },
-            }
-        )
-    )
-    deadline = time.monotonic() + 30
-    while not any(
-        c.type == "Established" and c.status == "True"
-        for c in (kube.get(CustomResourceDefinition, GADGETS).status.conditions or [])
+    with established_crd(
+        kube,
+        {
+            "metadata": {"name": GADGETS},
+            "spec": {
+                "group": GROUP,
+                "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
+            },
+        },
     ):
-        assert time.monotonic() < deadline, "the CRD did not become established"
-        time.sleep(0.2)
-    try:
         yield
-    finally:
-        kube.delete(CustomResourceDefinition, GADGETS)
 
 
 # Gadgets fail or succeed by their status conditions, which an update keeps

@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet
 from lightkube.resources.core_v1 import ConfigMap, Pod
 from lightkube.types import PatchType
 
-from tests.compat.harness import Harness, Namespaces, Pair
+from tests.compat.harness import Harness, Namespaces, Pair, established_crd
 from tests.e2e.harness import Cluster
 
 pytestmark = pytest.mark.compat
@@ -237,18 +236,8 @@ Widget = create_namespaced_resource("compat.kapply.dev", "v1", "Widget", "widget
 @pytest.fixture(scope="module")
 def widgets(kube: Client) -> Iterator[None]:
     """A kind whose status anyone may write: failures on demand."""
-    kube.create(CustomResourceDefinition.from_dict(CRD))
-    deadline = time.monotonic() + 30
-    while not any(
-        c.type == "Established" and c.status == "True"
-        for c in (kube.get(CustomResourceDefinition, WIDGETS).status.conditions or [])
-    ):
-        assert time.monotonic() < deadline, "the CRD did not become established"
-        time.sleep(0.2)
-    try:
+    with established_crd(kube, CRD):
         yield
-    finally:
-        kube.delete(CustomResourceDefinition, WIDGETS)
 
 
 # Widgets fail or succeed by their status conditions, which an update keeps

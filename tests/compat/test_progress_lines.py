@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,11 +18,10 @@ import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from tests.compat.harness import TOOLS, Harness, Pair, Result
+from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd
 
 pytestmark = pytest.mark.compat
 
@@ -89,30 +87,19 @@ CronTab = create_namespaced_resource(GROUP, "v1", "CronTab", "crontabs")
 @pytest.fixture(scope="module")
 def crontabs(kube: Client) -> Iterator[None]:
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    kube.create(
-        CustomResourceDefinition.from_dict(
-            {
-                "metadata": {"name": NAME},
-                "spec": {
-                    "group": GROUP,
-                    "scope": "Namespaced",
-                    "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
-                },
-            }
-        )
-    )
-    deadline = time.monotonic() + 30
-    while not any(
-        c.type == "Established" and c.status == "True"
-        for c in (kube.get(CustomResourceDefinition, NAME).status.conditions or [])
+    with established_crd(
+        kube,
+        {
+            "metadata": {"name": NAME},
+            "spec": {
+                "group": GROUP,
+                "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
+            },
+        },
     ):
-        assert time.monotonic() < deadline, "the CRD did not become established"
-        time.sleep(0.2)
-    try:
         yield
-    finally:
-        kube.delete(CustomResourceDefinition, NAME)
 
 
 CONFIG = f"""

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType
 
-from tests.compat.harness import TOOLS, Harness, Pair, Result
+from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd
 
 pytestmark = pytest.mark.compat
 
@@ -52,18 +50,8 @@ def gadgets(kube: Client) -> Iterator[None]:
     names = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}
     version = {"name": "v1", "served": True, "storage": True, "schema": schema}
     spec = {"group": GROUP, "scope": "Namespaced", "names": names, "versions": [version]}
-    kube.create(CustomResourceDefinition.from_dict({"metadata": {"name": NAME}, "spec": spec}))
-    deadline = time.monotonic() + 30
-    while not any(
-        c.type == "Established" and c.status == "True"
-        for c in (kube.get(CustomResourceDefinition, NAME).status.conditions or [])
-    ):
-        assert time.monotonic() < deadline, "the CRD did not become established"
-        time.sleep(0.2)
-    try:
+    with established_crd(kube, {"metadata": {"name": NAME}, "spec": spec}):
         yield
-    finally:
-        kube.delete(CustomResourceDefinition, NAME)
 
 
 def deploy_made_ready_after_first_poll(both: Harness, kube: Client, tool: str, args: list[str]) -> Result:
