@@ -11,11 +11,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 URL_LINE = re.compile(r"^Diff UI server: (http://\S+)$", re.M)
 
@@ -33,6 +38,17 @@ def chromium() -> Path:
     if found is None:
         pytest.skip("chromium is not installed (make browser) and $KAPPLY_CHROMIUM is not set")
     return Path(found)
+
+
+@contextmanager
+def headless_chromium() -> Iterator[Browser]:
+    """chromium(), launched headless under Playwright; closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(chromium()), headless=True)
+        yield launched
+        launched.close()
 
 
 @dataclass(frozen=True)

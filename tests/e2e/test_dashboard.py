@@ -26,7 +26,7 @@ from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Secret
 from lightkube.types import PatchType
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.controller_harness import (
     App,
@@ -38,7 +38,7 @@ from tests.e2e.controller_harness import (
     running_controller,
     status,
 )
-from tests.e2e.diff_ui_harness import Serving, chromium, get, post
+from tests.e2e.diff_ui_harness import Serving, get, headless_chromium, post
 from tests.e2e.harness import Cluster, eventually
 from tests.e2e.packaging_harness import PackageInstall, config_map_package, create, delete_and_wait, install_crds
 from tests.e2e.packaging_harness import install as package_install
@@ -124,10 +124,8 @@ def restricted_url(cluster: Cluster, app: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium()), headless=True)
+    with headless_chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

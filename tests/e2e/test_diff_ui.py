@@ -17,9 +17,9 @@ import pytest
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Secret
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.diff_ui_harness import Serving, chromium, get, post
+from tests.e2e.diff_ui_harness import Serving, get, headless_chromium, post
 from tests.e2e.harness import WAIT_INTERVAL, Cluster, KapplyRunner
 
 pytestmark = pytest.mark.e2e
@@ -29,10 +29,8 @@ OLD_PASSWORD, NEW_PASSWORD = "old-hunter2-do-not-show", "new-hunter2-do-not-show
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(chromium()), headless=True)
+    with headless_chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
