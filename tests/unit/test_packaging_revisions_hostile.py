@@ -34,7 +34,7 @@ from kapply.packaging.revisions import (
     record,
     revision_secret,
 )
-from kapply.packaging.rollback import chosen, planned, summaries
+from kapply.packaging.rollback import chosen, planned, roll_back, summaries
 from kapply.packaging.rollback import revision as kept_revision
 from kapply.packaging.spec import parse_package_install
 from tests.unit.package_rollback_fakes import SECRET, VALUES, A, RollbackCluster, encoded, seeded
@@ -387,3 +387,31 @@ def test_history_shows_no_value_even_of_a_revision_whose_annotations_were_given_
     table = history_table("web", "ns", asyncio.run(summaries(cluster, install)))
     assert len(table.rows) == 2 and SECRET not in repr(table)
     assert not [entry for entry in cluster.log if entry[:2] == ("get", "Secret")]
+
+
+# --- a revision's values written back never overwrite another Secret --------------------------------------------------
+
+
+def test_a_revisions_values_secret_name_never_overwrites_a_secret_of_that_name() -> None:
+    """The install's own revision names, as its values Secret, another Secret of the namespace; the install names no
+    values Secret now, so the rollback would create it: the API server refuses (it exists), the Secret is as it was,
+    the install is resumed and its version unchanged."""
+
+    async def main() -> None:
+        cluster = await seeded()
+        await cluster.create(SECRETS, {"metadata": {"name": "admin-token", "namespace": "ns"}, "data": {"t": "eA=="}})
+        kept = copy.deepcopy(cluster.objects[cluster._key(SECRETS, "ns", "admin-token")])
+        stored = cluster.objects[cluster._key(KAPPLY.install.rtype, "ns", "web")]
+        del stored["spec"]["values"]
+        install = cluster.install()
+        values = (ValuesSecret("admin-token", (("values.yaml", encoded(A)),)),)
+        await cluster.create(SECRETS, revision_secret(install, 3, "1.0.0", values))
+        the_plan = await planned(cluster, install, await kept_revision(cluster, install, 3))
+        with pytest.raises(ClusterError, match="already exists"):
+            await roll_back(cluster, KAPPLY.install.rtype, install, the_plan, lambda _: None)
+        assert cluster.objects[cluster._key(SECRETS, "ns", "admin-token")] == kept
+        after = cluster.install()
+        assert "paused" not in after["spec"] and "values" not in after["spec"]
+        assert after["spec"]["packageRef"]["versionSelection"]["constraints"] == "2.0.0"
+
+    asyncio.run(main())
