@@ -45,6 +45,21 @@ def _added(path: str, value: str) -> str:
     return f"- type: test\n  path: {path}\n  absent: true\n- type: replace\n  path: {path}?\n{_value(value)}"
 
 
+def _pod_defaults(*, restart_policy: bool = True) -> str:
+    """kapp's removals of what the API server defaults in a pod template with one container (from its
+    terminationMessagePath on, in kapp's order); without restartPolicy where the manifest set it (the Job's)."""
+    pod = "/spec/template/spec"
+    return (
+        _removed(f"{pod}/containers/0/terminationMessagePath", "/dev/termination-log")
+        + _removed(f"{pod}/containers/0/terminationMessagePolicy", "File")
+        + _removed(f"{pod}/dnsPolicy", "ClusterFirst")
+        + (_removed(f"{pod}/restartPolicy", "Always") if restart_policy else "")
+        + _removed(f"{pod}/schedulerName", "default-scheduler")
+        + _removed(f"{pod}/securityContext", "{}")
+        + _removed(f"{pod}/terminationGracePeriodSeconds", "30")
+    )
+
+
 # (name, left `spec`, right `spec`, kapp's MinimalString, kapp's MD5)
 SPEC_CASES: list[Case] = [
     (
@@ -572,13 +587,7 @@ KIND_CASES: list[Case] = [
             + _removed("/spec/revisionHistoryLimit", "10")
             + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
             + _removed("/spec/template/spec/containers/0/resources", "{}")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
-            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
-            + _removed("/spec/template/spec/restartPolicy", "Always")
-            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
-            + _removed("/spec/template/spec/securityContext", "{}")
-            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
+            + _pod_defaults()
             + _removed("/spec/updateStrategy", "    rollingUpdate:\n      partition: 0\n    type: RollingUpdate\n")
         ),
         "7f06aaec2216c397fd4bab9356cfa546",
@@ -668,12 +677,7 @@ KIND_CASES: list[Case] = [
             + _removed("/spec/template/metadata/labels/job-name", "once")
             + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
             + _removed("/spec/template/spec/containers/0/resources", "{}")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
-            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
-            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
-            + _removed("/spec/template/spec/securityContext", "{}")
-            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
+            + _pod_defaults(restart_policy=False)
         ),
         "91a1f3aa4a1d3424bed14b8c93b3cf25",
     ),
@@ -751,13 +755,7 @@ KIND_CASES: list[Case] = [
             + _removed("/spec/template/spec/containers/0/imagePullPolicy", "IfNotPresent")
             + _replaced("/spec/template/spec/containers/0/resources/limits/cpu", "500m", "0.5")
             + _replaced("/spec/template/spec/containers/0/resources/limits/memory", "1M", "1e+06")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePath", "/dev/termination-log")
-            + _removed("/spec/template/spec/containers/0/terminationMessagePolicy", "File")
-            + _removed("/spec/template/spec/dnsPolicy", "ClusterFirst")
-            + _removed("/spec/template/spec/restartPolicy", "Always")
-            + _removed("/spec/template/spec/schedulerName", "default-scheduler")
-            + _removed("/spec/template/spec/securityContext", "{}")
-            + _removed("/spec/template/spec/terminationGracePeriodSeconds", "30")
+            + _pod_defaults()
         ),
         "9121b1cb68807f336097b6fc0d5d736c",
     ),
