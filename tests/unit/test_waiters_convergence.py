@@ -2,7 +2,7 @@
 
 from kapply.apply.waiters import ChildState, converge, failed, ok, ongoing, wait_lines, wait_state
 from kapply.config.config import parse_config
-from tests.unit.waiter_objects import child_pod, replica_set, revisioned_deployment
+from tests.unit.waiter_objects import POD_READY_RULE, child_pod, replica_set, revisioned_deployment
 
 
 def test_ongoing_deployment_shows_its_children_in_kapps_order():
@@ -113,19 +113,7 @@ def test_resource_without_waiter_takes_the_first_failed_child_then_the_first_ong
 
 
 def test_children_are_checked_with_wait_rules_too():
-    config = parse_config(
-        {
-            "apiVersion": "kapp.k14s.io/v1alpha1",
-            "kind": "Config",
-            "waitRules": [
-                {
-                    "conditionMatchers": [{"type": "Ready", "status": "True", "success": True}],
-                    "resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Pod"}}],
-                }
-            ],
-        },
-        "test",
-    )
+    config = parse_config(POD_READY_RULE, "test")
     convergence = converge(
         revisioned_deployment({"unavailableReplicas": 1}), config.wait_rules, [child_pod("web-1", ready="False")]
     )

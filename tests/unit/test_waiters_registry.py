@@ -25,7 +25,7 @@ from kapply.apply.waiters import (
     which_children,
 )
 from kapply.config.config import parse_config
-from tests.unit.waiter_objects import cond, obj, revisioned_deployment
+from tests.unit.waiter_objects import POD_READY_RULE, cond, obj, revisioned_deployment
 
 
 def test_configmap_is_ok_at_once():
@@ -95,19 +95,7 @@ def test_kapp_controller_kinds_come_before_the_deletion_check():
 
 
 def test_deletion_comes_before_wait_rules_and_wait_rules_before_kinds():
-    rules = parse_config(
-        {
-            "apiVersion": "kapp.k14s.io/v1alpha1",
-            "kind": "Config",
-            "waitRules": [
-                {
-                    "conditionMatchers": [{"type": "Ready", "status": "True", "success": True}],
-                    "resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Pod"}}],
-                }
-            ],
-        },
-        "test",
-    ).wait_rules
+    rules = parse_config(POD_READY_RULE, "test").wait_rules
     running = obj("v1", "Pod")
     assert registry.find(running, rules).check.func is wait_rule.check
     running["metadata"]["deletionTimestamp"] = "2024-03-28T10:00:00Z"

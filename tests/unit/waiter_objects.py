@@ -23,6 +23,18 @@ def cond(type_, status, reason="", message="", **extra):
     }
 
 
+# A kapp config whose wait rule has a Pod waited on until its Ready condition is True.
+POD_READY_RULE = {
+    "apiVersion": "kapp.k14s.io/v1alpha1",
+    "kind": "Config",
+    "waitRules": [
+        {
+            "conditionMatchers": [{"type": "Ready", "status": "True", "success": True}],
+            "resourceMatchers": [{"apiVersionKindMatcher": {"apiVersion": "v1", "kind": "Pod"}}],
+        }
+    ],
+}
+
 MINIMUM = "kapp.k14s.io/apps-v1-deployment-wait-minimum-replicas-available"
 
 
