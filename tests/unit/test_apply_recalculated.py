@@ -33,6 +33,8 @@ def configmap(value: str, annotations: dict[str, str] | None = None) -> Obj:
 
 
 class Quiet:
+    """Progress that goes nowhere (also test_apply_record_conflict's)."""
+
     def section(self, message: str) -> None:
         pass
 

@@ -19,6 +19,7 @@ from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
+from tests.unit.test_apply_recalculated import Quiet
 
 CONFIG = default_config()
 DISCOVERY = Discovery(BUILTIN_TYPES)
@@ -37,17 +38,6 @@ def deployment(replicas: int) -> Obj:
         "metadata": {"name": "web", "namespace": "ns", "labels": {"kapp.k14s.io/app": "1"}},
         "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
     }
-
-
-class Quiet:
-    def section(self, message: str) -> None:
-        pass
-
-    def line(self, message: str) -> None:
-        pass
-
-    def warn(self, message: str) -> None:
-        pass
 
 
 class ScaledInBetween(FakeCluster):
