@@ -17,6 +17,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 
 from tests.e2e.harness import Cluster, KapplyRunner, KappRun, real_kapp
+from tests.e2e.packaging_harness import install_crds
 
 
 @pytest.fixture
@@ -57,6 +58,12 @@ def kapply(cluster: Cluster) -> KapplyRunner:
 def kapp(cluster: Cluster) -> KappRun:
     """The real kapp, run as a subprocess against the test cluster."""
     return real_kapp(cluster.kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def packaging_crds(cluster: Cluster, kube: Client) -> None:
+    """The App and packaging CRDs, installed once for the module (no test removes them)."""
+    install_crds(cluster, kube)
 
 
 from tests.e2e import registry  # noqa: E402  (appended with the fixture below)

@@ -42,7 +42,6 @@ from tests.e2e.packaging_harness import (
     config_map_package,
     create,
     install,
-    install_crds,
     packaging_controller,
 )
 from tests.e2e.packaging_harness import status as install_status
@@ -86,14 +85,8 @@ def hpa(name: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster, kube: Client) -> None:
-    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
-    install_crds(cluster, kube)
-
-
 @pytest.fixture
-def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+def running(packaging_crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     create_objects(kube, deployer(namespace))
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process

@@ -30,7 +30,6 @@ from tests.e2e.packaging_harness import (
     get,
     global_namespace,
     install,
-    install_crds,
     moved,
     packaging_controller,
     status,
@@ -66,14 +65,8 @@ stringData:
 """
 
 
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster, kube: Client) -> None:
-    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
-    install_crds(cluster, kube)
-
-
 @pytest.fixture
-def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+def running(packaging_crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     create_objects(kube, deployer(namespace))
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process
@@ -234,7 +227,7 @@ def test_a_downgrade_is_refused_until_the_install_allows_it(running: Running, ku
 
 
 def test_packages_of_the_global_namespace_are_seen_unless_the_namespace_opts_out(
-    crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
+    packaging_crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path
 ) -> None:
     create_objects(kube, deployer(namespace))
     with global_namespace(kube) as shared:

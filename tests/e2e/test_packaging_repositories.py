@@ -28,7 +28,6 @@ from tests.e2e.packaging_harness import (
     condition,
     create,
     get,
-    install_crds,
     moved,
     package_names,
     packaging_controller,
@@ -40,14 +39,8 @@ pytestmark = pytest.mark.e2e
 REPOSITORY = "probably-tap-or-something.tanzu.carvel.dev"
 
 
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster, kube: Client) -> None:
-    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
-    install_crds(cluster, kube)
-
-
 @pytest.fixture
-def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+def running(packaging_crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     with packaging_controller(cluster, kube, namespace, tmp_path) as process:
         yield process
 

@@ -27,7 +27,6 @@ from tests.e2e.packaging_harness import (
     condition,
     create,
     get,
-    install_crds,
     packaging_controller,
     status,
 )
@@ -40,14 +39,8 @@ REF = "pkg.test.carvel.dev"
 WRITTEN = "example.com/pkg:1.0.0"  # how the Package names its bundle: no registry is ever asked for it
 
 
-@pytest.fixture(scope="module")
-def crds(cluster: Cluster, kube: Client) -> None:
-    """The App and packaging CRDs, installed once for the module (none of its tests removes them)."""
-    install_crds(cluster, kube)
-
-
 @pytest.fixture
-def running(crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
+def running(packaging_crds: None, cluster: Cluster, kube: Client, namespace: str, tmp_path: Path) -> Iterator[Running]:
     tool_env("kbld")  # the controller finds kbld as this does ($KAPPLY_KBLD or PATH); skipped when there is none
     with packaging_controller(cluster, kube, namespace, tmp_path, PLAIN_HTTP) as process:
         yield process
