@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from lightkube import Client
@@ -20,10 +21,10 @@ from tests.e2e.harness import Cluster, KapplyRunner, KappRun, real_kapp
 from tests.e2e.packaging_harness import install_crds
 
 
-@pytest.fixture
-def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace for one test, deleted afterwards (without waiting)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
+@contextmanager
+def _fresh_namespace(kube: Client, named_after: str) -> Iterator[str]:
+    """A namespace named after `named_after` (its first 40 characters), deleted afterwards (without waiting)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", named_after.lower())[:40].strip("-")
     name = f"t-{slug}-{uuid.uuid4().hex[:5]}"
     kube.create(Namespace.from_dict({"metadata": {"name": name}}))
     yield name
@@ -34,18 +35,18 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
             raise
 
 
+@pytest.fixture
+def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test."""
+    with _fresh_namespace(kube, request.node.name) as name:
+        yield name
+
+
 @pytest.fixture(scope="module")
 def module_namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace for one module (named after it), deleted afterwards (without waiting)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").lower())
-    name = f"t-{slug[:40].strip('-')}-{uuid.uuid4().hex[:5]}"
-    kube.create(Namespace.from_dict({"metadata": {"name": name}}))
-    yield name
-    try:
-        kube.delete(Namespace, name)
-    except ApiError as e:
-        if e.status.code != 404:
-            raise
+    """A fresh namespace for one module, named after it."""
+    with _fresh_namespace(kube, request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")) as name:
+        yield name
 
 
 @pytest.fixture
