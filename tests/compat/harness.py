@@ -35,6 +35,19 @@ TOOLS = ("kapp", "kapply")
 DEPLOY_STDIN = ("deploy", "-a", "app", "-n", "{ns}", "-f", "-")
 
 
+ANY_FIELDS = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}  # a version's schema
+
+
+def namespaced_crd(group: str, kind: str, *older: dict[str, Any]) -> dict[str, Any]:
+    """A namespaced CustomResourceDefinition of `kind` (plural: `<kind in lower case>s`) whose stored version `v1`
+    keeps any field; the `older` versions are listed before it."""
+    plural = kind.lower() + "s"
+    names = {"plural": plural, "singular": kind.lower(), "kind": kind}
+    v1 = {"name": "v1", "served": True, "storage": True, "schema": ANY_FIELDS}
+    spec = {"group": group, "scope": "Namespaced", "names": names, "versions": [*older, v1]}
+    return {"metadata": {"name": f"{plural}.{group}"}, "spec": spec}
+
+
 @contextmanager
 def established_crd(kube: Client, crd: dict[str, Any]) -> Iterator[None]:
     """The CustomResourceDefinition `crd`, created and established (within 30 s), deleted afterwards."""

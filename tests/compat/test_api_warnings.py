@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from lightkube import Client
 
-from tests.compat.harness import Harness, established_crd
+from tests.compat.harness import ANY_FIELDS, Harness, established_crd, namespaced_crd
 
 pytestmark = pytest.mark.compat
 
@@ -20,31 +20,16 @@ pytestmark = pytest.mark.compat
 def deprecated_group(kube: Client) -> Iterator[str]:
     """A CRD (of a group of this test's own) whose `v1alpha1` is deprecated, `v1` the stored version."""
     group = f"w{uuid.uuid4().hex[:6]}.compat.kapply.dev"
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
     warning = f"{group}/v1alpha1 CronTab is deprecated; use {group}/v1 CronTab"
-    name = f"crontabs.{group}"
-    with established_crd(
-        kube,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "group": group,
-                "scope": "Namespaced",
-                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-                "versions": [
-                    {
-                        "name": "v1alpha1",
-                        "served": True,
-                        "storage": False,
-                        "deprecated": True,
-                        "deprecationWarning": warning,
-                        "schema": schema,
-                    },
-                    {"name": "v1", "served": True, "storage": True, "schema": schema},
-                ],
-            },
-        },
-    ):
+    v1alpha1 = {
+        "name": "v1alpha1",
+        "served": True,
+        "storage": False,
+        "deprecated": True,
+        "deprecationWarning": warning,
+        "schema": ANY_FIELDS,
+    }
+    with established_crd(kube, namespaced_crd(group, "CronTab", v1alpha1)):
         yield group
 
 

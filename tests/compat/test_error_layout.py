@@ -12,30 +12,17 @@ from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
-from tests.compat.harness import Harness, established_crd
+from tests.compat.harness import Harness, established_crd, namespaced_crd
 
 pytestmark = pytest.mark.compat
 
 GROUP = "layout.compat.kapply.dev"
-GADGETS = f"gadgets.{GROUP}"
 
 
 @pytest.fixture(scope="module")
 def gadgets(kube: Client) -> Iterator[None]:
     """A kind whose status is written with the object (no status subresource), so that a manifest sets it."""
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    with established_crd(
-        kube,
-        {
-            "metadata": {"name": GADGETS},
-            "spec": {
-                "group": GROUP,
-                "scope": "Namespaced",
-                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
-            },
-        },
-    ):
+    with established_crd(kube, namespaced_crd(GROUP, "Gadget")):
         yield
 
 

@@ -21,7 +21,7 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd
+from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd, namespaced_crd
 
 pytestmark = pytest.mark.compat
 
@@ -80,25 +80,12 @@ def test_a_missing_exists_resource_is_one_retryable_error(both: Harness, kube: C
 
 
 GROUP = "progress.compat.kapply.dev"
-NAME = f"crontabs.{GROUP}"
 CronTab = create_namespaced_resource(GROUP, "v1", "CronTab", "crontabs")
 
 
 @pytest.fixture(scope="module")
 def crontabs(kube: Client) -> Iterator[None]:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    with established_crd(
-        kube,
-        {
-            "metadata": {"name": NAME},
-            "spec": {
-                "group": GROUP,
-                "scope": "Namespaced",
-                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
-                "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
-            },
-        },
-    ):
+    with established_crd(kube, namespaced_crd(GROUP, "CronTab")):
         yield
 
 

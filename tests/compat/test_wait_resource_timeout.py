@@ -17,12 +17,11 @@ from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
-from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd
+from tests.compat.harness import TOOLS, Harness, Pair, Result, established_crd, namespaced_crd
 
 pytestmark = pytest.mark.compat
 
 GROUP = "waittimeout.compat.kapply.dev"
-NAME = f"gadgets.{GROUP}"
 Gadget = create_namespaced_resource(GROUP, "v1", "Gadget", "gadgets")
 
 MANIFEST = f"""
@@ -46,11 +45,7 @@ READY = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason":
 
 @pytest.fixture(scope="module")
 def gadgets(kube: Client) -> Iterator[None]:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    names = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}
-    version = {"name": "v1", "served": True, "storage": True, "schema": schema}
-    spec = {"group": GROUP, "scope": "Namespaced", "names": names, "versions": [version]}
-    with established_crd(kube, {"metadata": {"name": NAME}, "spec": spec}):
+    with established_crd(kube, namespaced_crd(GROUP, "Gadget")):
         yield
 
 
