@@ -664,6 +664,8 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
 
     # The record's kinds written with the hold (issue 33: one write of the record, not two).
     used = app.meta.with_used(plan.used) if plan.changes else None
+    if plan.changes:  # the apply's connections (its writes, their corrections) opened while the hold is taken
+        cluster.warm(min(len(plan.changes), 2 * options.apply.concurrency) + 1)
     revalidate = partial(_still_as_planned, cluster, plan)
     async with hold(cluster, app, options.app_labels, revalidate=revalidate, meta=used) as app:
         if not plan.changes:  # a new app is recorded even when it has nothing to apply, as kapp does

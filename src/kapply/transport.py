@@ -337,9 +337,13 @@ class Pool:
         self.headers = [("Host", endpoint.authority), *headers.items()]
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.limit = limit
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()  # the pool's, idle or in use, and the streams'
+        self._streams = 0  # of `_open`, the connections streams hold
+        self._opening = 0  # connections a request is opening
+        self._warming: list[asyncio.Task[_Connection]] = []  # opened ahead of requests (`warm`), not yet idle
         self._absolute = endpoint.proxy is not None and endpoint.tls is None  # http through a proxy: absolute URLs
 
     def _target(self, target: str) -> str:
@@ -350,14 +354,42 @@ class Pool:
         self._open.add(connection)
         return connection
 
+    def warm(self, count: int) -> None:
+        """Open connections now, in the background, until the pool has `count` (at most `limit`), idle, in use or
+        being opened: for requests about to be sent together, which would otherwise each open one when sent, their
+        TCP and TLS handshakes (2 round trips) then on the way of every request after them (bench/why.md). A
+        connection that fails to open is dropped; a request opens its own and reports why."""
+        pooled = len(self._open) - self._streams + self._opening + len(self._warming)
+        for _ in range(min(count, self.limit) - pooled):
+            task = asyncio.ensure_future(self._connect())
+            self._warming.append(task)
+            task.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Task[_Connection]) -> None:
+        if task not in self._warming:  # taken by a request, which has it
+            return
+        self._warming.remove(task)
+        if not task.cancelled() and task.exception() is None:
+            self._idle.append(task.result())
+
     async def _connection(self) -> _Connection:
-        """An idle connection of the pool, or else a new one (at most `limit` requests are under way)."""
+        """An idle connection of the pool, else one being opened ahead (`warm`), else a new one (at most `limit`
+        requests are under way)."""
         while self._idle:
             connection = self._idle.pop()
             if connection.reusable():
                 return connection
             self._discard(connection)
-        return await self._connect()
+        while self._warming:
+            try:
+                return await self._warming.pop(0)
+            except TransportError:
+                continue  # one of its own, below
+        self._opening += 1
+        try:
+            return await self._connect()
+        finally:
+            self._opening -= 1
 
     def _discard(self, connection: _Connection) -> None:
         self._open.discard(connection)
@@ -383,7 +415,7 @@ class Pool:
             while True:
                 connection = await self._connection()
                 try:
-                    head = await self._exchange(connection, request, body)
+                    head = await self._exchange(connection, request, body, self.read_timeout)
                     answer = b"".join([chunk async for chunk in _chunks(connection, head, self.read_timeout)])
                 except Disconnected:
                     self._discard(connection)
@@ -402,9 +434,11 @@ class Pool:
                 self._release(connection)
                 return Response(head.status_code, head.reason.decode("latin-1"), list(head.headers), answer)
 
-    async def _exchange(self, connection: _Connection, request: h11.Request, body: bytes | None) -> h11.Response:
+    async def _exchange(
+        self, connection: _Connection, request: h11.Request, body: bytes | None, read_timeout: float | None
+    ) -> h11.Response:
         await _send(connection, request, body)
-        return await _head(connection, self.read_timeout)
+        return await _head(connection, read_timeout)
 
     @asynccontextmanager
     async def stream(
@@ -412,17 +446,44 @@ class Pool:
     ) -> AsyncIterator[tuple[Response, AsyncIterator[bytes]]]:
         """A GET on a connection of its own, closed after: its answer's head, and its body as it comes (each read
         within `read_timeout`, None: no limit)."""
-        connection = await self._connect()
+        request = h11.Request(method="GET", target=self._target(target), headers=[*self.headers, *headers.items()])
+        connection, head = await self._streamed(request, read_timeout)
         try:
-            request = h11.Request(method="GET", target=self._target(target), headers=[*self.headers, *headers.items()])
-            await _send(connection, request, None)
-            head = await _head(connection, read_timeout)
             response = Response(head.status_code, head.reason.decode("latin-1"), list(head.headers))
             yield response, _chunks(connection, head, read_timeout)
         finally:
+            self._streams -= 1
             self._discard(connection)
 
+    async def _streamed(self, request: h11.Request, read_timeout: float | None) -> tuple[_Connection, h11.Response]:
+        """A stream's connection, its request sent and the answer's head read: an idle connection of the pool, whose
+        handshakes are done (a stream opened mid-step would otherwise add its own to the step's round trips), else a
+        new one; the stream keeps it. One the server had closed meanwhile is replaced by a new one, as for a request."""
+        connection: _Connection | None = None
+        while self._idle and connection is None:
+            connection = self._idle.pop()
+            if not connection.reusable():
+                self._discard(connection)
+                connection = None
+        self._streams += 1
+        try:
+            if connection is not None:
+                try:
+                    return connection, await self._exchange(connection, request, None, read_timeout)
+                except Disconnected:
+                    self._discard(connection)  # closed by the server since its last answer: once more, below
+            connection = await self._connect()
+            return connection, await self._exchange(connection, request, None, read_timeout)
+        except BaseException:
+            self._streams -= 1
+            if connection is not None:
+                self._discard(connection)
+            raise
+
     async def close(self) -> None:
+        for task in self._warming:
+            task.cancel()
+        self._warming.clear()
         for connection in list(self._open):
             self._discard(connection)
         self._idle.clear()

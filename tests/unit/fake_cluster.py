@@ -38,6 +38,9 @@ class FakeCluster:
     async def discovery(self, refresh: bool = False) -> Discovery:
         return self._discovery
 
+    def warm(self, requests: int) -> None:
+        """No connections to open."""
+
     async def _write(self, verb: str, rtype: ResourceType, name: str) -> None:
         self.log.append((verb, rtype.kind, name))
         self.in_flight += 1

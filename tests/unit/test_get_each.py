@@ -7,7 +7,7 @@ import asyncio
 
 from kapply.errors import ClusterError
 from kapply.resources.cluster import Discovery
-from kapply.resources.labeled import LIST_FROM, get_each
+from kapply.resources.labeled import LIST_FROM, LOOKUPS_AT_ONCE, get_each
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
 
@@ -55,3 +55,19 @@ def test_a_forbidden_list_falls_back_to_a_get_each():
     found = asyncio.run(get_each(fake, DISCOVERY, [configmap(f"c{i}") for i in range(LIST_FROM)]))  # type: ignore[arg-type]
     assert [f["metadata"]["name"] for f in found] == ["c1"]
     assert sum(1 for verb, _, _ in fake.log if verb == "get") == LIST_FROM
+
+
+def test_gets_beyond_the_lookups_sent_at_once_become_lists_of_the_largest_groups():
+    fake = FakeCluster(DISCOVERY)
+    existing(fake, configmap("a1", namespace="a"), configmap("c1", namespace="c"))
+    wanted = (
+        [configmap(f"a{i}", namespace="a") for i in range(10)]
+        + [configmap(f"b{i}", namespace="b") for i in range(9)]
+        + [configmap(f"c{i}", namespace="c") for i in range(LOOKUPS_AT_ONCE - 2)]
+    )
+    found = asyncio.run(get_each(fake, DISCOVERY, wanted))  # type: ignore[arg-type]
+    assert sorted((f["metadata"]["namespace"], f["metadata"]["name"]) for f in found) == [("a", "a1"), ("c", "c1")]
+    assert sorted(fake.log) == [("get", "ConfigMap", f"c{i}") for i in range(LOOKUPS_AT_ONCE - 2)] + [
+        ("list", "ConfigMap", "a"),
+        ("list", "ConfigMap", "b"),
+    ]

@@ -16,7 +16,16 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kapply.transport import Disconnected, Endpoint, Failure, Pool, ProxyError, ReadTimeout, failure_of
+from kapply.transport import (
+    Disconnected,
+    Endpoint,
+    Failure,
+    Pool,
+    ProxyError,
+    ReadTimeout,
+    TransportError,
+    failure_of,
+)
 
 T = TypeVar("T")
 Answer = Callable[[str, int], bytes]  # (the request's head, its number on its connection) -> the raw answer
@@ -163,7 +172,66 @@ def test_a_silent_stream_times_out_and_its_connection_is_its_own() -> None:
 
     chunks, seen = run(go)
     assert chunks == [b"line\n"]
-    assert seen.connections == 2  # the pool's one (reused after the stream) and the stream's
+    assert seen.connections == 2  # the pool's idle one, which the stream took and closed, and the one after it
+
+
+def test_a_stream_takes_an_idle_connection_and_one_the_server_closed_is_replaced() -> None:
+    def answer(head: str, number: int) -> bytes:
+        return ok(b"line\n") if "/watch" in head else ok()
+
+    def closing(head: str, number: int) -> bytes:  # a connection's second request: closed unanswered
+        return answer(head, number) if number == 1 else b""
+
+    async def go(server: Answer) -> tuple[list[bytes], Seen]:
+        async with serving(server) as (port, seen):
+            client = pool(port, limit=1)
+            await client.request("GET", "/first", {}, None)
+            async with client.stream("/watch", {}, read_timeout=1) as (response, body):
+                chunks = [chunk async for chunk in body]
+            await client.close()
+            return chunks, seen
+
+    chunks, seen = run(lambda: go(answer))
+    assert chunks == [b"line\n"] and seen.connections == 1  # the pool's, its handshakes done
+    chunks, seen = run(lambda: go(closing))
+    assert chunks == [b"line\n"]  # the idle one closed unanswered: the stream sent once more on a new one
+    assert seen.connections == 2 and len(seen.requests) == 3
+
+
+def test_warmed_connections_are_opened_ahead_up_to_the_limit_and_taken_by_requests() -> None:
+    async def go() -> tuple[int, int, int]:
+        async with serving(lambda head, n: ok()) as (port, seen):
+            client = pool(port, limit=4)
+            client.warm(1)
+            await client.request("GET", "/first", {}, None)  # takes the one being opened, opens none
+            alone = seen.connections
+            client.warm(3)
+            await asyncio.sleep(0.2)
+            warmed = seen.connections
+            await asyncio.gather(*(client.request("GET", "/x", {}, None) for _ in range(3)))
+            client.warm(10)  # at most the limit
+            await asyncio.sleep(0.2)
+            await client.close()
+            return alone, warmed, seen.connections
+
+    assert run(go) == (1, 3, 4)
+
+
+def test_a_warmed_connection_that_fails_leaves_the_request_its_own_error() -> None:
+    async def go() -> object:
+        async with serving(lambda head, n: ok()) as (port, _):
+            pass  # nothing listens there any more
+        client = pool(port)
+        client.warm(2)
+        await asyncio.sleep(0.1)
+        try:
+            return await client.request("GET", "/x", {}, None)
+        except TransportError as e:
+            return failure_of(e)
+        finally:
+            await client.close()
+
+    assert run(go) is Failure.REFUSED
 
 
 @pytest.fixture(scope="module")

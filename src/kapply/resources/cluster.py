@@ -130,7 +130,7 @@ CONFLICT_ATTEMPTS = 5
 MAX_ATTEMPTS = 10  # in all; client-go makes at most 11 (its default of 10 retries)
 MAX_DELAY = 8.0  # seconds between attempts, at most
 RESET_DELAY = 1.0  # client-go's wait before a GET whose connection was reset is sent again
-CONNECTIONS = 16  # open at once for requests (watches and log streams have their own); see docs/design.md
+CONNECTIONS = 16  # open at once for requests (a watch or log stream takes one for itself); see docs/design.md
 _SECONDS = re.compile(r"[+-]?[0-9]+")  # a Retry-After client-go reads (strconv.Atoi): whole seconds
 
 
@@ -326,6 +326,14 @@ class Cluster:
                 endpoint, limit=CONNECTIONS, headers=headers, connect_timeout=self._timeout, read_timeout=self._timeout
             )
         return self._pool
+
+    def warm(self, requests: int) -> None:
+        """About `requests` requests are to be sent together soon: open the connections they will use now, while
+        what comes before them is under way, so that their TCP and TLS handshakes are not on the step's way (2 round
+        trips at a distance, bench/why.md). Connections the pool has count; at most CONNECTIONS. Only once a request
+        was sent (a client that sent none has no pool yet, nor a step under way)."""
+        if self._pool is not None:
+            self._pool.warm(requests)
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -169,12 +169,17 @@ async def list_labeled(
 
 
 LIST_FROM = 20  # resources of one type in one namespace from which one LIST costs less than a GET each
+# Lookups sent at once from which GETs give way to LISTs (`_listed_too`): the connections a step has open once its
+# first requests went (the nodes, discovery's two, the record's two names); more would each open one (TCP and TLS: 2
+# round trips at a distance) or wait for one (a round trip).
+LOOKUPS_AT_ONCE = 5
 
 
 async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[Obj]) -> list[Obj]:
     """The live copy of each resource that exists (none for one the server is still to name): a GET each for a few
     of one type and namespace, one LIST of that type and namespace for more (a first deploy of 1,000 ConfigMaps costs
-    one request, not 1,000); a LIST that RBAC forbids falls back to the GETs."""
+    one request, not 1,000), and for fewer too when the GETs would be more than LOOKUPS_AT_ONCE (`_listed_too`); a
+    LIST that RBAC forbids falls back to the GETs."""
     wanted: dict[tuple[ResourceType, str | None], list[Obj]] = {}
     for res in resources:
         if not res["metadata"].get("name"):
@@ -196,8 +201,10 @@ async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[O
         found = await asyncio.gather(*(one(rtype, res) for res in members))
         return [obj for objs in found for obj in objs]
 
+    listed_too = _listed_too(wanted)
+
     async def listed(rtype: ResourceType, namespace: str | None, members: list[Obj]) -> list[Obj]:
-        if len(members) < LIST_FROM:
+        if len(members) < LIST_FROM and (rtype, namespace) not in listed_too:
             return await each(rtype, members)
         try:
             items = await cluster.list(rtype, namespace=namespace)
@@ -210,6 +217,22 @@ async def get_each(cluster: Cluster, discovery: Discovery, resources: Iterable[O
 
     found = await asyncio.gather(*(listed(rtype, ns, members) for (rtype, ns), members in wanted.items()))
     return [obj for objs in found for obj in objs]
+
+
+def _listed_too(wanted: Mapping[tuple[ResourceType, str | None], list[Obj]]) -> set[tuple[ResourceType, str | None]]:
+    """The types (and namespaces) of fewer than LIST_FROM resources listed all the same, largest first, until the
+    requests are at most LOOKUPS_AT_ONCE (issue 33: a first deploy of 80 ConfigMaps, 10 Secrets and 10 Services
+    looks them up with 3 LISTs on the connections already open, not with a LIST and 20 GETs that opened 11 more and
+    took two waves)."""
+    few = sorted((key for key, members in wanted.items() if len(members) < LIST_FROM), key=lambda k: -len(wanted[k]))
+    requests = len(wanted) - len(few) + sum(len(wanted[key]) for key in few)
+    listed: set[tuple[ResourceType, str | None]] = set()
+    for key in few:
+        if requests <= LOOKUPS_AT_ONCE:
+            break
+        listed.add(key)
+        requests -= len(wanted[key]) - 1
+    return listed
 
 
 async def at_written_versions(cluster: Cluster, discovery: Discovery, found: Sequence[Obj]) -> list[Obj]:
