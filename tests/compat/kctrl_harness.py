@@ -24,33 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace
-from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from kapply.controller.vocabulary import CARVEL, Resource
+from tests.compat.harness import Result
 from tests.e2e.controller_harness import controller, controller_identity, tool_env
 from tests.e2e.harness import Cluster
-from tests.e2e.package_cli_harness import PLAIN_HTTP
-from tests.e2e.packaging_harness import carvel_crds, carvel_manifests, delete_and_wait
+from tests.e2e.package_cli_harness import PLAIN_HTTP, delete_install_roles
+from tests.e2e.packaging_harness import (
+    CarvelApp,
+    CarvelInstall,
+    CarvelRepository,
+    carvel_crds,
+    carvel_manifests,
+    delete_and_wait,
+)
 
 TOOLS = ("kctrl", "kapply")
-
-
-def _carvel(of: Resource) -> Any:
-    return create_namespaced_resource(of.group, "v1alpha1", of.kind, of.plural)
-
-
-CarvelApp, CarvelRepository, CarvelInstall = (_carvel(r) for r in (CARVEL.app, CARVEL.repository, CARVEL.install))
-
-
-@dataclass(frozen=True)
-class Result:
-    tool: str
-    code: int
-    stdout: str
-    stderr: str
 
 
 _REPLACEMENTS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -200,19 +189,6 @@ def _namespaces(kube: Client) -> dict[str, str]:
     return made
 
 
-def _delete_cluster_scoped(kube: Client, namespaces: dict[str, str]) -> None:
-    """The ClusterRoles and ClusterRoleBindings `package install` made for the namespaces' installs."""
-    for kind in (ClusterRoleBinding, ClusterRole):
-        for obj in kube.list(kind):
-            annotation = (obj.metadata.annotations or {}).get("packaging.carvel.dev/package", "")
-            if any(annotation.endswith(f"-{ns}") for ns in namespaces.values()):
-                try:
-                    kube.delete(kind, obj.metadata.name)
-                except ApiError as e:
-                    if e.status.code != 404:
-                        raise
-
-
 @contextmanager
 def carvel_controllers(cluster: Cluster, kube: Client, namespaces: dict[str, str], directory: Path) -> Iterator[None]:
     """kapp-controller's CRDs (as tests/e2e/test_carvel_mode.py installs them) and, for each namespace, `kapply
@@ -253,7 +229,7 @@ def kctrl_clients(cluster: Cluster, kube: Client, kctrl: Path, directory: Path) 
         with carvel_controllers(cluster, kube, namespaces, directory):
             yield Clients(kctrl, cluster.kubeconfig, namespaces)
     finally:
-        _delete_cluster_scoped(kube, namespaces)
+        delete_install_roles(kube, *namespaces.values())
         for name in namespaces.values():
             kube.delete(Namespace, name)
 

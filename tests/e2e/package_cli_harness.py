@@ -159,14 +159,21 @@ def package_cli_controller(cluster: Cluster, kube: Client, namespace: str, direc
         ) as running:
             yield running
     finally:
-        for kind in (ClusterRoleBinding, ClusterRole):
-            for obj in kube.list(kind):
-                if (obj.metadata.annotations or {}).get("packaging.carvel.dev/package", "").endswith(f"-{namespace}"):
-                    try:
-                        kube.delete(kind, obj.metadata.name)
-                    except ApiError as e:
-                        if e.status.code != 404:
-                            raise
+        delete_install_roles(kube, namespace)
+
+
+def delete_install_roles(kube: Client, *namespaces: str) -> None:
+    """The ClusterRoles and ClusterRoleBindings `package install` (kctrl's or kapply's) made for the installs of
+    `namespaces`."""
+    for kind in (ClusterRoleBinding, ClusterRole):
+        for obj in kube.list(kind):
+            annotation = (obj.metadata.annotations or {}).get("packaging.carvel.dev/package", "")
+            if any(annotation.endswith(f"-{namespace}") for namespace in namespaces):
+                try:
+                    kube.delete(kind, obj.metadata.name)
+                except ApiError as e:
+                    if e.status.code != 404:
+                        raise
 
 
 def replicas(kube: Client, namespace: str, name: str = "simple-app") -> int:

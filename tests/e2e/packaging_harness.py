@@ -20,6 +20,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace
 
+from kapply.controller.vocabulary import CARVEL
 from kapply.packaging import names
 from tests.e2e.controller_harness import (
     App,
@@ -50,6 +51,11 @@ def install_crds(cluster: Cluster, kube: Client) -> None:
     kapply(cluster.kubeconfig, "deploy", "-a", CRD_APP, "-n", CRD_NAMESPACE, "-y", "-f", str(CRDS))
 
 
+# kapp-controller's own kinds (its API groups, v1alpha1), for the carvel-mode tests
+CarvelApp, CarvelRepository, CarvelInstall = (
+    create_namespaced_resource(of.group, "v1alpha1", of.kind, of.plural)
+    for of in (CARVEL.app, CARVEL.repository, CARVEL.install)
+)
 CARVEL_CRD_APP = "kapply-carvel-crds"  # the app the carvel-mode tests install kapp-controller's CRDs as
 CARVEL_RESOURCES = (
     "apps.kappctrl.k14s.io",

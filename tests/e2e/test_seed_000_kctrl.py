@@ -28,14 +28,10 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace
-from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 from lightkube.types import PatchType
 
-from kapply.controller.vocabulary import CARVEL, Resource
 from tests.e2e.controller_harness import (
     controller,
     controller_identity,
@@ -44,8 +40,25 @@ from tests.e2e.controller_harness import (
     wait_syncs,
 )
 from tests.e2e.harness import Cluster, eventually, external_tool
-from tests.e2e.package_cli_harness import PLAIN_HTTP, REF, keeps_scaling, package_document, push_simple_app, replicas
-from tests.e2e.packaging_harness import carvel_crds, carvel_manifests, delete_and_wait, get, status
+from tests.e2e.package_cli_harness import (
+    PLAIN_HTTP,
+    REF,
+    delete_install_roles,
+    keeps_scaling,
+    package_document,
+    push_simple_app,
+    replicas,
+)
+from tests.e2e.packaging_harness import (
+    CarvelApp,
+    CarvelInstall,
+    CarvelRepository,
+    carvel_crds,
+    carvel_manifests,
+    delete_and_wait,
+    get,
+    status,
+)
 from tests.e2e.registry import Registry
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -113,25 +126,6 @@ def _shell(cluster: Cluster, kctrl: Path, namespace: str, directory: Path) -> Sh
     return Shell(work, env)
 
 
-def _delete_cluster_scoped(kube: Client, namespace: str) -> None:
-    """The ClusterRole and ClusterRoleBinding kctrl's `package install` made for the namespace's install."""
-    for kind in (ClusterRoleBinding, ClusterRole):
-        for obj in kube.list(kind):
-            if (obj.metadata.annotations or {}).get("packaging.carvel.dev/package", "").endswith(f"-{namespace}"):
-                try:
-                    kube.delete(kind, obj.metadata.name)
-                except ApiError as e:
-                    if e.status.code != 404:
-                        raise
-
-
-def _carvel(of: Resource) -> Any:
-    return create_namespaced_resource(of.group, "v1alpha1", of.kind, of.plural)
-
-
-CarvelApp, CarvelRepository, CarvelInstall = (_carvel(r) for r in (CARVEL.app, CARVEL.repository, CARVEL.install))
-
-
 @pytest.fixture(scope="module")
 def story(
     cluster: Cluster, kube: Client, oci_registry: Registry, tmp_path_factory: pytest.TempPathFactory
@@ -149,7 +143,7 @@ def story(
     with ExitStack() as stack:
         kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
         stack.callback(kube.delete, Namespace, namespace)
-        stack.callback(_delete_cluster_scoped, kube, namespace)
+        stack.callback(delete_install_roles, kube, namespace)
         stack.enter_context(carvel_crds(cluster, kube, directory))  # left after the objects
         identity = stack.enter_context(controller_identity(kube, cluster.kubeconfig, directory, carvel_manifests()))
         flags = ("-n", namespace, "--leader-elect=false", "--api-groups=carvel", PLAIN_HTTP)
