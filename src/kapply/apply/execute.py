@@ -93,6 +93,8 @@ class Applier:
         self.generated: dict[ResourceKey, str] = {}
         # the objects as the server answered their create or update: what the first wait check may go by (issue 33)
         self.answers: dict[ResourceKey, Obj] = {}
+        # the resources whose DELETE the server answered as done (`gone_as_answered`): no wait check reads them
+        self.deleted: set[ResourceKey] = set()
         # the last-applied records corrected after a write (the server filled in what the write's own record could
         # not know, a Service's defaults): nothing waits for them but the end of the run (see `recorded`)
         self._pending_records: list[asyncio.Task[None]] = []
@@ -305,9 +307,11 @@ class Applier:
         try:
             # The UID precondition: never delete an object that replaced ours under the same name (the server
             # answers 409, which is reported: the object the plan showed was not the one deleted).
-            await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
+            answer = await self.cluster.delete(rtype, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         except ClusterError as e:
             raise ApplyError(f"Deleting resource {change.describe()}: {e}") from e
+        if gone_as_answered(answer, meta.get("uid")):
+            self.deleted.add(change.key)
 
     async def _exists(self, change: Change) -> None:
         """Wait until the resource exists, as kapp retries the change: each miss is its retryable error (which kapp's
@@ -339,6 +343,22 @@ class Applier:
             raise
         except KapplyError as e:
             raise failed(change, str(e)) from e
+
+
+def gone_as_answered(answer: Obj | None, uid: str | None) -> bool:
+    """Whether a DELETE's answer says the object is gone: the Status the API server answers for an object it removed
+    at once (`status: Success`, its UID in the details), or the object as deleted, without a deletionTimestamp
+    (Services and custom resources answer so). An object still going (finalizers, a grace period) comes back with a
+    deletionTimestamp, and no answer (gone already: a 404; a client that says nothing) proves nothing: those are read
+    as kapp reads every deleted resource until it is gone. Gone by its UID is gone for good (issue 33: the wait check
+    after a group of deletes then reads only what the answers left open)."""
+    if not answer or not uid:
+        return False
+    if answer.get("kind") == "Status":
+        details = answer.get("details")
+        return answer.get("status") == "Success" and isinstance(details, dict) and details.get("uid") == uid
+    meta = answer.get("metadata")
+    return isinstance(meta, dict) and meta.get("uid") == uid and "deletionTimestamp" not in meta
 
 
 def _as_stored(body: Obj, live: Obj | None) -> Obj:

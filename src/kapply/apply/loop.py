@@ -218,7 +218,7 @@ class ApplyLoop:
         answered = self._answered(changes, waits, tracking)
         while True:
             self.notices.section(section)
-            waited = [self._waited(changes[i]) for i in tracking if waits[i] is not WaitOp.NOOP]
+            waited = [self._waited(changes[i]) for i in tracking if self._unanswered(changes[i], waits[i])]
             snap = answered or await snapshot(
                 self.cluster,
                 self.applier.discovery,
@@ -242,17 +242,24 @@ class ApplyLoop:
     def _answered(self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: Iterable[int]) -> Snapshot | None:
         """The tracked objects as their writes answered, when every answer already says its object is done and can
         say nothing else later: a resource with neither a waiter nor children (ConfigMap, Secret, ...) or a Service
-        given its cluster IP, as kapp's waiting rules decide. The first check then asks the cluster nothing (issue 33:
-        round trips); otherwise (None) it reads them all, as kapp does. Each answer serves one check at most."""
+        given its cluster IP, as kapp's waiting rules decide; deletes the server answered as done are left out (see
+        `_unanswered`). The first check then asks the cluster nothing (issue 33: round trips); otherwise (None) it reads
+        what is left, as kapp does. Each answer serves one check at most."""
         answers = {i: self.applier.answers.pop(changes[i].key, None) for i in tracking}
         found: dict[ResourceKey, Obj] = {}
         for i, answer in answers.items():
-            if waits[i] is WaitOp.NOOP:
+            if not self._unanswered(changes[i], waits[i]):
                 continue
             if waits[i] is not WaitOp.RECONCILE or answer is None or not self._done_as_answered(answer):
                 return None
             found[key_of(self._waited(changes[i]))] = answer
         return Snapshot(found) if found else None
+
+    def _unanswered(self, change: Change, op: WaitOp) -> bool:
+        """Whether a check must read the change's object: not when nothing is waited for, nor for a delete the server
+        answered as done (`execute.gone_as_answered`: gone by its UID, which no later read can undo; the check finds
+        it absent, as a read would)."""
+        return op is not WaitOp.NOOP and not (op is WaitOp.DELETE and change.key in self.applier.deleted)
 
     def _done_as_answered(self, answer: Obj) -> bool:
         waiter = find_waiter(answer, self.config.wait_rules)

@@ -232,7 +232,7 @@ class LocalCluster(Cluster):
         *,
         uid: str | None = None,
         propagation: str = "Background",
-    ) -> None:
+    ) -> Obj | None:
         if not self.keeps(rtype):
             return await super().delete(rtype, namespace, name, uid=uid, propagation=propagation)
         stored = self._objects.get(self._key(rtype, namespace, name))

@@ -589,16 +589,20 @@ class Cluster:
         *,
         uid: str | None = None,
         propagation: str = "Background",
-    ) -> None:
-        """Delete; an object that is already gone counts as deleted."""
+    ) -> Obj | None:
+        """Delete; an object that is already gone counts as deleted. Returns the server's answer: a Status when it
+        removed the object at once, the object itself (as deleted, or with its deletionTimestamp while finalizers or
+        a grace period hold it) for types that answer so; None when it was gone already or nothing was answered."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
         try:
-            await self.request("DELETE", rtype.path(namespace, name), body=body)
+            answer = await self.request("DELETE", rtype.path(namespace, name), body=body)
         except ClusterError as e:
             if e.status != 404:
                 raise
+            return None
+        return answer if isinstance(answer, dict) else None
 
     async def write_status(
         self, rtype: ResourceType, obj: Obj, status: Obj, *, unchanged: Callable[[Obj, Obj], bool] = operator.eq
