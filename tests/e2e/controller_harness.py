@@ -370,6 +370,12 @@ def create_all(kube: Client, text: str) -> None:
         kube.create(App(**doc) if doc["kind"] == "App" else from_dict(doc))
 
 
+def create_missing(kube: Client, text: str) -> None:
+    """create_all, keeping each object that already exists as it is."""
+    for doc in yaml.safe_load_all(text):
+        create_if_missing(kube, App(**doc) if doc["kind"] == "App" else from_dict(doc))
+
+
 def delete_apps(kube: Client, namespace: str, timeout: float = 60) -> None:
     """Delete the namespace's Apps and wait until they are gone (their finalizer needs a running controller)."""
     for app in kube.list(App, namespace=namespace):

@@ -19,8 +19,6 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.codecs import from_dict
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Secret
 from lightkube.types import PatchType
 
@@ -32,6 +30,7 @@ from tests.e2e.controller_harness import (
     config_map,
     config_map_data,
     counted,
+    create_missing,
     deployer,
     dispatched,
     endpoint,
@@ -73,15 +72,6 @@ def controllers(
         running.close()
 
 
-def create(kube: Client, text: str) -> None:
-    for doc in yaml.safe_load_all(text):
-        try:
-            kube.create(App(**doc) if doc["kind"] == "App" else from_dict(doc))
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
-
-
 def accounts(namespace: str, *names: str) -> list[dict[str, Any]]:
     """Flow-schema subjects: the controller's ServiceAccount and the Apps' accounts `names`."""
     return [
@@ -113,7 +103,7 @@ def test_an_unchanged_apps_syncs_make_no_list_no_get_and_no_write(
     controllers: tuple[Controllers, subprocess.Popen], cluster: Cluster, kube: Client, namespace: str
 ) -> None:
     running, _ = controllers
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     files = {"cm.yml": config_map("one", a="1") + "---\n" + config_map("two", b="2"), "secret.yml": SECRET}
     deployed_app(kube, running, namespace, "web", files)
     reads, writes = f"{namespace}-reads", f"{namespace}-writes"
@@ -134,7 +124,7 @@ def test_drift_is_still_set_back_and_a_spec_change_still_deploys(
     controllers: tuple[Controllers, subprocess.Popen], kube: Client, namespace: str
 ) -> None:
     running, _ = controllers
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     deployed_app(kube, running, namespace, "web", {"cm.yml": config_map("one", a="1")})
     kube.patch(
         ConfigMap,
@@ -189,12 +179,12 @@ def test_an_app_whose_account_may_not_list_a_type_cannot_read_it_through_the_cac
     `narrow` account may get, create, update and delete Secrets but not list them: a Secret planted with its App's
     label is never seen, so never deleted. The `wide` account may list them: its planted Secret is pruned."""
     running, _ = controllers
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     narrow = [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update", "patch", "delete"]},
     ]
-    create(kube, deployer(namespace, "narrow", narrow))
+    create_missing(kube, deployer(namespace, "narrow", narrow))
     deployed_app(kube, running, namespace, "wide", {"secret.yml": SECRET.replace("token", "wide-token")})
     narrow_app = inline_app("narrow", namespace, {"secret.yml": SECRET.replace("token", "narrow-token")})
     narrow_app["spec"]["serviceAccountName"] = "narrow"
@@ -216,7 +206,7 @@ def test_deleting_an_app_lists_the_kinds_it_used_not_every_type(
     controllers: tuple[Controllers, subprocess.Popen], cluster: Cluster, kube: Client, namespace: str
 ) -> None:
     running, _ = controllers
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     files = {"cm.yml": config_map("one", a="1"), "secret.yml": SECRET}
     deployed_app(kube, running, namespace, "web", files)
     lists = f"{namespace}-lists"

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import Client
-from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Event, Namespace, Secret, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import Role
@@ -25,6 +24,7 @@ from tests.e2e.controller_harness import (
     condition,
     config_map,
     controller,
+    create_missing,
     deployer,
     inline_app,
     status,
@@ -54,15 +54,6 @@ def running(cluster: Cluster, kube: Client, tmp_path_factory: pytest.TempPathFac
         yield log
 
 
-def create(kube: Client, text: str) -> None:
-    for doc in yaml.safe_load_all(text):
-        try:
-            kube.create(App(**doc) if doc["kind"] == "App" else from_dict(doc))
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
-
-
 def gone(kube: Client, namespace: str, name: str) -> bool:
     try:
         kube.get(App, name, namespace=namespace)
@@ -82,7 +73,7 @@ def test_an_app_reads_secrets_with_its_own_service_account_not_the_controllers(
 ) -> None:
     """The controller may read every Secret, the App's account may not read this one: the App cannot either, and the
     Secret's content appears nowhere."""
-    create(kube, deployer(namespace, rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]))
+    create_missing(kube, deployer(namespace, rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]))
     token = "CANARY-secret-the-app-may-not-read"
     kube.create(
         Secret.from_dict({"metadata": {"name": "other", "namespace": namespace}, "stringData": {"a.yml": token}})
@@ -103,7 +94,7 @@ def test_an_app_reads_secrets_with_its_own_service_account_not_the_controllers(
 def test_a_name_that_is_not_an_object_name_fails_the_app_with_its_field(
     running: Path, kube: Client, namespace: str
 ) -> None:
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     app = inline_app("badref", namespace, {"cm.yml": config_map("cm", a="b")})
     app["spec"]["fetch"][0]["inline"]["pathsFrom"] = [{"configMapRef": {"name": "../../secrets/x"}}]
     kube.create(App(**app))
@@ -133,7 +124,7 @@ def test_an_app_whose_service_account_is_missing_backs_off_and_is_deleted_at_onc
 def test_a_failing_delete_backs_off_instead_of_spinning_and_ends_when_the_account_is_back(
     running: Path, kube: Client, namespace: str
 ) -> None:
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     app = inline_app("leaving", namespace, {"cm.yml": config_map("cm", a="b")})
     app["spec"]["syncPeriod"] = "1m"
     kube.create(App(**app))
@@ -147,7 +138,7 @@ def test_a_failing_delete_backs_off_instead_of_spinning_and_ends_when_the_accoun
     eventually(lambda: failures(kube, namespace, "leaving") >= 3, timeout=30, interval=0.2, what="two retries")
     waited = time.monotonic() - first
     assert waited >= 5, f"the third failed delete {waited:.1f} s after the first: not backing off as 2, 4 s"
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     eventually(lambda: gone(kube, namespace, "leaving"), timeout=30, what="the App deleted once it may delete")
 
 
@@ -192,7 +183,7 @@ waitRules:
 def test_a_pass_says_reconciling_at_once_and_a_long_deploy_shows_its_progress(
     running: Path, kube: Client, namespace: str
 ) -> None:
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     files = {"cm.yml": config_map("quick", a="b")}
     app = inline_app("progress", namespace, files, syncPeriod="10m")
     app["spec"]["deploy"] = [{"kapp": {"rawOptions": ["--wait-timeout=6s", "--wait-check-interval=0.5s"]}}]
@@ -221,7 +212,7 @@ def test_a_pass_says_reconciling_at_once_and_a_long_deploy_shows_its_progress(
 def test_deleting_the_namespace_of_an_app_whose_account_went_with_it_is_logged(
     running: Path, kube: Client, namespace: str
 ) -> None:
-    create(kube, deployer(namespace))
+    create_missing(kube, deployer(namespace))
     kube.create(App(**inline_app("doomed", namespace, {"cm.yml": config_map("cm", a="b")})))
     eventually(lambda: condition(kube, namespace, "doomed") == "ReconcileSucceeded", timeout=30, what="deployed")
     kube.delete(ServiceAccount, "deployer", namespace=namespace)
