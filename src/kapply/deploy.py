@@ -461,7 +461,10 @@ async def _found_by_name(
     app = located.app
     label_key, label_value = record.ownership_label(app)
     prepared_by_key = _by_key(desired.resources)
-    unlabeled = await get_each(cluster, located.discovery, [r for k, r in prepared_by_key.items() if k not in labeled])
+    missing = [r for k, r in prepared_by_key.items() if k not in labeled]
+    if missing:  # to be created, most likely: the apply's connections opened while they are looked up (issue 33)
+        cluster.warm(min(len(missing), 2 * options.apply.concurrency) + 1)
+    unlabeled = await get_each(cluster, located.discovery, missing)
     if not options.override_ownership:
         others = {owner for _, owner in foreign(unlabeled, prepared_by_key, label_value, label_key)}
         owners = await record.owners(cluster, app.namespace or located.namespace, label_key, others)
@@ -664,7 +667,8 @@ async def run(cluster: Cluster, plan: Plan, progress: Progress | None = None) ->
 
     # The record's kinds written with the hold (issue 33: one write of the record, not two).
     used = app.meta.with_used(plan.used) if plan.changes else None
-    if plan.changes:  # the apply's connections (its writes, their corrections) opened while the hold is taken
+    if plan.changes:  # the apply's connections (its writes, their corrections) opened while the hold is taken, if
+        # the lookups of the resources to create did not open them
         cluster.warm(min(len(plan.changes), 2 * options.apply.concurrency) + 1)
     revalidate = partial(_still_as_planned, cluster, plan)
     async with hold(cluster, app, options.app_labels, revalidate=revalidate, meta=used) as app:
