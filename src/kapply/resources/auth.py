@@ -60,8 +60,6 @@ class ResumingContext(ssl.SSLContext):
     it makes a full handshake instead. Only connections made with `wrap_bio` (asyncio's, which the cluster client
     uses) resume."""
 
-    _made: list[weakref.ref[ssl.SSLObject]]
-
     def wrap_bio(
         self,
         incoming: ssl.MemoryBIO,
@@ -70,27 +68,60 @@ class ResumingContext(ssl.SSLContext):
         server_hostname: str | bytes | None = None,
         session: ssl.SSLSession | None = None,
     ) -> ssl.SSLObject:
-        made = self.__dict__.setdefault("_made", [])
+        tickets: _Tickets = self.__dict__.setdefault("_tickets", _Tickets())
         if session is None and not server_side:
-            session = _resumable(made)
+            session = tickets.session_to_resume()
         connection = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
-        made.append(weakref.ref(connection))
+        tickets.made(connection, session)
         return connection
 
 
-def _resumable(made: list[weakref.ref[ssl.SSLObject]]) -> ssl.SSLSession | None:
-    """The session of the latest connection whose handshake is done and that has a ticket for it (TLS 1.3's comes
-    after the handshake, with the first answer); connections gone are forgotten. A session is read only once the
-    handshake is done: before, reading it fails (`ValueError: i2d() failed`)."""
-    made[:] = [ref for ref in made if ref() is not None]
-    for ref in reversed(made):
-        connection = ref()
-        if connection is None or connection.version() is None:
-            continue
-        session = connection.session
-        if session is not None and session.has_ticket:
-            return session
-    return None
+class _Tickets:
+    """The connections a context made (weakly) and the session the next one resumes. A session is read from the
+    latest connection whose handshake is done (TLS 1.3's ticket comes just after it) and kept while connections
+    made with it resume: reading one costs ~0.6 ms (CPython copies it, certificates and all), as much as a resumed
+    handshake saves, so each connection is read at most once, and after MISSES connections without a ticket (a
+    server that hands out none) none is read any more. When a connection made with the session did not resume (the
+    server's ticket keys changed, the ticket expired), a newer connection's is read. A session is never read before
+    its connection's handshake is done: reading it then fails (`ValueError: i2d() failed`)."""
+
+    MISSES = 3
+
+    __slots__ = ("_unread", "_session", "_tried", "_misses")
+
+    def __init__(self) -> None:
+        self._unread: list[weakref.ref[ssl.SSLObject]] = []
+        self._session: ssl.SSLSession | None = None
+        self._tried: weakref.ref[ssl.SSLObject] | None = None  # the latest connection made with `_session`
+        self._misses = 0
+
+    def session_to_resume(self) -> ssl.SSLSession | None:
+        tried = self._tried() if self._tried is not None else None
+        if tried is not None and tried.version() is not None and not tried.session_reused:
+            self._session = self._tried = None  # refused: a newer connection's, below
+        if self._session is None and self._misses < self.MISSES:
+            self._session = self._read()
+        return self._session
+
+    def made(self, connection: ssl.SSLObject, session: ssl.SSLSession | None) -> None:
+        self._unread = [ref for ref in self._unread if ref() is not None]
+        self._unread.append(weakref.ref(connection))
+        if session is not None and session is self._session:
+            self._tried = self._unread[-1]
+
+    def _read(self) -> ssl.SSLSession | None:
+        """The session of the latest connection not read yet whose handshake is done, if it has a ticket."""
+        for ref in reversed(self._unread):
+            connection = ref()
+            if connection is None or connection.version() is None:
+                continue
+            self._unread.remove(ref)
+            session = connection.session
+            if session is not None and session.has_ticket:
+                return session
+            self._misses += 1
+            return None
+        return None
 
 
 def _load_client_certificate(tls: ssl.SSLContext, user: UserEntry, where: str) -> None:
