@@ -301,6 +301,14 @@ class AsyncClient:
             self._target = await self.cluster.target()
         return self._target
 
+    async def prefetch_app(self, app: str, *, namespace: str | None = None, app_namespace: str | None = None) -> None:
+        """Starts reading `app`'s record (in `app_namespace`, else `namespace`, as `plan_deploy` and `plan_delete`
+        place it) and returns at once; a plan of the app made soon after takes that answer instead of asking: for a
+        caller with other work to do first (the CLI imports its planning code meanwhile: one round trip less at a
+        distance). Sends nothing for a labeled app; a failed read is the plan's to report. (`Client`'s read leaves
+        with its next call.)"""
+        record.read_ahead(self.cluster, app_namespace or self.namespace(namespace), app)
+
     async def plan_deploy(
         self,
         app: str,
@@ -581,6 +589,7 @@ class Client:
 
     # Each runs AsyncClient's method of the same name on this client's event loop (see _blocking).
     target = _blocking(AsyncClient.target)
+    prefetch_app = _blocking(AsyncClient.prefetch_app)
     plan_deploy = _blocking(AsyncClient.plan_deploy)
     plan_rollback = _blocking(AsyncClient.plan_rollback)
     check_deploy = _blocking(AsyncClient.check_deploy)

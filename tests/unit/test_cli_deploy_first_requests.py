@@ -1,7 +1,7 @@
-"""A deploy's first requests (the cluster's nodes, discovery) leave before the planning code is imported, which
-imports on a thread meanwhile (issue 33, bench/why.md "Start-up, third pass"), and its failures stay as they were: a
-bad --preflight fails before anything is sent, the plan's error is reported after the cluster's name, and an early
-request's failure is retrieved, never left to asyncio's "Task exception was never retrieved".
+"""A deploy's first requests (the cluster's nodes, discovery, the app's record) leave before the planning code is
+imported, which imports on a thread meanwhile (issue 33, bench/why.md "Start-up, third pass"), and its failures stay
+as they were: a bad --preflight fails before anything is sent, the plan's error is reported after the cluster's name,
+and an early request's failure is retrieved, never left to asyncio's "Task exception was never retrieved".
 
 Each case runs in a fresh interpreter: what is imported when is the point, and an exception never retrieved is only
 reported when its task is collected, at the latest when the interpreter exits."""
@@ -38,6 +38,9 @@ class Client:
         started.append(("target", [m for m in PLANNING if m in sys.modules]))
         return "Target cluster 'https://x' (nodes: n)"
 
+    async def prefetch_app(self, app, *, app_namespace=None):
+        started.append(("record", [m for m in PLANNING if m in sys.modules]))
+
     async def plan_deploy(self, *args, **kwargs):
         started.append(("plan", [m for m in PLANNING if m in sys.modules]))
         await asyncio.sleep(0.01)  # the early discovery has failed by now; nothing here asks for its answer
@@ -67,7 +70,12 @@ def deploy(flags: dict[str, str]) -> tuple[list[str], list[list[object]], str]:
 
 def test_the_first_requests_start_before_the_planning_code_is_imported_and_their_failure_is_retrieved() -> None:
     lines, started, stderr = deploy({})
-    assert started == [["target", []], ["discovery", []], ["plan", ["kapply.deploy", "kapply.ui.changes"]]]
+    assert started == [
+        ["record", []],
+        ["target", []],
+        ["discovery", []],
+        ["plan", ["kapply.deploy", "kapply.ui.changes"]],
+    ]
     assert lines == ["Target cluster 'https://x' (nodes: n)", "Error: Parsing file 'a.yml': bad"]
     assert stderr == ""  # no "Task exception was never retrieved" for the failed discovery
 

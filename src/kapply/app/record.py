@@ -145,6 +145,19 @@ def ownership_label(app: App) -> tuple[str, str]:
     return app.meta.label_key, app.meta.label_value
 
 
+def read_ahead(cluster: Cluster, namespace: str, name: str) -> None:
+    """Sends `find`'s reads of the app's record now; a `find` soon after takes their answers (`Cluster.read_ahead`).
+    A labeled app has no record to read."""
+    if labeled(name) is None:
+        for cm_name in _names(plain_name(name)):
+            cluster.read_ahead(CONFIGMAPS, namespace, cm_name)
+
+
+def _names(name: str) -> tuple[str, str]:
+    """The names the record of app `name` may have, in the order kapp looks them up: the migrated one first."""
+    return (name + FQ_SUFFIX, name)
+
+
 async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
     """The app's record (`<name>.apps.k14s.io` first, then `<name>`), None when there is none; a labeled app
     (`label:<selector>`) always exists."""
@@ -155,7 +168,7 @@ async def find(cluster: Cluster, namespace: str, name: str) -> App | None:
     # Both names asked at once (one round trip, issue 33), then taken in kapp's order: the migrated name first, an
     # error of a name only when every name before it was absent.
     answers = await asyncio.gather(
-        *(cluster.get(CONFIGMAPS, namespace, cm_name) for cm_name in (name + FQ_SUFFIX, name)),
+        *(cluster.get(CONFIGMAPS, namespace, cm_name) for cm_name in _names(name)),
         return_exceptions=True,
     )
     for answer in answers:

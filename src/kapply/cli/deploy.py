@@ -97,12 +97,14 @@ async def _plan(
     show_target: bool,
 ) -> Plan:
     """The deploy's plan; with `show_target`, the cluster named first, as kapp does, a failed plan included. The first
-    requests (the nodes, and discovery, whose answer the plan's own call then waits for) leave before the planning
-    code is imported, which imports on a thread meanwhile (issue 33; bench/why.md, "First requests before the
-    planning imports"). Errors are the plan's, as before: the early discovery is only a head start (the plan asks
-    again if it failed, and reports that), and its failure is retrieved here, never left to the event loop."""
+    requests (the nodes, discovery and the app's record, whose answers the plan's own calls then take) leave before
+    the planning code is imported, which imports on a thread meanwhile (issue 33; bench/why.md, "First requests
+    before the planning imports"). Errors are the plan's, as before: the early discovery is only a head start (the
+    plan asks again if it failed, and reports that), and its failure is retrieved here, never left to the event
+    loop; the record's answers are the plan's when it reads the record, else the client's close drops them."""
     target = asyncio.ensure_future(api.target()) if show_target else None
     discovering = asyncio.ensure_future(api.cluster.discovery())
+    await api.prefetch_app(name, app_namespace=app_namespace)  # returns at once
     try:
         try:
             await asyncio.sleep(0)  # the requests start (their connections open) before the thread holds the GIL

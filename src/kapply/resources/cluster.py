@@ -305,6 +305,7 @@ class Cluster:
         self._pool: Pool | None = None
         self._discovery: Discovery | None = None
         self._discovery_lock = asyncio.Lock()
+        self._read_ahead: dict[str, asyncio.Future[Obj | None]] = {}  # by path: GETs `read_ahead` sent
         # what is done with the API server's warnings (a deprecated API version, say): logged, unless a user of the
         # cluster says otherwise (the CLI shows them as kapp does)
         self.on_warning: Callable[[str], None] = _log_warning
@@ -335,7 +336,23 @@ class Cluster:
         if self._pool is not None:
             self._pool.warm(requests)
 
+    def read_ahead(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
+        """Sends the GET of one object now; the next `get` of it takes this answer (once) instead of asking. For a
+        read its caller knows is coming before the code that makes it is ready (the CLI's app record, while the
+        planning code imports: issue 33, a round trip hidden). A name that cannot be a path sends nothing (its
+        `get` says why)."""
+        try:
+            path = rtype.path(namespace, name)
+        except ManifestError:
+            return
+        if path not in self._read_ahead:
+            self._read_ahead[path] = asyncio.ensure_future(self._get(path))
+
     async def close(self) -> None:
+        ahead, self._read_ahead = list(self._read_ahead.values()), {}
+        for answer in ahead:  # never taken: its outcome is nobody's
+            answer.cancel()
+        await asyncio.gather(*ahead, return_exceptions=True)
         if self._pool is not None:
             await self._pool.close()
         self._pool = None
@@ -484,8 +501,13 @@ class Cluster:
         return answer
 
     async def get(self, rtype: ResourceType, namespace: str | None, name: str) -> Obj | None:
+        path = rtype.path(namespace, name)
+        ahead = self._read_ahead.pop(path, None)
+        return await (ahead if ahead is not None else self._get(path))
+
+    async def _get(self, path: str) -> Obj | None:
         try:
-            return await self._object("GET", rtype.path(namespace, name))
+            return await self._object("GET", path)
         except ClusterError as e:
             if e.status == 404:
                 return None
