@@ -117,3 +117,13 @@ URL_CLIENT = ("urllib.request", "urllib.error", "http.client", "email.parser")
 def test_a_deploy_imports_no_url_client_until_it_reads_a_url():
     imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.manifests"))
     assert sorted(imported & set(URL_CLIENT)) == []
+
+
+# tempfile (with shutil, random, bz2 and lzma: ~4 ms) is imported where a kubeconfig's client certificate is given
+# inline (kapply.resources.auth), random where a request is retried (kapply.resources.cluster.jittered).
+ONLY_WHEN_NEEDED = ("tempfile", "shutil", "random")
+
+
+def test_a_deploy_imports_no_tempfile_or_random_until_it_needs_them():
+    imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.auth"))
+    assert sorted(imported & set(ONLY_WHEN_NEEDED)) == []

@@ -19,7 +19,6 @@ import functools
 import logging
 import operator
 import os
-import random
 import re
 import sys
 import time
@@ -178,6 +177,8 @@ def jittered(delay: float) -> float:
     """The delay stretched by a random part of itself (at most MAX_DELAY). API Priority and Fairness answers every
     request of a burst it rejects with the same Retry-After: retried after exactly that time, they would all come back
     at once and be rejected together again (and the server, seeing rejections go on, asks for ever longer waits)."""
+    import random  # here: only a retry needs it (~1 ms of every command's start)
+
     return min(MAX_DELAY, delay * (1 + random.random()))
 
 
