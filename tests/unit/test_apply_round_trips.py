@@ -11,7 +11,7 @@ import pytest
 
 from kapply.apply.loop import ApplyLoop
 from kapply.apply.options import ApplyOptions, WaitOptions
-from kapply.apply.planning import cluster_changes, order
+from kapply.apply.planning import ClusterChange, cluster_changes, order
 from kapply.config.config import Config
 from kapply.diff.change import calculate, last_applied
 from kapply.errors import ApplyError, ClusterError
@@ -50,7 +50,11 @@ def obj(kind: str, name: str, api_version: str = "v1", **annotations: str) -> Ob
 
 def run(fake: FakeCluster, config: Config, *objs: Obj) -> Lines:
     prepared = [d.obj for d in prepare([Document(o, "test") for o in objs], DISCOVERY, config, Placement("ns"), APP)]
-    planned = cluster_changes([calculate(n, None, config) for n in prepared], config, FAST.wait)
+    return applied(fake, config, cluster_changes([calculate(n, None, config) for n in prepared], config, FAST.wait))
+
+
+def applied(fake: FakeCluster, config: Config, planned: list[ClusterChange]) -> Lines:
+    """What the apply loop reported running `planned` against `fake` (also test_delete_answers')."""
     lines = Lines()
     loop = ApplyLoop(fake, DISCOVERY, config, "kapp.k14s.io/app=1", ApplyOptions(), FAST, lines)  # type: ignore[arg-type]
     asyncio.run(loop.run(planned, order(planned, config)))

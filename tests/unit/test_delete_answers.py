@@ -5,22 +5,22 @@ answered for is read as kapp reads every deleted resource."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Callable
 
 import pytest
 
 from kapply.apply.execute import gone_as_answered
-from kapply.apply.loop import ApplyLoop
-from kapply.apply.options import ApplyOptions, WaitOptions
-from kapply.apply.planning import cluster_changes, order
+from kapply.apply.options import WaitOptions
+from kapply.apply.planning import cluster_changes
 from kapply.config.config import Config
 from kapply.diff.change import calculate
 from kapply.objects import Obj
 from kapply.resources.cluster import Discovery, ResourceType
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
+from tests.unit.test_apply_loop import Lines
+from tests.unit.test_apply_round_trips import applied, reads
 
 DISCOVERY = Discovery(BUILTIN_TYPES)
 FAST = WaitOptions(check_interval=0.01)
@@ -73,20 +73,6 @@ class Answering(FakeCluster):
         return await super().get(rtype, namespace, name)
 
 
-class Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def section(self, message: str) -> None:
-        self.lines.append(f"---- {message} ----")
-
-    def line(self, message: str) -> None:
-        self.lines.append(message)
-
-    def warn(self, message: str) -> None:
-        self.lines.append(f"Warning: {message}")
-
-
 def live(kind: str, name: str) -> Obj:
     meta = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {"kapp.k14s.io/app": "1"}}
     return {"apiVersion": "v1", "kind": kind, "metadata": meta}
@@ -97,15 +83,7 @@ def delete_all(fake: FakeCluster, config: Config, *objs: Obj) -> Lines:
         rtype = DISCOVERY.find("v1", obj["kind"])
         assert rtype is not None
         fake.objects[fake._key(rtype, "ns", obj["metadata"]["name"])] = copy.deepcopy(obj)
-    planned = cluster_changes([calculate(None, obj, config) for obj in objs], config, FAST.wait)
-    lines = Lines()
-    loop = ApplyLoop(fake, DISCOVERY, config, "kapp.k14s.io/app=1", ApplyOptions(), FAST, lines)  # type: ignore[arg-type]
-    asyncio.run(loop.run(planned, order(planned, config)))
-    return lines
-
-
-def reads(fake: FakeCluster) -> list[tuple[str, str, str]]:
-    return [entry for entry in fake.log if entry[0] in ("get", "list")]
+    return applied(fake, config, cluster_changes([calculate(None, obj, config) for obj in objs], config, FAST.wait))
 
 
 def test_deletes_answered_as_done_are_not_read(config: Config) -> None:
