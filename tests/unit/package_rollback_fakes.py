@@ -19,6 +19,7 @@ SECRET = "s3cr3t-value"  # revision 1's value of hello_msg: never shown
 A = f"#@data/values\n---\nname: cm\nhello_msg: {SECRET}\n"
 B = "#@data/values\n---\nname: cm\nhello_msg: other\nport: 80\n"
 VALUES = "web-ns-values"
+PACKAGE = "web.example.com"  # the install's package (spec.packageRef.refName)
 
 
 def encoded(content: str) -> str:
@@ -96,7 +97,7 @@ async def seeded(vocabulary: Vocabulary = KAPPLY) -> RollbackCluster:
             "metadata": {"name": "web", "namespace": "ns"},
             "spec": {
                 "serviceAccountName": "sa",
-                "packageRef": {"refName": "web.example.com", "versionSelection": {"constraints": "2.0.0"}},
+                "packageRef": {"refName": PACKAGE, "versionSelection": {"constraints": "2.0.0"}},
                 "values": [{"secretRef": {"name": VALUES}}],
             },
         },

@@ -114,3 +114,23 @@ async def _refused(served: Served) -> None:
 
 def test_a_refusal_is_the_api_servers_and_changes_nothing() -> None:
     run(KAPPLY, _refused)
+
+
+async def _another_package(served: Served) -> None:
+    client, cluster, key = served
+    stored = cluster.objects[cluster._key(KAPPLY.install.rtype, "ns", "web")]
+    stored["spec"]["packageRef"]["refName"] = "db.example.com"
+    cluster.log.clear()
+    own = {"Host": f"127.0.0.1:{client.port}"}
+    preview = await client.get("/tok/api/install-rollback", params={"key": key, "revision": "1"}, headers=own)
+    params = {"key": key, "action": "install-rollback", "revision": "1"}
+    done = await client.post("/tok/api/action", params=params, headers=posting(client))
+    for answer in (preview, done):
+        message = (await answer.json())["message"]
+        assert answer.status == 409 and "(Secret 'web.pkgi-v1') to be of the package" in message, message
+        assert "'db.example.com', not 'web.example.com'" in message
+    assert not [e for e in cluster.log if e[0] not in ("get", "list")] and cluster.values() == B
+
+
+def test_a_revision_of_another_package_is_refused_with_nothing_changed() -> None:
+    run(KAPPLY, _another_package)

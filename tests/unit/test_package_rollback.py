@@ -14,7 +14,7 @@ from kapply.cli.package.rollback import history_table
 from kapply.controller.vocabulary import CARVEL, KAPPLY, Vocabulary
 from kapply.errors import ClusterError, KapplyError
 from kapply.objects import Obj
-from kapply.packaging.revisions import SECRETS, Revision, ValuesSecret, values_digest
+from kapply.packaging.revisions import SECRETS, Revision, ValuesSecret, listed, values_digest
 from kapply.packaging.rollback import (
     DOWNGRADABLE,
     Plan,
@@ -31,7 +31,7 @@ from kapply.packaging.rollback import (
     revision as kept_revision,
 )
 from kapply.resources.cluster import ResourceType
-from tests.unit.package_rollback_fakes import SECRET, VALUES, A, B, RollbackCluster, seeded
+from tests.unit.package_rollback_fakes import PACKAGE, SECRET, VALUES, A, B, RollbackCluster, seeded
 
 
 def values(content: str | None, name: str = "web-ns-values") -> tuple[ValuesSecret, ...]:
@@ -42,12 +42,13 @@ def values(content: str | None, name: str = "web-ns-values") -> tuple[ValuesSecr
 
 def revision(number: int, version: str, content: str | None) -> Revision:
     given = values(content)
-    return Revision(number, version, values_digest(given), "2026-12-05T10:00:00Z", "{}", given)
+    return Revision(number, version, values_digest(given), "2026-12-05T10:00:00Z", PACKAGE, given)
 
 
 def install(version: str, last: str = "", **annotations: str) -> Obj:
     return {
         "metadata": {"name": "web", "namespace": "ns", "annotations": annotations},
+        "spec": {"packageRef": {"refName": PACKAGE}},
         "status": {"version": version, "lastAttemptedVersion": last or version},
     }
 
@@ -98,7 +99,7 @@ def test_a_revision_without_values_drops_the_installs() -> None:
 
 def test_values_update_cannot_write_are_refused() -> None:
     two = values(A) + values(B, "more")
-    target = Revision(1, "1.0.0", values_digest(two), "", "{}", two)
+    target = Revision(1, "1.0.0", values_digest(two), "", PACKAGE, two)
     with pytest.raises(KapplyError, match="Expected revision 1 to have one values Secret with one key"):
         plan(install("2.0.0"), target, values(A))
 
@@ -192,7 +193,7 @@ def test_values_are_removed_when_the_revision_had_none_and_recreated_when_the_in
     async def main() -> None:
         cluster = await seeded()
         install = cluster.install()
-        empty = Revision(3, "2.0.0", values_digest(()), "", "{}", ())
+        empty = Revision(3, "2.0.0", values_digest(()), "", PACKAGE, ())
         await roll_back(cluster, KAPPLY.install.rtype, install, plan(install, empty, values(B, VALUES)), lambda _: None)
         install = cluster.install()
         assert "values" not in install["spec"]
@@ -241,3 +242,31 @@ def test_the_controllers_status_write_between_the_read_and_the_write_is_not_a_fa
     assert failed is not None and failed.conflict
     assert after["spec"]["serviceAccountName"] == "someone-else" and "paused" not in after["spec"]
     assert after["spec"]["packageRef"]["versionSelection"]["constraints"] == "2.0.0"
+
+
+OTHER = "db.example.com"  # a package the install did not run before
+
+
+def test_a_revision_of_another_package_is_refused_naming_its_secret_and_both_packages() -> None:
+    """The install's refName edited since its revisions were kept: going back to one would make that package's version
+    a constraint on this one, and its values this one's. The CLI's choice (the previous revision, or a number) and the
+    dashboard's (a number) alike: one error, nothing written."""
+
+    async def main() -> None:
+        cluster = await seeded()
+        cluster.objects[cluster._key(KAPPLY.install.rtype, "ns", "web")]["spec"]["packageRef"]["refName"] = OTHER
+        install = cluster.install()
+        cluster.log.clear()
+        said = (
+            r"Expected revision 1 of package install 'web' in namespace 'ns' \(Secret 'web.pkgi-v1'\) to be of the "
+            rf"package the install selects, '{OTHER}', not '{PACKAGE}': a rollback does not change an install's "
+            r"package$"
+        )
+        with pytest.raises(KapplyError, match=said):
+            await planned(cluster, install, chosen(await listed(cluster, "ns", install), 0))
+        with pytest.raises(KapplyError, match=said):
+            await planned(cluster, install, await kept_revision(cluster, install, 1))
+        assert not [entry for entry in cluster.log if entry[0] not in ("get", "list")]
+        assert cluster.install() == install and cluster.values() == B
+
+    asyncio.run(main())

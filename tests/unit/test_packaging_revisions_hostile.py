@@ -232,6 +232,10 @@ def _value_key(key: str) -> Mutation:
     return _content(lambda c: c["values"][0].__setitem__("data", {key: encoded(A)}))
 
 
+def _ref_name(name: object) -> Mutation:
+    return _content(lambda c: c["packageRef"].__setitem__("refName", name))
+
+
 def _annotation(key: str, value: str) -> Mutation:
     return lambda s: s["metadata"]["annotations"].__setitem__(key, value)
 
@@ -247,6 +251,7 @@ def _both_versions(version: str) -> Mutation:
 NOT_A_VERSION, NOT_ITS_VERSION = "its version annotation is not a package version", "its content's version is not"
 NOT_ITS_NUMBER, NOT_CONTENT = "its revision annotation is not the number its name ends with", "not base64-encoded JSON"
 NOT_A_KEY, NOT_A_NAME = "a values key is not a plain name", "a values Secret's name is not a Secret's name"
+NO_PACKAGE = "its content's packageRef names no package (refName)"
 MALFORMED: dict[str, tuple[Mutation, str]] = {
     "version-a-constraint": (_both_versions(">=0.0.0"), NOT_A_VERSION),
     "version-an-or": (_both_versions("1.0.0 || >=2.0.0"), NOT_A_VERSION),
@@ -267,6 +272,11 @@ MALFORMED: dict[str, tuple[Mutation, str]] = {
     "content-nested-deep": (lambda s: s["data"].__setitem__(CONTENT_KEY, encoded("[" * 100_000)), NOT_CONTENT),
     "content-a-list": (_content(lambda c: [c], replace=True), NOT_CONTENT),
     "package-ref-a-string": (_set("packageRef", "x"), "its content's packageRef is not a map"),
+    "package-ref-no-ref-name": (_content(lambda c: c["packageRef"].pop("refName")), NO_PACKAGE),
+    "package-ref-ref-name-a-number": (_ref_name(7), NO_PACKAGE),
+    "package-ref-ref-name-a-path": (_ref_name("../x"), NO_PACKAGE),
+    "package-ref-ref-name-a-line": (_ref_name("web.example.com\nkapply: Error: x"), NO_PACKAGE),
+    "package-ref-ref-name-huge": (_ref_name("p" * 254), NO_PACKAGE),
     "values-missing": (_content(lambda c: c.pop("values")), "its content's values are not a list"),
     "values-a-map": (_set("values", {"secretName": VALUES}), "its content's values are not a list"),
     "values-data-a-list": (_content(lambda c: c["values"][0].__setitem__("data", [1])), NOT_A_KEY),

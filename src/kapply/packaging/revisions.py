@@ -70,7 +70,7 @@ class Revision:
     version: str
     digest: str  # of the values: tells two revisions' values apart without showing them
     created: str  # the Secret's creationTimestamp
-    package_ref: str  # the install's spec.packageRef, as JSON
+    package: str  # the package it ran: its install's spec.packageRef.refName then
     values: tuple[ValuesSecret, ...]
 
 
@@ -215,13 +215,15 @@ def parse(secret: Obj) -> Revision:
         raise _refused(name, "its content's version is not its version annotation's")
     if not isinstance(content.get("packageRef"), dict):
         raise _refused(name, "its content's packageRef is not a map")
+    if not _is_name(content["packageRef"].get("refName")):
+        raise _refused(name, "its content's packageRef names no package (refName)")
     if not isinstance(content.get("values"), list):
         raise _refused(name, "its content's values are not a list")
     values = tuple(_values_secret(name, v) for v in content["values"])
     if values_digest(values) != digest:
         raise _refused(name, "its values are not those of its digest annotation")
     created = str(meta.get("creationTimestamp") or "")
-    return Revision(number, version, digest, created, json.dumps(content["packageRef"], sort_keys=True), values)
+    return Revision(number, version, digest, created, content["packageRef"]["refName"], values)
 
 
 def expired(numbers: Iterable[int], keep: int = KEEP) -> list[int]:

@@ -149,10 +149,25 @@ def changed_keys(current: bytes | None, target: bytes | None) -> tuple[str, ...]
     return tuple(sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k)))
 
 
+def same_package(install: Obj, target: Revision) -> None:
+    """KapplyError unless `target` ran the package the install selects now (spec.packageRef.refName): a rollback sets
+    the install's version and values, never its package, so a revision of another package (the install's refName
+    edited since) would make its version a constraint on this one, and its values this one's."""
+    meta = install["metadata"]
+    package = str(((install.get("spec") or {}).get("packageRef") or {}).get("refName") or "")
+    if target.package != package:
+        raise KapplyError(
+            f"Expected revision {target.number} of package install '{meta['name']}' in namespace "
+            f"'{meta['namespace']}' (Secret '{secret_name(meta['name'], target.number)}') to be of the package the "
+            f"install selects, '{package}', not '{target.package}': a rollback does not change an install's package"
+        )
+
+
 def plan(install: Obj, target: Revision, current: tuple[ValuesSecret, ...]) -> Plan:
-    """The rollback of `install` (its values Secrets now: `current`) to `target`."""
+    """The rollback of `install` (its values Secrets now: `current`) to `target`, a revision of its package."""
     from kapply.versions import downgrade_refusal
 
+    same_package(install, target)
     status = install.get("status") or {}
     annotations = (install.get("metadata") or {}).get("annotations") or {}
     last = str(status.get("lastAttemptedVersion") or "")
