@@ -1,6 +1,9 @@
-"""Shared values for unit tests: a discovery of the common built-in kinds, and kapp's default config."""
+"""Shared values for unit tests: a discovery of the common built-in kinds, kapp's default config, and a PKI."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -32,3 +35,12 @@ def discovery() -> Discovery:
 @pytest.fixture(scope="session")
 def config() -> Config:
     return default_config()
+
+
+@pytest.fixture(scope="session")
+def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA and the certificates hack/cluster.py makes for the local control plane (ca.crt, apiserver.crt/.key, ...),
+    for the tests' own TLS servers."""
+    path = tmp_path_factory.mktemp("pki")
+    cluster_script.make_certs(path)
+    return path

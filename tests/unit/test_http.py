@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 # A server with `pki`'s serving certificate (127.0.0.1), and one GET to it with aiohttp's default verification.
 CLIENT = """
 import asyncio, ssl, sys
@@ -44,13 +42,6 @@ answer = asyncio.run(main())
 after = connector._SSL_CONTEXT_VERIFIED.cert_store_stats()["x509_ca"]
 print(before, after, answer)
 """
-
-
-@pytest.fixture(scope="module")
-def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pki")
-    cluster_script.make_certs(path)
-    return path
 
 
 def _client(pki: Path, trusted: Path) -> str:

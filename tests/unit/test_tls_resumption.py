@@ -12,7 +12,6 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -21,13 +20,6 @@ from kapply.resources.cluster import Cluster
 from kapply.resources.kubeconfig import KubeconfigFlags, load
 
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-
-
-@pytest.fixture(scope="module")
-def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pki")
-    cluster_script.make_certs(path)
-    return path
 
 
 @asynccontextmanager

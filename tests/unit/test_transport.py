@@ -13,7 +13,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,13 +21,6 @@ from aiohttp import web
 from kapply.errors import ClusterError, KapplyError
 from kapply.resources.cluster import Cluster
 from kapply.resources.kubeconfig import KubeconfigFlags, load
-
-
-@pytest.fixture(scope="module")
-def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pki")
-    cluster_script.make_certs(path)
-    return path
 
 
 class Server:

@@ -11,7 +11,6 @@ import ssl
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
@@ -232,13 +231,6 @@ def test_a_warmed_connection_that_fails_leaves_the_request_its_own_error() -> No
             await client.close()
 
     assert run(go) is Failure.REFUSED
-
-
-@pytest.fixture(scope="module")
-def pki(cluster_script: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("pki")
-    cluster_script.make_certs(path)
-    return path
 
 
 @asynccontextmanager
