@@ -29,12 +29,12 @@ from typing import Any
 CACHE_NAME = f"dataclass-methods.{sys.implementation.cache_tag}.marshal"
 
 
-def cache_path() -> Path:
+def cache_path(name: str = CACHE_NAME) -> Path:
     """Beside kapply's own bytecode (or under `sys.pycache_prefix`, as Python would put it)."""
     package = Path(__file__).resolve().parent.parent
     if sys.pycache_prefix:
-        return Path(sys.pycache_prefix + str(package)) / CACHE_NAME
-    return package / "__pycache__" / CACHE_NAME
+        return Path(sys.pycache_prefix + str(package)) / name
+    return package / "__pycache__" / name
 
 
 def load(path: Path) -> dict[str, CodeType]:
@@ -54,12 +54,12 @@ def load(path: Path) -> dict[str, CodeType]:
     return {text: code for text, code in table.items() if isinstance(text, str) and isinstance(code, CodeType)}
 
 
-def save(path: Path, table: dict[str, CodeType]) -> None:
+def save(path: Path, table: dict[Any, Any], header: bytes = MAGIC_NUMBER) -> None:
     """Writes the table whole or not at all (a concurrent run's file is replaced, never mixed with this one)."""
     partial = path.with_name(f"{path.name}.{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_bytes(MAGIC_NUMBER + marshal.dumps(table))
+        partial.write_bytes(header + marshal.dumps(table))
         os.replace(partial, path)
     except OSError:
         with contextlib.suppress(OSError):
