@@ -127,3 +127,13 @@ ONLY_WHEN_NEEDED = ("tempfile", "shutil", "random")
 def test_a_deploy_imports_no_tempfile_or_random_until_it_needs_them():
     imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes", "kapply.resources.auth"))
     assert sorted(imported & set(ONLY_WHEN_NEEDED)) == []
+
+
+# The line diff (kapply.diff.text_diff, difflib: ~2.7 ms) is imported where a diff is shown
+# (kapply.diff.render.hunk): a redeploy with nothing to change shows none.
+LINE_DIFF = ("kapply.diff.text_diff", "difflib")
+
+
+def test_a_deploy_imports_no_line_diff_until_it_shows_one():
+    imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes"))
+    assert sorted(imported & set(LINE_DIFF)) == []

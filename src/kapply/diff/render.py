@@ -13,7 +13,6 @@ from kapply.config.config import Config
 from kapply.config.matchers import matches_any
 from kapply.config.rules import MaskCounter, mask
 from kapply.diff.change import ApplyOp, Change
-from kapply.diff.text_diff import diff_lines, render
 from kapply.diff.yaml_text import to_yaml
 from kapply.objects import Obj
 
@@ -74,6 +73,8 @@ def hunk(
 ) -> Hunk:
     """The line diff of one change; values under diffMaskRules masked unless counter is None. `op` is the one the
     header names (default: the change's); an ignored change has no diff (kapp compares the object with itself)."""
+    from kapply.diff.text_diff import diff_lines, render  # here: a deploy with nothing to change shows no diff
+
     right = change.left if change.ignored else change.right
     records = diff_lines(
         _yaml_lines(change.left, config, counter), _yaml_lines(right, config, counter), anchored=fmt.anchored
