@@ -563,8 +563,9 @@ def versions(kube: Kube, tools: dict[str, Path]) -> dict[str, str]:
         interpreter = sys.executable
         with contextlib.suppress(OSError, UnicodeDecodeError):
             shebang = tools["kapply"].read_text().splitlines()[0]
-            if shebang.startswith("#!"):
-                interpreter = shebang[2:].strip().split()[0]
+            named = shebang[2:].strip().split()[:1] if shebang.startswith("#!") else []
+            if named and Path(named[0]).name.startswith("python"):  # not a shell wrapper's /bin/sh
+                interpreter = named[0]
         found["python"] = first_line([interpreter, "-c", "import platform; print(platform.python_version())"])
     commit = first_line(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"])
     dirty = subprocess.run(

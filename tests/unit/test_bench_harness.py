@@ -322,3 +322,23 @@ def test_results_md_checks_issue_14s_targets_at_the_target_sizes():
     assert "| mix-1000 | peak RSS, initial deploy | ≤ kapp | 50 MB vs 60 MB | met |" in section
     assert "mix-100 |" not in section
     assert "## Issue 14's targets" not in report.render(_doc([_run("kapp", "noop", 0, 1.0)]))
+
+
+class _Version:
+    def version(self) -> str:
+        return "v1.34.4"
+
+
+@pytest.mark.parametrize(
+    ("first_line", "expected"),
+    [
+        ("#!/bin/sh", f"{sys.version_info.major}.{sys.version_info.minor}"),  # a wrapper: the harness's own Python
+        (f"#!{sys.executable}", f"{sys.version_info.major}.{sys.version_info.minor}"),
+    ],
+)
+def test_the_python_named_is_an_interpreter_never_a_shell_wrappers(tmp_path, first_line, expected):
+    kapply = tmp_path / "kapply"
+    kapply.write_text(f"{first_line}\necho kapply version 0.1.0\n")
+    kapply.chmod(0o755)
+    found = sidebyside.versions(_Version(), {"kapply": kapply})  # type: ignore[arg-type]
+    assert found["python"].startswith(expected + "."), found
