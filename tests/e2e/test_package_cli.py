@@ -872,8 +872,10 @@ def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
     owner, and one labelled and owned as the install's under another name. `history` shows the install's own
     revision only (no value), a rollback to the forged number is refused with nothing changed, and the controller's
     next revision (a new version, set as a person would) cannot take the squatted name: the install succeeds, its
-    condition says why no revision was kept, and both forgeries are left as they were. The install's own revision
-    made malformed is one error naming it, from `history` and `rollback` alike, and nothing is changed."""
+    condition says why no revision was kept, and both forgeries are left as they were. The install moved to another
+    package (its refName edited), a rollback to its revision of the first is refused naming both, nothing changed.
+    The install's own revision made malformed is one error naming it, from `history` and `rollback` alike, and
+    nothing is changed."""
     first = f"first-{uuid.uuid4().hex[:8]}"
     a = values_file(tmp_path / "a.yml", name="forged-cm", hello_msg=first)
     install(kapply, namespace, "forged", "-v", "1.0.0", "--values-file", a)
@@ -916,6 +918,22 @@ def test_installed_history_and_rollback_use_the_installs_own_revisions_only(
     after = ok(kapply(*history))
     assert [r["revision"] for r in yaml.safe_load(after)["Tables"][0]["Rows"]] == ["1"]
     assert first not in said + after
+
+    # the install moved to another package (its refName edited): its revision of the first is not rolled back to
+    other = {"spec": {"packageRef": {"refName": "other.test.carvel.dev"}}}
+    kube.patch(PackageInstall, "forged", other, namespace=namespace, patch_type=PatchType.MERGE)
+    moved = (get(kube, PackageInstall, namespace, "forged") or {})["metadata"]
+    refused(
+        kapply(*rollback[:-3], "--to-revision", "1", "-y"),
+        "(Secret 'forged.pkgi-v1') to be of the package the install selects, 'other.test.carvel.dev', not "
+        f"'{CM_REF}': a rollback does not change an install's package",
+    )
+    pkgi = get(kube, PackageInstall, namespace, "forged") or {}
+    assert (pkgi["metadata"]["generation"], pkgi["metadata"].get("annotations")) == (
+        moved["generation"],
+        moved.get("annotations"),
+    )
+    assert pkgi["spec"]["packageRef"]["versionSelection"]["constraints"] == "2.0.0" and "paused" not in pkgi["spec"]
 
     # the install's own revision, its version made a constraint: one error naming it, from either command
     def edited() -> tuple[object, object]:
