@@ -3,10 +3,13 @@ delete applies something (the app's hold, renames, the apply loop and what only 
 caller that gives none), the delete pipeline, and the `--allow-check` rules are imported where they run, not when
 the command's modules are; the built-in config is read without importlib.resources."""
 
+import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.unit.test_tls_resumption import kubeconfig
 
 # What `kapply deploy` imports before it plans: the CLI, the deploy command, the public API and the deploy pipeline.
 COMMAND_MODULES = ("kapply.cli.main", "kapply.cli.deploy", "kapply.api", "kapply.deploy")
@@ -120,7 +123,8 @@ def test_a_deploy_imports_no_url_client_until_it_reads_a_url():
 
 
 # tempfile (with shutil, random, bz2 and lzma: ~4 ms) is imported where a kubeconfig's client certificate is given
-# inline (kapply.resources.auth), random where a request is retried (kapply.resources.cluster.jittered).
+# inline and there are no files in memory (kapply.resources.auth: not Linux), random where a request is retried
+# (kapply.resources.cluster.jittered).
 ONLY_WHEN_NEEDED = ("tempfile", "shutil", "random")
 
 
@@ -137,3 +141,11 @@ LINE_DIFF = ("kapply.diff.text_diff", "difflib")
 def test_a_deploy_imports_no_line_diff_until_it_shows_one():
     imported = imported_after((*COMMAND_MODULES, "kapply.ui.changes"))
     assert sorted(imported & set(LINE_DIFF)) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="files in memory are Linux's")
+def test_a_client_certificate_given_inline_imports_no_tempfile(pki, tmp_path):
+    path = kubeconfig(tmp_path / "config", 1, pki)
+    load = f"kapply.resources.auth.ssl_context(k.load(k.KubeconfigFlags(path={str(path)!r})))"
+    imported = imported_after((f"kapply.resources.auth, kapply.resources.kubeconfig as k; {load}",))
+    assert sorted(imported & set(ONLY_WHEN_NEEDED)) == []

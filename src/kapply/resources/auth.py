@@ -16,6 +16,8 @@ import ssl
 import subprocess
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -130,26 +132,62 @@ def _load_client_certificate(tls: ssl.SSLContext, user: UserEntry, where: str) -
         return
     if has_certificate != has_key:
         raise KapplyError(f"{where}: the user has a client certificate or key but not both")
-    # ssl loads certificates from files only: data given inline goes to a private file that is removed at once.
-    # (tempfile imported here: with shutil and random, ~4 ms of every command's start that a token never needs)
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="kapply-tls-") as private:
-        certificate = _as_file(user.client_certificate, user.client_certificate_data, Path(private) / "cert.pem")
-        key = _as_file(user.client_key, user.client_key_data, Path(private) / "key.pem")
+    with (
+        _as_file(user.client_certificate, user.client_certificate_data, "cert.pem") as certificate,
+        _as_file(user.client_key, user.client_key_data, "key.pem") as key,
+    ):
         try:
             tls.load_cert_chain(certificate, key)
         except (OSError, ssl.SSLError) as e:
             raise KapplyError(f"{where}: the client certificate cannot be used: {e}") from e
 
 
-def _as_file(path: Path | None, data: bytes | None, private: Path) -> str:
+@contextmanager
+def _as_file(path: Path | None, data: bytes | None, name: str) -> Iterator[str]:
+    """The file ssl reads a certificate or key from (it reads files only): the kubeconfig's, or for data given inline
+    a file in memory (Linux's `memfd_create`, read by its /proc/self/fd path: never on a disk), else a private
+    temporary file removed at once. (tempfile is imported for the last only: with shutil and random, ~4 ms of a
+    command's start on a cluster whose kubeconfig carries its certificate inline, as kind's and hack/cluster.py's do;
+    bench/why.md.)"""
     if data is None:
         assert path is not None
-        return str(path)
-    private.touch(mode=0o600)
-    private.write_bytes(data)
-    return str(private)
+        yield str(path)
+        return
+    memory = _memory_file(data, name)
+    if memory is not None:
+        try:
+            yield f"/proc/self/fd/{memory}"
+        finally:
+            os.close(memory)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kapply-tls-") as directory:
+        private = Path(directory) / name
+        private.touch(mode=0o600)
+        private.write_bytes(data)
+        yield str(private)
+
+
+def _memory_file(data: bytes, name: str) -> int | None:
+    """A file descriptor of an in-memory file holding `data` whose /proc path opens it; None where there is none
+    (no `memfd_create`, no /proc)."""
+    create = getattr(os, "memfd_create", None)
+    if create is None:
+        return None
+    try:
+        fd: int = create(f"kapply-tls-{name}")
+    except OSError:
+        return None
+    try:
+        with open(fd, "wb", closefd=False) as file:
+            file.write(data)
+        if os.path.exists(f"/proc/self/fd/{fd}"):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 class Credentials:
