@@ -1,6 +1,7 @@
 """`/readyz` and the API server (controller/health.py's Contact): ready while the API server answered within the
-window, every answer of the controller's requests counting (an answer of 500 or more not); probes of `/version` while
-nothing else was answered, which turn /readyz 503 with the reason when they fail and 200 again when one is answered.
+window, every answer of the controller's requests counting (an answer of 500 or more not); probes of `/version` when a
+readiness check finds nothing else answered, which turn /readyz 503 with the reason when they fail and 200 again when
+one is answered, and none while nobody checks (issue 33: an idle controller sends no request).
 The served endpoints themselves are test_controller_metrics.py's; a real API server cut off is
 tests/e2e/test_controller_readiness.py's."""
 
@@ -89,8 +90,47 @@ def test_a_probe_that_hangs_fails_after_its_timeout(monkeypatch: pytest.MonkeyPa
     assert contact.unready() == "the API server has not answered for 11s: TimeoutError after 0.01s"
 
 
+def test_probes_follow_the_checks_and_a_check_after_the_window_waits_for_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No check, no probe however long the silence; a check within half the window probes nothing, one after half of
+    it starts a probe and answers ready without waiting for it, one after the whole window answers with its probe's
+    answer; a check while probes run starts no other."""
+    monkeypatch.setattr(health, "PROBE_RETRY", 0.01)
+    clock = Clock()
+    probes: list[float] = []
+    reachable = [True]
+
+    async def probe() -> None:
+        probes.append(clock.now)
+        await asyncio.sleep(0)
+        if not reachable[0]:
+            raise ClusterError("connection refused")
+
+    async def scenario() -> None:
+        contact = Contact(probe, window=10, clock=clock)
+        clock.now += 5
+        assert await contact.check() is None and probes == []
+        clock.now += 1  # 6 s: more than half the window
+        assert await contact.check() is None and probes == []  # started, not awaited
+        await asyncio.sleep(0.01)
+        assert probes == [106.0] and contact.unready() is None
+        clock.now += 3600  # an hour without a check: nothing asked the API server meanwhile
+        assert probes == [106.0]
+        reachable[0] = False
+        assert await contact.check() == "the API server has not answered for 3600s: connection refused"
+        assert probes == [106.0, 3706.0]
+        assert await contact.check() is not None and probes == [106.0, 3706.0]  # one second between two probes
+        reachable[0] = True
+        clock.now += 1
+        await asyncio.sleep(0.1)  # the retry, without a check
+        assert probes == [106.0, 3706.0, 3707.0] and await contact.check() is None
+        await contact.close()
+
+    asyncio.run(scenario())
+
+
 def test_readyz_follows_the_probes_while_served(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A window of 0.2 s: probes once nothing was answered for 0.1 s; 503 while they fail, 200 once one succeeds."""
+    """A window of 0.2 s: idle without a probe while nothing checks; the first check after the window waits for a
+    probe; probes once a check finds nothing answered for 0.1 s; 503 while they fail, 200 once one succeeds."""
     monkeypatch.setattr(health, "PROBE_RETRY", 0.01)
     reachable = [True]
     probes = [0]
@@ -118,9 +158,10 @@ def test_readyz_follows_the_probes_while_served(monkeypatch: pytest.MonkeyPatch)
             serving(Address("127.0.0.1", 0), CollectorRegistry(), lambda: None, contact) as urls,
             aiohttp.ClientSession() as session,
         ):
-            await asyncio.sleep(0.3)  # idle: the probes keep it ready
+            await asyncio.sleep(0.3)  # idle: nobody checks, nothing is probed
+            assert probes[0] == 0
             ready = await readyz(session, urls[0])
-            assert ready == (200, "ok\n") and probes[0] >= 2
+            assert ready == (200, "ok\n") and probes[0] == 1  # the check waited for the probe
             reachable[0] = False
             unready = await until(session, urls[0], 503)
             reachable[0] = True

@@ -50,9 +50,14 @@ def parse_address(text: str) -> Address | None:
 class Contact:
     """When the API server last answered this process, for `/readyz`: every answer to the controller's requests and
     watches (the cluster client's REQUEST_OBSERVERS, through `answered`) counts; an answer of 500 or more does not
-    (the server is there but cannot serve). While nothing was answered for half the window, `keep` asks for
-    `/version`, at most one probe at a time and one a second while they fail, so an idle controller (no Lease to renew,
-    no request due) stays ready and one cut off from the API server is unready within the window."""
+    (the server is there but cannot serve). When a readiness check (`check`) finds nothing answered for half the
+    window, it asks for `/version`, at most one probe at a time and then one a second while they fail, so an idle
+    controller (no Lease to renew, no request due) stays ready and one cut off from the API server is unready within
+    the window and a readiness probe's period.
+
+    The probes follow the checks, not a timer of their own: an idle controller that nobody asks whether it is ready
+    sends no request at all (issue 33: an idle sync costs none, and neither does the time between two), and one whose
+    kubelet checks it every 5 s asks for `/version` about once every two checks while nothing else is answered."""
 
     def __init__(
         self,
@@ -65,6 +70,7 @@ class Contact:
         self._clock = clock
         self._last = clock()  # the process starts counted as in contact: its first requests are made at once
         self._failure = ""  # why the last probe failed ("" once one succeeded)
+        self._probing: asyncio.Task[None] | None = None  # probes until one is answered, started by a check
 
     def answered(self, code: int) -> None:
         if code < 500:
@@ -94,14 +100,32 @@ class Contact:
         self._last = self._clock()
         return True
 
-    async def keep(self) -> None:
-        """Probe whenever nothing was answered for half the window, until cancelled."""
-        while True:
-            wait = self._last + self.window / 2 - self._clock()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            elif not await self.probe():
-                await asyncio.sleep(PROBE_RETRY)
+    async def check(self) -> str | None:
+        """`unready`, for a readiness check: after half the window without an answer, probes start (in the
+        background: the silence is still within the window); after the whole window (nobody asked meanwhile), the
+        answer waits for the first probe's, so that a check after a long quiet says whether the API server answers
+        now, not that nothing asked it."""
+        silent = self._clock() - self._last
+        if silent > self.window / 2 and (self._probing is None or self._probing.done()):
+            first = asyncio.create_task(self.probe())
+            self._probing = asyncio.create_task(self._until_answered(first))
+            if silent > self.window:
+                await asyncio.shield(first)
+        return self.unready()
+
+    async def _until_answered(self, first: asyncio.Task[bool]) -> None:
+        """After `first`, one probe a second until one is answered."""
+        answered = await first
+        while not answered:
+            await asyncio.sleep(PROBE_RETRY)
+            answered = await self.probe()
+
+    async def close(self) -> None:
+        """Stop the probes running, if any."""
+        if self._probing is not None:
+            self._probing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probing
 
 
 def _plain(status: int, text: str) -> web.Response:
@@ -113,13 +137,13 @@ async def serving(
     address: Address, registry: CollectorRegistry, unready: Callable[[], str | None], contact: Contact | None = None
 ) -> AsyncIterator[list[str]]:
     """The endpoints, listening while the block runs; yields the URLs they listen on. `unready` says why the process
-    is not ready (None: it is); with `contact`, so does the API server's silence, kept up to date meanwhile."""
+    is not ready (None: it is); with `contact`, so does the API server's silence, probed when a check finds it long."""
 
     async def healthz(request: web.Request) -> web.Response:
         return _plain(200, "ok")
 
     async def readyz(request: web.Request) -> web.Response:
-        reason = unready() or (contact.unready() if contact else None)
+        reason = unready() or (await contact.check() if contact else None)
         return _plain(200, "ok") if reason is None else _plain(503, reason)
 
     app = web.Application()
@@ -128,15 +152,14 @@ async def serving(
     app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
-    kept = asyncio.create_task(contact.keep()) if contact else None
     try:
         await web.TCPSite(runner, address.host, address.port).start()
         urls = [f"http://{f'[{a[0]}]' if ':' in a[0] else a[0]}:{a[1]}" for a in runner.addresses]
         _log.info("serving /metrics, /healthz and /readyz on %s", ", ".join(urls))
         yield urls
     finally:
-        if kept:
-            kept.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await kept
-        await runner.cleanup()
+        try:
+            await runner.cleanup()  # the checks answered (or cut off after a second): none starts probes after it
+        finally:
+            if contact:
+                await contact.close()
