@@ -570,19 +570,26 @@ def admin_identity(kubeconfig: Path, kube: Client, namespace: str, directory: Pa
 
 @contextmanager
 def counted(
-    kube: Client, name: str, subjects: list[dict[str, Any]], verbs: list[str], *, namespace: str | None = None
+    kube: Client,
+    name: str,
+    subjects: list[dict[str, Any]],
+    verbs: list[str],
+    *,
+    namespace: str | None = None,
+    non_resource: bool = False,
 ) -> Iterator[None]:
     """A FlowSchema counting the requests of `subjects` with `verbs`: it sends them to the `exempt` priority level,
     where the API server counts them by flow schema in `apiserver_flowcontrol_dispatched_requests_total`
     (`dispatched`), apart from everyone else's. With `namespace`, only the requests in that namespace (not the
-    cluster-wide ones, such as the controller's own informers listing again after a watch's 410 Gone)."""
+    cluster-wide ones, such as the controller's own informers listing again after a watch's 410 Gone); with
+    `non_resource`, their non-resource requests too (discovery, `/version`, `/openapi`), whatever `verbs` says."""
     scope = (
         {"namespaces": [namespace], "clusterScope": False} if namespace else {"namespaces": ["*"], "clusterScope": True}
     )
     rule = {
         "subjects": subjects,
         "resourceRules": [{"verbs": verbs, "apiGroups": ["*"], "resources": ["*"]} | scope],
-    }
+    } | ({"nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]} if non_resource else {})
     schema = {
         "metadata": {"name": name},
         "spec": {"priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 2, "rules": [rule]},

@@ -102,6 +102,9 @@ def label_value(kube: Client, namespace: str, app: str) -> str:
 def test_an_unchanged_apps_syncs_make_no_list_no_get_and_no_write(
     controllers: tuple[Controllers, subprocess.Popen], cluster: Cluster, kube: Client, namespace: str
 ) -> None:
+    """Nor any non-resource request (discovery, `/version`): over 12 s of syncs (longer than the 7.5 s of silence
+    after which a check of /readyz probes the API server, and nothing checks it here), the controller and the App's
+    account ask nothing but their watches (issue 33: the controller's /version probes ran on a timer of their own)."""
     running, _ = controllers
     create_missing(kube, deployer(namespace))
     files = {"cm.yml": config_map("one", a="1") + "---\n" + config_map("two", b="2"), "secret.yml": SECRET}
@@ -109,15 +112,15 @@ def test_an_unchanged_apps_syncs_make_no_list_no_get_and_no_write(
     reads, writes = f"{namespace}-reads", f"{namespace}-writes"
     subjects = accounts(namespace, "deployer")
     with (
-        counted(kube, reads, subjects, ["get", "list"]),
+        counted(kube, reads, subjects, ["get", "list"], non_resource=True),
         counted(kube, writes, subjects, ["create", "update", "patch", "delete", "deletecollection"]),
     ):
         before = dispatched(cluster, reads), dispatched(cluster, writes), syncs(running, namespace, "web")
-        wait_syncs(endpoint(running.logs_by_name["controller"]), namespace, "web", 6)
+        wait_syncs(endpoint(running.logs_by_name["controller"]), namespace, "web", 12)
         after = dispatched(cluster, reads), dispatched(cluster, writes), syncs(running, namespace, "web")
-    assert after[2] - before[2] >= 6, f"the App was synced ({after[2] - before[2]} unchanged syncs)"
+    assert after[2] - before[2] >= 12, f"the App was synced ({after[2] - before[2]} unchanged syncs)"
     assert after[1] - before[1] == 0, f"{after[1] - before[1]} writes by an unchanged App"
-    assert after[0] - before[0] == 0, f"{after[0] - before[0]} LISTs and GETs by an unchanged App's syncs"
+    assert after[0] - before[0] == 0, f"{after[0] - before[0]} LISTs, GETs and discovery or /version requests"
 
 
 def test_drift_is_still_set_back_and_a_spec_change_still_deploys(
