@@ -127,8 +127,12 @@ async def app_client(
 
 @asynccontextmanager
 async def existing_app(args: Args, out: Output) -> AsyncIterator[tuple[AsyncClient, App]]:
-    """Connect (`app_client`) and find the app."""
-    async with app_client(args, out, out) as (api, app, _):
+    """Connect, saying where as `app_client` does, and find the app: its record asked beside the nodes of the
+    target line (issue 33: a round trip less at a distance)."""
+    app = require_app_name(args)
+    async with client(args, app.namespace, out) as api:
+        await api.prefetch_app(app.name, namespace=app.app_namespace or None)
+        out.line(await api.target())
         yield api, await api.get_app(app.name, namespace=app.app_namespace or None)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import TYPE_CHECKING
 
 from kapply.cli import diff_ui
 from kapply.cli.command import Args
 from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
+from kapply.cli.first_requests import planning
 from kapply.flags import APPLY_EXIT_STATUS, diff_view
 
 if TYPE_CHECKING:
@@ -36,30 +36,20 @@ async def delete_app(
     """Plan one app's delete, show it, and (unless --diff-run) confirm and run it; `prefix` "delete-" takes
     `app-group deploy`'s `--delete-apply-*` and `--delete-wait-*` flags. The exit status asked for (`--diff-exit-status`
     with --diff-run, `--apply-exit-status`), else None; a missing app has none, as with kapp. With `show_target`, the
-    cluster is named first, as kapp does, but asked beside the plan's first requests (issue 33: a round trip less)."""
-    from kapply.api import delete_options
+    cluster is named first, as kapp does. The first requests leave before the planning code is imported
+    (`first_requests.planning`)."""
+    diff = diff_view(args.parsed.flags)
+    async with planning(api, out, name, namespace, ("kapply.delete", "kapply.ui.changes"), show_target=show_target):
+        from kapply.api import delete_options
+
+        # app-group deploy deletes the apps it no longer has with its diff flags but no resource filter, as kapp
+        options = delete_options(args.parsed.flags, prefix)  # a bad filter fails after the cluster was named
+        plan = await api.plan_delete(name, namespace=namespace, options=options)
     from kapply.app.record import elsewhere, missing, partly
-    from kapply.cli.deploy import TARGET_GRACE
     from kapply.diff.change import ApplyOp
     from kapply.ui.changes import changes_table, show_changes
     from kapply.ui.messages import ProgressLines
 
-    diff = diff_view(args.parsed.flags)
-    # app-group deploy deletes the apps it no longer has with its diff flags but no resource filter, as kapp
-    options = delete_options(args.parsed.flags, prefix)
-    planning = api.plan_delete(name, namespace=namespace, options=options)
-    if show_target:
-        target = asyncio.ensure_future(api.target())
-        try:
-            plan = await planning
-        except BaseException:  # the cluster named if in time, as a failed deploy's plan
-            await asyncio.wait({target}, timeout=TARGET_GRACE)
-            out.line(await target if target.done() else api.cluster.unnamed_target())
-            target.cancel()
-            raise
-        out.line(await target)
-    else:
-        plan = await planning
     if plan is None:
         if options.prev_app:  # kapp names both apps it looked for, the previous one first
             out.line(missing(namespace, options.prev_app) + await elsewhere(api.cluster, options.prev_app))

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kapply.cli import diff_ui
 from kapply.cli.command import Args
 from kapply.cli.common import ExitStatus, client, exit_status, require_app_name, run
+from kapply.cli.first_requests import planning
 from kapply.flags import APPLY_EXIT_STATUS, DIFF_FIELD_OWNERS, FILE, LOGS_ALL, PREFLIGHT, Target, diff_view, setting
 
 if TYPE_CHECKING:
     from kapply.api import AsyncClient
     from kapply.deploy import Plan
     from kapply.ui.output import Output
-
-
-# Seconds a failed plan (a file that does not parse, a bad flag) waits for the nodes, to name them as kapp does;
-# a cluster that does not answer (a server that accepts connections and hangs) must not hold the input's error up.
-TARGET_GRACE = 2.0
 
 
 def deploy(args: Args, out: Output) -> None:
@@ -96,42 +90,14 @@ async def _plan(
     *,
     show_target: bool,
 ) -> Plan:
-    """The deploy's plan; with `show_target`, the cluster named first, as kapp does, a failed plan included. The first
-    requests (the nodes, discovery and the app's record, whose answers the plan's own calls then take) leave before
-    the planning code is imported, which imports on a thread meanwhile (issue 33; bench/why.md, "First requests
-    before the planning imports"). Errors are the plan's, as before: the early discovery is only a head start (the
-    plan asks again if it failed, and reports that), and its failure is retrieved here, never left to the event
-    loop; the record's answers are the plan's when it reads the record, else the client's close drops them."""
-    target = asyncio.ensure_future(api.target()) if show_target else None
-    discovering = asyncio.ensure_future(api.cluster.discovery())
-    await api.prefetch_app(name, app_namespace=app_namespace)  # returns at once
-    try:
-        try:
-            await asyncio.sleep(0)  # the requests start (their connections open) before the thread holds the GIL
-            await asyncio.to_thread(_import, "kapply.deploy", "kapply.ui.changes")
-            from kapply.api import deploy_options
+    """The deploy's plan; with `show_target`, the cluster named first, as kapp does, a failed plan included. Its first
+    requests leave before the planning code is imported (`first_requests.planning`)."""
+    async with planning(api, out, name, app_namespace, ("kapply.deploy", "kapply.ui.changes"), show_target=show_target):
+        from kapply.api import deploy_options
 
-            options = deploy_options(flags)  # a bad filter fails after the cluster was named, as kapp's
-            plan = await api.plan_deploy(
-                name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin
-            )
-        except BaseException:  # bad input is not held up by a cluster that does not answer: nodes named if in time
-            if target is not None:
-                await asyncio.wait({target}, timeout=TARGET_GRACE)
-                out.line(await target if target.done() else api.cluster.unnamed_target())
-                target.cancel()
-            raise
-        if target is not None:
-            out.line(await target)
-        return plan
-    finally:
-        discovering.cancel()  # done unless the plan failed before it asked
-        await asyncio.gather(discovering, return_exceptions=True)
-
-
-def _import(*modules: str) -> None:
-    for module in modules:
-        import_module(module)
+        options = deploy_options(flags)  # a bad filter fails after the cluster was named, as kapp's
+        plan = await api.plan_deploy(name, files=files, app_namespace=app_namespace, options=options, stdin=sys.stdin)
+    return plan
 
 
 @asynccontextmanager
