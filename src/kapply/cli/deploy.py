@@ -102,12 +102,14 @@ async def _plan(
 
 @asynccontextmanager
 async def _logs(api: AsyncClient, args: Args, out: Output, plan: Plan) -> AsyncIterator[None]:
-    """kapp's `--logs` (`--logs-all`): the app's Pods' logs, followed while the deploy runs."""
+    """kapp's `--logs` (`--logs-all`): the app's Pods' logs, followed while the deploy runs. A new app (no record
+    when the plan looked) has no Pods yet: none is listed before the deploy starts."""
     if not plan.options.logs or not plan.changes:  # nothing applied or waited on: no Pod to show
         yield
         return
     from kapply.cli.deploy_logs import deploy_logs
 
     namespaces = list(dict.fromkeys([plan.app.namespace, *(ns for ns in plan.namespaces if ns != "(cluster)")]))
-    async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=args[LOGS_ALL]):
+    logs_all, new_app = args[LOGS_ALL], not plan.app.stored
+    async with deploy_logs(api.cluster, out, plan.app.label_selector, namespaces, logs_all=logs_all, new_app=new_app):
         yield

@@ -69,51 +69,84 @@ def containers(pod: Obj) -> list[str]:
 
 @asynccontextmanager
 async def deploy_logs(
-    cluster: Cluster, out: Output, selector: str, namespaces: list[str], *, logs_all: bool
+    cluster: Cluster, out: Output, selector: str, namespaces: list[str], *, logs_all: bool, new_app: bool
 ) -> AsyncIterator[None]:
     """Follow the logs of the app's Pods (those with `selector`) while the body runs; stop when it ends. Where Pods
     may not be listed cluster-wide, those in `namespaces` (the app's first, as kapp's), with kapp's note naming those
-    where they may not be listed either."""
+    where they may not be listed either.
+
+    The Pods there before the deploy are listed before the body starts: one listed later could count a Pod the
+    deploy created as existing. A `new_app` (no record when its plan looked) has none (its label's value was chosen
+    then), so nothing is listed first (issue 33: a round trip less) and where Pods may be listed is found as the
+    logs are followed."""
     from kapply.ui.logs import LogView
 
     pods = (await cluster.discovery()).preferred("", "Pod")
     if pods is None:
         yield
         return
-    from kapply import objects
-
-    scopes: list[str | None] = [None]  # cluster-wide, or where Pods may not be listed so, the app's namespaces
-    existing: set[str] = set()  # the Pods there before the deploy (kapp's are those among the app's resources)
-    try:
-        try:
-            existing = {objects.uid(p) for p in await cluster.list(pods, label_selector=selector)}
-        except ClusterError as e:
-            if not e.forbidden:
-                raise
-            scopes = []
-            forbidden = []
-            for namespace in namespaces:
-                try:
-                    listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
-                except ClusterError as refused:
-                    if not refused.forbidden:
-                        raise
-                    forbidden.append(namespace)
-                    continue
-                scopes.append(namespace)
-                existing |= {objects.uid(p) for p in listed}
-            if forbidden:
-                out.notice(watching_forbidden(forbidden))
-    except ClusterError:
-        yield  # Pods may not be seen: no logs
-        return
     view = LogView(out, container_tag=True, prefix="logs")
-    task = asyncio.create_task(_follow(cluster, pods, selector, scopes, existing, view, logs_all=logs_all))
+    listing = asyncio.ensure_future(_listed(cluster, out, pods, selector, namespaces))
+    if not new_app:
+        with contextlib.suppress(ClusterError):  # Pods may not be seen: no logs (`_follow_listed` sees it too)
+            await listing
+    task = asyncio.create_task(_follow_listed(cluster, pods, selector, listing, view, new_app, logs_all=logs_all))
     try:
         yield
+        await asyncio.wait({listing})  # kapp's note on Pods that may not be listed comes before the deploy's end
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        for running in (task, listing):
+            running.cancel()
+        await asyncio.gather(task, listing, return_exceptions=True)
+
+
+async def _listed(
+    cluster: Cluster, out: Output, pods: ResourceType, selector: str, namespaces: list[str]
+) -> tuple[list[str | None], set[str]]:
+    """Where the app's Pods may be listed (None: cluster-wide, else the app's namespaces where they may), and the
+    UIDs of those there now."""
+    from kapply import objects
+
+    try:
+        return [None], {objects.uid(p) for p in await cluster.list(pods, label_selector=selector)}
+    except ClusterError as e:
+        if not e.forbidden:
+            raise
+    scopes: list[str | None] = []
+    existing: set[str] = set()
+    forbidden = []
+    for namespace in namespaces:
+        try:
+            listed = await cluster.list(pods, label_selector=selector, namespace=namespace)
+        except ClusterError as refused:
+            if not refused.forbidden:
+                raise
+            forbidden.append(namespace)
+            continue
+        scopes.append(namespace)
+        existing |= {objects.uid(p) for p in listed}
+    if forbidden:
+        out.notice(watching_forbidden(forbidden))
+    return scopes, existing
+
+
+async def _follow_listed(
+    cluster: Cluster,
+    pods: ResourceType,
+    selector: str,
+    listing: asyncio.Future[tuple[list[str | None], set[str]]],
+    view: LogView,
+    new_app: bool,
+    *,
+    logs_all: bool,
+) -> None:
+    """The Pods followed where `listing` found they may be listed; those it found existed before the deploy,
+    unless the app is new (they are the deploy's)."""
+    try:
+        scopes, existing = await listing
+    except ClusterError:
+        return  # Pods may not be seen: no logs
+    await _follow(cluster, pods, selector, scopes, set() if new_app else existing, view, logs_all=logs_all)
 
 
 async def _follow(
