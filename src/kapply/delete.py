@@ -26,10 +26,17 @@ from kapply.errors import KapplyError
 from kapply.graph import ChangeGraph
 from kapply.objects import Obj, describe
 from kapply.resources import api_services
-from kapply.resources.cluster import Cluster, Discovery
+from kapply.resources.cluster import Cluster, Discovery, ResourceType
 from kapply.resources.filters import ResourceFilter
 from kapply.resources.kubeconfig import default_namespace
-from kapply.resources.labeled import at_written_versions, is_transient, list_labeled, types_in_scope
+from kapply.resources.labeled import (
+    Listed,
+    at_written_versions,
+    is_transient,
+    list_cluster_wide,
+    list_labeled,
+    types_in_scope,
+)
 
 # Imported where a delete runs, not planned: the hold (kapply.app.lock) and the apply loop, which planning and a
 # deploy that changes nothing never use (start-up, bench/why.md).
@@ -116,19 +123,27 @@ async def plan(
     return DeletePlan(app, options, config, discovery, planned, order(planned, config), complete)
 
 
-async def _resources(cluster: Cluster, app: record.App, used_kinds_only: bool, scope_to_fallback: bool) -> list[Obj]:
-    """The app's resources (`record.list_resources`), only of the kinds its record names when `used_kinds_only`."""
-    if not used_kinds_only or app.meta.used_gks is None:
-        return await record.list_resources(cluster, app, scope_to_fallback=scope_to_fallback)
+async def _resources(
+    cluster: Cluster, app: record.App, used_kinds_only: bool, scope_to_fallback: bool, listed: Listed | None = None
+) -> list[Obj]:
+    """The app's resources (`record.list_resources`), only of the kinds its record names when `used_kinds_only`;
+    the types `listed` already has are not listed again."""
     discovery = await cluster.discovery()
     found = await list_labeled(
         cluster,
-        types_in_scope(discovery, app.meta.used_gks),
+        _types(discovery, app, used_kinds_only),
         app.label_selector,
         record.fallback_namespaces(app),
         scope_to_fallback=scope_to_fallback,
+        listed=listed,
     )
     return await at_written_versions(cluster, discovery, found)
+
+
+def _types(discovery: Discovery, app: record.App, used_kinds_only: bool) -> list[ResourceType]:
+    """The types the app's resources are looked for in: every listable one, or (`used_kinds_only`) those of the
+    kinds the app's record names, if it names them."""
+    return types_in_scope(discovery, app.meta.used_gks if used_kinds_only else None)
 
 
 def _transient(obj: Obj) -> bool:
@@ -184,8 +199,20 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
 
 
 async def _check_gone(cluster: Cluster, app: record.App, used_kinds_only: bool = False) -> None:
-    await cluster.discovery(refresh=True)
-    left = [obj for obj in await _resources(cluster, app, used_kinds_only, False) if not is_transient(obj)]
+    """kapp's last check before the record goes: discovery asked again (a type that appeared meanwhile is listed
+    too), then nothing of the app's found. The types known before are listed while discovery is asked (issue 33: a
+    round trip less); those it no longer serves are left out, those it newly serves listed after it."""
+    known = _types(await cluster.discovery(), app, used_kinds_only)
+    discovering = asyncio.ensure_future(cluster.discovery(refresh=True))  # first: its requests go out before the LISTs
+    listing = asyncio.ensure_future(list_cluster_wide(cluster, known, app.label_selector))
+    try:
+        await discovering
+        listed = await listing
+    finally:
+        for running in (discovering, listing):
+            running.cancel()
+        await asyncio.gather(discovering, listing, return_exceptions=True)
+    left = [obj for obj in await _resources(cluster, app, used_kinds_only, False, listed) if not is_transient(obj)]
     if left:
         raise KapplyError("Expected all resources to be gone, but found: " + ", ".join(describe(o) for o in left))
 
