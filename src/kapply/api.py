@@ -303,10 +303,10 @@ class AsyncClient:
 
     async def prefetch_app(self, app: str, *, namespace: str | None = None, app_namespace: str | None = None) -> None:
         """Starts reading `app`'s record (in `app_namespace`, else `namespace`, as `plan_deploy` and `plan_delete`
-        place it) and returns at once; a plan of the app made soon after takes that answer instead of asking: for a
-        caller with other work to do first (the CLI imports its planning code meanwhile: one round trip less at a
-        distance). Sends nothing for a labeled app; a failed read is the plan's to report. (`Client`'s read leaves
-        with its next call.)"""
+        place it) and returns at once; a plan of the app (or `get_app`, `find_app`) made soon after takes that answer
+        instead of asking: for a caller with other work to do first (the CLI imports its planning code meanwhile, or
+        asks for the nodes of its target line: one round trip less at a distance). Sends nothing for a labeled app; a
+        failed read is the plan's to report. (`Client`'s read leaves with its next call.)"""
         record.read_ahead(self.cluster, app_namespace or self.namespace(namespace), app)
 
     async def plan_deploy(
