@@ -2,11 +2,27 @@
 "Start-up: the HTTP transport").
 
 What kapply's requests to the API server need and nothing more: a pool of keep-alive connections (at most `limit` in
-use at once), a connection of its own per streamed answer (a watch, a followed log), TLS with the kubeconfig's
-context, an HTTP proxy (CONNECT tunnelling for https, the absolute URL for http), `Content-Length` and chunked
-bodies, gzip, and a request on a kept-alive connection that the server had closed meanwhile sent once more on a new
-one when it is idempotent (as aiohttp and urllib3 do). Every failure is a TransportError, which `failure_of`
-classifies.
+use at once), GETs pipelined on them (below), a connection of its own per streamed answer (a watch, a followed log),
+TLS with the kubeconfig's context, an HTTP proxy (CONNECT tunnelling for https, the absolute URL for http),
+`Content-Length` and chunked bodies, gzip, and a request on a kept-alive connection that the server had closed
+meanwhile sent once more on a new one when it is idempotent (as aiohttp and urllib3 do). Every failure is a
+TransportError, which `failure_of` classifies.
+
+Pipelining (issue 33, bench/why.md "Pipelined GETs"): a GET that finds no idle connection is written at once on a
+connection busy with GETs only, the one with the shortest queue, up to DEPTH requests on one connection, rather than
+opening a connection (TCP and TLS: 2 round trips on the way) or waiting for one: the API server (Go's net/http over
+HTTP/1.1) reads pipelined requests in turn and answers them in order, so a burst of LISTs (a delete's ~55, one per
+listable type) goes out in one wave on the connections already open. Each request on a connection reads its own answer
+in turn (`_Turn`: the request before it passes the turn on when its answer was read whole), through the connection's
+one h11 state machine, which keeps the bytes of the answers after the current one until its next cycle; the later
+requests' bytes were written early, serialized by a state machine of their own. Only GETs are pipelined, and only
+behind GETs: a write, a HEAD or a stream never waits behind another request's answer, nor does a GET queue behind a
+write; GETs do not pipeline through an HTTP proxy (plain http: a proxy may not keep the order), nor while a request
+waits for a connection (which it would then wait for longer). A connection that fails or times out, or on which a
+request was cancelled after its bytes were written, is out of step: closed once its queue is empty; the requests queued
+behind the failure are sent once more on another connection (they are GETs; a request is sent again at most once,
+whatever the reason), the one whose answer was being read fails as it would alone (a stale kept-alive connection
+aside, retried as before), and no request ever reads an answer that is not its own.
 """
 
 from __future__ import annotations
@@ -27,6 +43,9 @@ import h11
 
 READ_SIZE = 256 * 1024
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+# requests on one connection at once (the one being answered included): GETs pipelined behind GETs; a delete's ~55
+# LISTs fit on the 5 connections of a command's first wave (bench/why.md, "Pipelined GETs")
+DEPTH = 12
 
 
 class TransportError(Exception):
@@ -172,12 +191,44 @@ class _Connection:
     writer: asyncio.StreamWriter
     protocol: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
     used: bool = False  # has answered a request already: the server may have closed it since
+    queued: int = 0  # requests written on it whose answers were not read yet (or given up): 0 when idle
+    pipelining: bool = False  # every request queued is a GET: more GETs may be written behind them
+    in_step: bool = True  # False: an answer on it will be read by no request: closed once its queue is empty
+    last: asyncio.Future[bool] | None = None  # the `done` of the last request queued (`_Turn`)
 
     def reusable(self) -> bool:
-        return self.protocol.our_state is h11.IDLE and not self.reader.at_eof() and not self.writer.is_closing()
+        return self.protocol.our_state is h11.IDLE and self.open()
+
+    def open(self) -> bool:
+        return not self.reader.at_eof() and not self.writer.is_closing()
 
     def close(self) -> None:
         self.writer.close()
+
+
+@dataclass(eq=False, slots=True)
+class _Turn:
+    """A request's place in its connection's queue: it reads its answer once `before` (the `done` of the request
+    before it, None for the first) is True; False: the connection went out of step first, and the request's answer
+    will not be read there. Its own `done` is set the same way when it leaves the connection."""
+
+    before: asyncio.Future[bool] | None
+    done: asyncio.Future[bool]
+
+
+class _Behind(Exception):
+    """A request queued behind one whose answer was not read (a failure, a cancellation): never answered there."""
+
+
+class _Resend(Exception):
+    """An idempotent request sent on a connection that went away before its answer came: once more on another."""
+
+
+def _serialized(protocol: h11.Connection, request: h11.Request, body: bytes | None) -> bytes:
+    data = protocol.send(request)
+    if body:
+        data += protocol.send(h11.Data(data=body))
+    return data + protocol.send(h11.EndOfMessage())
 
 
 async def _open(endpoint: Endpoint, timeout: float | None) -> _Connection:
@@ -258,13 +309,13 @@ def _proxy_authorization(proxy: str | None) -> list[tuple[str, str]]:
 
 
 async def _send(connection: _Connection, request: h11.Request, body: bytes | None) -> None:
-    protocol, writer = connection.protocol, connection.writer
-    data = protocol.send(request)
-    if body:
-        data += protocol.send(h11.Data(data=body))
-    writer.write(data + protocol.send(h11.EndOfMessage()))
+    connection.writer.write(_serialized(connection.protocol, request, body))
+    await _drain(connection)
+
+
+async def _drain(connection: _Connection) -> None:
     try:
-        await writer.drain()
+        await connection.writer.drain()
     except OSError as e:
         raise Disconnected(f"Connection lost: {e}") from e
 
@@ -327,8 +378,14 @@ async def _chunks(connection: _Connection, head: h11.Response, timeout: float | 
 
 
 class Pool:
-    """Keep-alive connections to one endpoint: at most `limit` requests at once, each on a connection of the pool;
-    streams on connections of their own. Made and used in one event loop."""
+    """Keep-alive connections to one endpoint: at most `limit` of them in use at once (`_slots`), each with one request
+    or with GETs pipelined (the module's docstring); streams on connections of their own. Made and used in one event
+    loop.
+
+    A slot is a connection in use, from the first request placed on it until its queue is empty: a GET pipelined on
+    a busy connection takes none, so the GETs of a burst need no more connections than `limit`, and no more slots than
+    the connections they are on; a write waits for a slot only when `limit` connections are busy, as it waited for
+    `limit` requests before, and no GET joins a queue while a request waits for a slot."""
 
     def __init__(
         self, endpoint: Endpoint, *, limit: int, headers: dict[str, str], connect_timeout: float, read_timeout: float
@@ -340,6 +397,8 @@ class Pool:
         self.limit = limit
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()  # the pool's connections with requests queued, each holding a slot
+        self._waiting = 0  # requests waiting for a slot
         self._open: set[_Connection] = set()  # the pool's, idle or in use, and the streams'
         self._streams = 0  # of `_open`, the connections streams hold
         self._opening = 0  # connections a request is opening
@@ -395,44 +454,123 @@ class Pool:
         self._open.discard(connection)
         connection.close()
 
-    def _release(self, connection: _Connection) -> None:
-        protocol = connection.protocol
-        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
-            protocol.start_next_cycle()
-            connection.used = True
-            self._idle.append(connection)
-        else:
-            self._discard(connection)
-
     async def request(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
         """One request on a connection of the pool, its whole answer read."""
         all_headers = [*self.headers, *headers.items()]
         if body is not None:
             all_headers.append(("Content-Length", str(len(body))))
         request = h11.Request(method=method, target=self._target(target), headers=all_headers)
-        async with self._slots:
-            retried = False
-            while True:
-                connection = await self._connection()
-                try:
-                    head = await self._exchange(connection, request, body, self.read_timeout)
-                    answer = b"".join([chunk async for chunk in _chunks(connection, head, self.read_timeout)])
-                except Disconnected:
-                    self._discard(connection)
-                    if connection.used and method in IDEMPOTENT and not retried:
-                        # a kept-alive connection the server had closed (a restart, an idle timeout): so may the
-                        # other idle ones be; once more on a new connection
-                        retried = True
-                        for idle in self._idle:
-                            self._discard(idle)
-                        self._idle.clear()
-                        continue
-                    raise
-                except BaseException:
-                    self._discard(connection)
-                    raise
-                self._release(connection)
-                return Response(head.status_code, head.reason.decode("latin-1"), list(head.headers), answer)
+        resend = method in IDEMPOTENT
+        while True:
+            try:
+                return await self._attempt(method, request, body, resend=resend)
+            except _Resend:
+                resend = False  # once
+
+    async def _attempt(self, method: str, request: h11.Request, body: bytes | None, *, resend: bool) -> Response:
+        """The request sent once; _Resend when it may be sent again (`resend`) and the connection went away before its
+        answer: a kept-alive connection the server had closed, or a queue broken before the request's turn."""
+        connection, turn = await self._place(method, request, body)
+        try:
+            response = await self._answer(connection, turn, request)
+        except _Behind as e:
+            self._leave(connection, turn, answered=False)
+            if resend:
+                raise _Resend() from e
+            raise Disconnected() from e
+        except Disconnected as e:
+            self._leave(connection, turn, answered=False)
+            if resend and connection.used:
+                # a kept-alive connection the server had closed (a restart, an idle timeout): so may the other idle
+                # ones be; once more on a new connection
+                for idle in self._idle:
+                    self._discard(idle)
+                self._idle.clear()
+                raise _Resend() from e
+            raise
+        except BaseException:
+            self._leave(connection, turn, answered=False)
+            raise
+        self._leave(connection, turn, answered=True)
+        return response
+
+    async def _place(self, method: str, request: h11.Request, body: bytes | None) -> tuple[_Connection, _Turn]:
+        """The request written on a connection and queued there: a GET behind the GETs of a busy connection
+        (`_pipeline`), else on a connection of its own, which takes a slot."""
+        connection = self._pipeline() if method == "GET" else None
+        if connection is not None:
+            data = _serialized(h11.Connection(h11.CLIENT), request, body)  # the connection's own state is the first's
+            turn = self._queue(connection)
+            connection.writer.write(data)  # small: drained with the first's, or failing in the reads of the queue
+            return connection, turn
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            connection = await self._connection()
+        except BaseException:
+            self._slots.release()
+            raise
+        connection.pipelining = method == "GET" and not self._absolute
+        self._busy.add(connection)
+        turn = self._queue(connection)
+        try:
+            connection.writer.write(_serialized(connection.protocol, request, body))
+        except BaseException:
+            self._leave(connection, turn, answered=False)
+            raise
+        return connection, turn
+
+    def _pipeline(self) -> _Connection | None:
+        """The busy connection a GET is pipelined on, the one with the shortest queue; None when there is an idle
+        connection or one being opened ahead (`warm`), a request waiting for a slot, or no queue with room."""
+        if self._idle or self._warming or self._waiting:
+            return None
+        queues = [c for c in self._busy if c.pipelining and c.queued < DEPTH and c.open()]
+        return min(queues, key=lambda c: c.queued, default=None)
+
+    def _queue(self, connection: _Connection) -> _Turn:
+        turn = _Turn(connection.last if connection.queued else None, asyncio.get_running_loop().create_future())
+        connection.last = turn.done
+        connection.queued += 1
+        return turn
+
+    async def _answer(self, connection: _Connection, turn: _Turn, request: h11.Request) -> Response:
+        """The request's answer, read in its turn. Pipelined, its bytes went out early: the connection's state
+        machine only goes through its cycle."""
+        if turn.before is None:
+            await _drain(connection)
+        elif await asyncio.shield(turn.before):  # cancelled, the wait must not cancel the other request's future
+            _serialized(connection.protocol, request, None)
+        else:
+            raise _Behind()
+        head = await _head(connection, self.read_timeout)
+        answer = b"".join([chunk async for chunk in _chunks(connection, head, self.read_timeout)])
+        return Response(head.status_code, head.reason.decode("latin-1"), list(head.headers), answer)
+
+    def _leave(self, connection: _Connection, turn: _Turn, *, answered: bool) -> None:
+        """The request is done with its connection: the next in its queue reads its answer, or (the answer of this
+        one not read whole: a failure, a cancellation, a queue broken before) is sent elsewhere. The last to leave
+        gives the connection back, idle, or closes it when it is out of step, and frees its slot."""
+        protocol = connection.protocol
+        ready = answered and protocol.our_state is h11.DONE and protocol.their_state is h11.DONE
+        if ready:
+            protocol.start_next_cycle()
+            connection.used = True
+        else:
+            connection.in_step = connection.pipelining = False
+        turn.done.set_result(ready)
+        connection.queued -= 1
+        if connection.queued:
+            return
+        self._busy.discard(connection)
+        self._slots.release()
+        if connection.in_step:
+            self._idle.append(connection)
+        else:
+            self._discard(connection)
 
     async def _exchange(
         self, connection: _Connection, request: h11.Request, body: bytes | None, read_timeout: float | None

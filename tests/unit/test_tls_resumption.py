@@ -90,10 +90,11 @@ def test_later_connections_resume_the_first_ones_session(pki: Path, tmp_path: Pa
         async with serving(pki, seen) as port:
             path = kubeconfig(tmp_path / "config", port, pki)
             async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
-                # two at once: two connections, both before any ticket came
-                await asyncio.gather(*(cluster.request("GET", f"/first/{i}") for i in range(2)))
+                # two at once: two connections, both before any ticket came (PUTs: GETs would be pipelined on the
+                # connections the pool has rather than open new ones)
+                await asyncio.gather(*(cluster.request("PUT", f"/first/{i}") for i in range(2)))
                 # four at once: the two kept alive and two new ones, which resume
-                await asyncio.gather(*(cluster.request("GET", f"/then/{i}") for i in range(4)))
+                await asyncio.gather(*(cluster.request("PUT", f"/then/{i}") for i in range(4)))
 
     asyncio.run(main())
     assert seen[:2] == [(False, "kapply-admin")] * 2
@@ -111,10 +112,10 @@ def test_a_ticket_the_server_no_longer_takes_is_replaced(pki: Path, tmp_path: Pa
             path = kubeconfig(tmp_path / "config", port, pki)
             cluster = Cluster(load(KubeconfigFlags(path=str(path))))
             await cluster.request("GET", "/first")
-            await asyncio.gather(*(cluster.request("GET", f"/then/{i}") for i in range(2)))
+            await asyncio.gather(*(cluster.request("PUT", f"/then/{i}") for i in range(2)))  # PUTs: not pipelined
         async with serving(pki, after, port), cluster:
             await cluster.request("GET", "/refused")
-            await asyncio.gather(*(cluster.request("GET", f"/again/{i}") for i in range(3)))
+            await asyncio.gather(*(cluster.request("PUT", f"/again/{i}") for i in range(3)))
 
     asyncio.run(main())
     assert before == [(False, "kapply-admin"), (True, "kapply-admin")]
@@ -139,8 +140,8 @@ def test_a_server_without_tickets_costs_at_most_a_few_reads(
         async with serving(pki, seen, tickets=0) as port:
             path = kubeconfig(tmp_path / "config", port, pki)
             async with Cluster(load(KubeconfigFlags(path=str(path)))) as cluster:
-                for wave in range(6):  # each wave one connection more than the pool has
-                    await asyncio.gather(*(cluster.request("GET", f"/{wave}/{i}") for i in range(wave + 1)))
+                for wave in range(6):  # each wave one connection more than the pool has (PUTs: not pipelined)
+                    await asyncio.gather(*(cluster.request("PUT", f"/{wave}/{i}") for i in range(wave + 1)))
 
     asyncio.run(main())
     assert len(seen) == 6 and not any(resumed for resumed, _ in seen)
