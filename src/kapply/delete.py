@@ -172,22 +172,27 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
     loop = ApplyLoop(
         cluster, plan.discovery, plan.config, app.meta.label_selector, plan.options.apply, plan.options.wait, progress
     )
+    # The history listed while the resources are deleted (issue 33: round trips), under the hold (no kapply deploy
+    # records a change meanwhile; delete_all lists it again at the end for kapp's, which ignore the hold).
+    listed = asyncio.ensure_future(history.listing(cluster, app)) if plan.complete else None
     try:
         waited = await loop.run(plan.changes, plan.graph)
     except KapplyError as failure:
+        await _stop(listed)
         await history.record_failure(cluster, app, change, failure)
         raise
     except asyncio.CancelledError:  # interrupted (Ctrl-C, SIGTERM): recorded as failed too
+        await _stop(listed)
         await history.record_interrupted(cluster, app, change)
         raise
-    if not plan.complete:  # filters left resources out: the app stays, as kapp, with at most 200 changes
+    if listed is None:  # filters left resources out: the app stays, as kapp, with at most 200 changes
         app = await history.finish(cluster, app, change, successful=True, also=released(app))
         await history.gc(cluster, app, PARTIAL_DELETE_CHANGES_TO_KEEP)
         return waited
     # The history deleted while the app's types are listed once more (issue 33: round trips); an error of the
     # history first, as when one followed the other; the record goes last, once both are done.
     done = await asyncio.gather(
-        history.delete_all(cluster, app),
+        history.delete_all(cluster, app, listed),
         _check_gone(cluster, app, plan.options.used_kinds_only),
         return_exceptions=True,
     )
@@ -196,6 +201,12 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
             raise result
     await record.delete(cluster, app)
     return waited
+
+
+async def _stop(running: asyncio.Future[history.Listing] | None) -> None:
+    if running is not None:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
 
 
 async def _check_gone(cluster: Cluster, app: record.App, used_kinds_only: bool = False) -> None:

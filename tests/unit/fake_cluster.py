@@ -79,6 +79,29 @@ class FakeCluster:
                 found.append(read)
         return found
 
+    async def list_metadata(
+        self,
+        rtype: ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
+        """The metadata of a type's objects: labels as `key` (present) or `key=value`, fields only as `type=...`."""
+        self.log.append(("list_metadata", rtype.kind, namespace or ""))
+        parts = [part for part in (label_selector or "").split(",") if part]
+        wanted_type = (field_selector or "").removeprefix("type=") if field_selector else None
+        found = []
+        for key, obj in list(self.objects.items()):
+            labels = obj["metadata"].get("labels") or {}
+            same_type = key[:2] == (rtype.group, rtype.kind) and (namespace is None or key[2] == namespace)
+            matches = all(
+                labels.get(p.split("=", 1)[0]) == p.split("=", 1)[1] if "=" in p else p in labels for p in parts
+            )
+            if same_type and matches and (wanted_type is None or obj.get("type") == wanted_type):
+                found.append(copy.deepcopy(obj["metadata"]))
+        return found
+
     async def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
         meta = obj["metadata"]
         await self._write("create", rtype, meta["name"])

@@ -18,7 +18,7 @@ import base64
 import contextlib
 import copy
 import gzip
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import orjson
@@ -298,21 +298,80 @@ async def gc(cluster: Cluster, app: App, max_to_keep: int) -> int:
     return len(doomed)
 
 
-async def delete_all(cluster: Cluster, app: App) -> None:
-    await _delete(cluster, app, await list_changes(cluster, app))
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """An app's changes (oldest first) and the UIDs of the Secrets that keep what they applied, by name: listed
+    together, one wave (issue 33: round trips). `kept` is None when the Secrets could not be listed (a user who may
+    not list them): each is then read by name, as before."""
+
+    changes: tuple[AppChange, ...]
+    kept: Mapping[str, str] | None
 
 
-async def _delete(cluster: Cluster, app: App, changes: Sequence[AppChange]) -> None:
+async def listing(cluster: Cluster, app: App) -> Listing:
+    """The app's changes and, beside them, the kept Secrets of its namespace (a metadata-only LIST by the kept label
+    and type: no value reaches this process)."""
+    changes, kept = await asyncio.gather(list_changes(cluster, app), _kept_uids(cluster, app))
+    return Listing(tuple(changes), kept)
+
+
+async def _kept_uids(cluster: Cluster, app: App) -> dict[str, str] | None:
+    if app.labeled:
+        return {}
+    try:
+        found = await cluster.list_metadata(
+            SECRETS, namespace=app.namespace, label_selector=KEPT_LABEL, field_selector=f"type={KEPT_TYPE}"
+        )
+    except ClusterError:  # refused (narrow RBAC) or failed: each Secret is read by name, a refusal suppressed
+        return None
+    return {str(meta["name"]): str(meta["uid"]) for meta in found if meta.get("name") and meta.get("uid")}
+
+
+async def delete_all(cluster: Cluster, app: App, listed: Awaitable[Listing] | None = None) -> None:
+    """Delete the app's changes and what they kept. `listed`: the history as listed earlier (while the app's resources
+    were deleted: issue 33, round trips); its changes are deleted beside a LIST of the history again, and a change
+    recorded meanwhile (by a deploy that does not hold the app: kapp's) is deleted after it, so that none is left
+    where the app's record goes. An earlier listing that failed is not trusted: the history is listed again first."""
+    first = None
+    if listed is not None:
+        with contextlib.suppress(KapplyError):
+            first = await listed
+    if first is None:
+        fresh = await listing(cluster, app)
+        await _delete(cluster, app, fresh.changes, fresh.kept)
+        return
+    again = asyncio.ensure_future(listing(cluster, app))  # first: it goes out with the DELETEs
+    try:
+        await _delete(cluster, app, first.changes, first.kept)
+        late = await again
+    finally:
+        again.cancel()
+        await asyncio.gather(again, return_exceptions=True)
+    deleted = {change.name for change in first.changes}
+    left = [change for change in late.changes if change.name not in deleted]
+    if left:
+        await _delete(cluster, app, left, late.kept)
+
+
+async def _delete(
+    cluster: Cluster, app: App, changes: Sequence[AppChange], kept: Mapping[str, str] | None = None
+) -> None:
     """Delete the changes and what they kept (at once: the owner reference's garbage collection would come later).
-    All at once, each change's ConfigMap beside the read of its Secret (issue 33: round trips); the first error in
-    the changes' order is raised once all are done."""
+    All at once, each change's ConfigMap beside the DELETE of its kept Secret, by the UID `kept` lists for its name
+    (as a precondition: a Secret made again since stays), or with `kept` None beside the read of its Secret (issue
+    33: round trips); a Secret `kept` does not list is left to the garbage collection (none was kept, or it was made
+    after the listing: owned by the change all the same). The first error in the changes' order is raised once all
+    are done."""
 
     async def delete(name: str) -> None:
-        async def kept() -> None:
+        async def secret() -> None:
             with contextlib.suppress(ClusterError):  # a user who may not delete Secrets: the owner reference does
-                await _delete_kept(cluster, app, name)
+                if kept is None:
+                    await _delete_kept(cluster, app, name)
+                elif name in kept:
+                    await cluster.delete(SECRETS, app.namespace, name, uid=kept[name])
 
-        done = await asyncio.gather(cluster.delete(CONFIGMAPS, app.namespace, name), kept(), return_exceptions=True)
+        done = await asyncio.gather(cluster.delete(CONFIGMAPS, app.namespace, name), secret(), return_exceptions=True)
         for result in done:
             if isinstance(result, BaseException):
                 raise result
