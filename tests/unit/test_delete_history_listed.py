@@ -16,6 +16,7 @@ from kapply.app.record import App
 from kapply.errors import ClusterError
 from kapply.objects import Obj
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
+from kapply.transport import DEPTH
 from tests.unit.conftest import BUILTIN_TYPES
 from tests.unit.fake_cluster import FakeCluster
 from tests.unit.test_record_round_trips import Server
@@ -236,3 +237,36 @@ def test_a_delete_lists_its_history_with_its_resources_and_deletes_every_change_
     assert deletes[-1] == ("ConfigMap", "web")  # the record last, once every change is deleted
     assert ("Secret", "web-change-1") in deletes and ("Secret", "web-change-kapp") in deletes
     assert not [entry for entry in fake.log if entry[:2] == ("get", "Secret")]
+
+
+class Warmed(ListedWithTheResources):
+    """Records what the delete asked the pool to open, and whether the history was listed by then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warmed: list[tuple[int, bool]] = []
+
+    def warm(self, requests: int) -> None:
+        self.warmed.append((requests, self.history_listed.is_set()))
+
+
+def test_once_the_history_is_listed_the_connections_of_the_delete_s_end_are_opened() -> None:
+    """Each change's two DELETEs on connections of their own, the all-gone check's LISTs, discovery and the listing
+    again pipelined DEPTH to a connection: opened while the resources are deleted, not at the end (bench/why.md)."""
+    fake = Warmed()
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config"}, "data": {"a": "1"}}
+
+    async def run() -> int:
+        planned = await deploy.plan(fake, "web", deploy.Source(resources=[config]), namespace_name="ns")  # type: ignore[arg-type]
+        await deploy.run(fake, planned)  # type: ignore[arg-type]
+        deployed = next(o for k, o in fake.objects.items() if k[1] == "ConfigMap" and "-change-" in k[3])
+        await recorded(fake, "web-change-2", "9998", labels=deployed["metadata"]["labels"])
+        dropping = await delete.plan(fake, "web")  # type: ignore[arg-type]
+        assert dropping is not None
+        fake.warmed.clear()
+        await delete.run(fake, dropping)  # type: ignore[arg-type]
+        return len(delete._types(dropping.discovery, dropping.app, False))
+
+    types = asyncio.run(run())
+    changes = 2  # the deploy's and web-change-2
+    assert fake.warmed == [(2 * changes + -(-(types + 4) // DEPTH), True)]
