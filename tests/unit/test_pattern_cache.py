@@ -129,3 +129,17 @@ def test_a_second_start_compiles_nothing_and_no_bytecode_means_no_table(tmp_path
     unkept = tmp_path / "unkept"
     assert run_cli_start(unkept, PYTHONDONTWRITEBYTECODE="1") > 20
     assert not list(unkept.rglob("re-patterns.*"))
+
+
+def test_a_run_keeps_at_most_limit_new_patterns_and_none_longer_than_longest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Patterns from input (a long-running controller compiling tenants' kapp Config regexes) cannot grow the table
+    without bound: past LIMIT new ones, or longer than LONGEST, `re` compiles them and nothing is kept."""
+    monkeypatch.setattr(pattern_cache, "LIMIT", 2)
+    original = re._compiler.compile  # type: ignore[attr-defined]
+    patterns = CompiledPatterns({}, original)
+    long = "a" * (pattern_cache.LONGEST + 1)
+    assert patterns(long, 0).match(long)
+    for text in ("p1", "p2", "p3"):
+        assert patterns(text, 0).match(text)
+    assert set(patterns.table) == {("p1", 0), ("p2", 0)}
+    assert patterns.compiled == 2

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 
 from kapply.transport import DEPTH, Disconnected, Endpoint, Pool, ReadTimeout, Response
+from tests.unit.test_transport_pool import _read_request
 
 T = TypeVar("T")
 ANSWER, CLOSE, HANG = "answer", "close", "hang"
@@ -91,18 +92,6 @@ class Server:
         finally:
             writer.close()
             await asyncio.gather(reading, return_exceptions=True)
-
-
-async def _read_request(reader: asyncio.StreamReader) -> str | None:
-    try:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-    length = next(
-        (int(line.split(":")[1]) for line in head.split("\r\n") if line.lower().startswith("content-length")), 0
-    )
-    await reader.readexactly(length)
-    return head
 
 
 @asynccontextmanager

@@ -10,8 +10,9 @@ interpreter alone, so while a command runs, `re`'s compiler first looks the patt
 `re` would and adds. The table is written back at exit, as the methods' table is (not under `PYTHONDONTWRITEBYTECODE`;
 the file carries the bytecode's magic number and `_sre`'s, anything else is ignored). A pattern built from the table
 is equal (`==`) to one `re` compiles: same pattern, flags and code. Patterns compiled with `re.DEBUG` (which prints
-the code) are left to `re`. Only this run's patterns are written when the table would exceed `LIMIT`, so patterns made
-from varying input cannot grow it without bound.
+the code) are left to `re`, and so is a pattern longer than `LONGEST` or past `LIMIT` new ones in a run; only this
+run's patterns are written when the table would exceed `LIMIT`: patterns made from input (a kapp Config's `regex`
+path in an App's content, compiled by a long-running controller) grow neither the table in memory nor the file.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ except ImportError:  # pragma: no cover - CPython 3.11+ has both
 CACHE_NAME = f"re-patterns.{sys.implementation.cache_tag}.marshal"
 HEADER = MAGIC_NUMBER + _sre.MAGIC.to_bytes(4, "little") if _compiler is not None else b""
 LIMIT = 2048
+LONGEST = 1024  # characters of a pattern kept: kapply's own and its libraries' are far shorter
 
 # A pattern's key: (pattern, flags); what `_sre.compile` takes after the pattern: flags, code, groups, groupindex,
 # indexgroup.
@@ -110,6 +112,10 @@ class CompiledPatterns:
             else:
                 self.used.add(key)
                 return built
+        if len(pattern) > LONGEST or len(self.used) >= LIMIT:
+            # a pattern made from input (a kapp Config's `regex` path of an App's content, in a long-running
+            # controller): compiled by `re` and not kept, so no input grows the table or the file without bound
+            return self.original(pattern, flags)
         kept = self.table[key] = compiled(pattern, flags)
         self.used.add(key)
         self.compiled += 1
