@@ -37,7 +37,6 @@ from kapply.resources.labeled import (
     list_labeled,
     types_in_scope,
 )
-from kapply.transport import DEPTH
 
 # Imported where a delete runs, not planned: the hold (kapply.app.lock) and the apply loop, which planning and a
 # deploy that changes nothing never use (start-up, bench/why.md).
@@ -210,12 +209,12 @@ async def _delete(cluster: Cluster, plan: DeletePlan, app: record.App, progress:
 def _warm_for_end(cluster: Cluster, listed: asyncio.Future[history.Listing], types: int) -> None:
     """Once the history is listed (while the resources are deleted), the connections the end will use are opened:
     each change's two DELETEs go on connections of their own beside the all-gone check's LISTs and discovery, which
-    pipeline at most DEPTH on one (kapply.transport); with too few connections open, the end opened the rest at
-    once, their handshakes on its way (2 round trips; bench/why.md, "The delete's end and its connections")."""
+    the transport pipelines on fewer; with too few connections open, the end opened the rest at once, their
+    handshakes on its way (2 round trips; bench/why.md, "The delete's end and its connections")."""
     if listed.cancelled() or listed.exception() is not None:
         return
     gets = types + 4  # the LISTs of every type, discovery (2), the history listed again (2)
-    cluster.warm(2 * len(listed.result().changes) + -(-gets // DEPTH))
+    cluster.warm(2 * len(listed.result().changes), gets)
 
 
 async def _stop(running: asyncio.Future[history.Listing] | None) -> None:

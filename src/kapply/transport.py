@@ -413,11 +413,13 @@ class Pool:
         self._open.add(connection)
         return connection
 
-    def warm(self, count: int) -> None:
-        """Open connections now, in the background, until the pool has `count` (at most `limit`), idle, in use or
-        being opened: for requests about to be sent together, which would otherwise each open one when sent, their
-        TCP and TLS handshakes (2 round trips) then on the way of every request after them (bench/why.md). A
-        connection that fails to open is dropped; a request opens its own and reports why."""
+    def warm(self, requests: int, gets: int = 0) -> None:
+        """Open connections now, in the background, until the pool has enough (at most `limit`), idle, in use or
+        being opened, for `requests` requests of a connection each and `gets` GETs pipelined DEPTH to one, about to
+        be sent together: each would otherwise open one when sent, their TCP and TLS handshakes (2 round trips) then
+        on the way of every request after them (bench/why.md). A connection that fails to open is dropped; a request
+        opens its own and reports why."""
+        count = requests + -(-gets // DEPTH)
         pooled = len(self._open) - self._streams + self._opening + len(self._warming)
         for _ in range(min(count, self.limit) - pooled):
             task = asyncio.ensure_future(self._connect())

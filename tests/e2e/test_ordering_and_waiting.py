@@ -123,7 +123,14 @@ spec:
 
 
 def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, kube: Client, namespace):
-    result = kapply.deploy(namespace, DEPLOYMENT.format(image="registry.invalid/web:1"), app="order", check=False)
+    # kwok makes Pods Ready within milliseconds: without minReadySeconds the Deployment could be done by the
+    # first poll that finds its ReplicaSet, and a done parent shows no children. With it, the Deployment stays
+    # unavailable for a second after its Pods are Ready, so polls (every 0.2 s) find the ReplicaSet meanwhile.
+    manifest = DEPLOYMENT.format(image="registry.invalid/web:1").replace(
+        "  replicas: 2\n", "  replicas: 2\n  minReadySeconds: 1\n"
+    )
+    assert "minReadySeconds: 1" in manifest
+    result = kapply.deploy(namespace, manifest, app="order", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(rf"ongoing: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
     assert re.search(r" L (ok|ongoing): waiting on replicaset/web-\w+ \(apps/v1\)", result.stdout), result.stdout

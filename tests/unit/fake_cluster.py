@@ -38,7 +38,7 @@ class FakeCluster:
     async def discovery(self, refresh: bool = False) -> Discovery:
         return self._discovery
 
-    def warm(self, requests: int) -> None:
+    def warm(self, requests: int, gets: int = 0) -> None:
         """No connections to open."""
 
     async def _write(self, verb: str, rtype: ResourceType, name: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from kapply.transport import (
+    DEPTH,
     Disconnected,
     Endpoint,
     Failure,
@@ -214,6 +215,29 @@ def test_warmed_connections_are_opened_ahead_up_to_the_limit_and_taken_by_reques
             return alone, warmed, seen.connections
 
     assert run(go) == (1, 3, 4)
+
+
+def test_warmed_gets_take_a_connection_for_every_depth_of_them() -> None:
+    """A write needs a connection of its own; GETs pipeline DEPTH to one (the delete's end warms for both)."""
+
+    async def opened(seen: Seen, count: int) -> int:
+        async with asyncio.timeout(5):
+            while seen.connections < count:
+                await asyncio.sleep(0.01)
+        return seen.connections
+
+    async def go() -> tuple[int, int]:
+        async with serving(lambda head, n: ok()) as (port, seen):
+            client = pool(port, limit=8)
+            client.warm(1, gets=DEPTH + 1)
+            first = await opened(seen, 3)
+            client.warm(1, gets=2 * DEPTH)  # three in all: the pool has them
+            client.warm(2, gets=2 * DEPTH)  # four
+            second = await opened(seen, 4)
+            await client.close()
+            return first, second
+
+    assert run(go) == (3, 4)
 
 
 def test_a_warmed_connection_that_fails_leaves_the_request_its_own_error() -> None:

@@ -329,13 +329,14 @@ class Cluster:
             )
         return self._pool
 
-    def warm(self, requests: int) -> None:
-        """About `requests` requests are to be sent together soon: open the connections they will use now, while
-        what comes before them is under way, so that their TCP and TLS handshakes are not on the step's way (2 round
-        trips at a distance, bench/why.md). Connections the pool has count; at most CONNECTIONS. Only once a request
-        was sent (a client that sent none has no pool yet, nor a step under way)."""
+    def warm(self, requests: int, gets: int = 0) -> None:
+        """About `requests` requests (writes, a connection each) and `gets` GETs (which the transport pipelines on
+        fewer connections) are to be sent together soon: open the connections they will use now, while what comes
+        before them is under way, so that their TCP and TLS handshakes are not on the step's way (2 round trips at a
+        distance, bench/why.md). Connections the pool has count; at most CONNECTIONS. Only once a request was sent (a
+        client that sent none has no pool yet, nor a step under way)."""
         if self._pool is not None:
-            self._pool.warm(requests)
+            self._pool.warm(requests, gets)
 
     def read_ahead(self, rtype: ResourceType, namespace: str | None, name: str) -> None:
         """Sends the GET of one object now; the next `get` of it takes this answer (once) instead of asking. For a
