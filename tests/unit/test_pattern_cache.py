@@ -1,19 +1,17 @@
-"""kapply.cli.pattern_cache: regular expressions compiled once and kept between runs, equal to what `re` compiles."""
+"""kapply.cli.pattern_cache: regular expressions compiled once and kept between runs, equal to what `re` compiles
+(the table across fresh starts of the CLI: test_kept_table.py)."""
 
 from __future__ import annotations
 
 import marshal
-import os
 import re
-import subprocess
-import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
 import pytest
 
 from kapply.cli import pattern_cache
-from kapply.cli.methods_cache import save
+from kapply.cli.kept_table import save
 from kapply.cli.pattern_cache import HEADER, CompiledPatterns, compiled, load
 
 # Named and numbered groups, inline and given flags, bytes, look-arounds, repeats, and PyYAML's reader's class of
@@ -77,19 +75,14 @@ def test_code_re_refuses_is_compiled_again_and_debug_is_left_to_re() -> None:
     assert calls == [("a+", re.DEBUG)]
 
 
-def test_the_table_round_trips_and_what_is_not_this_interpreters_is_ignored(tmp_path: Path) -> None:
-    path = tmp_path / "sub" / "patterns.marshal"
+def test_the_table_round_trips_and_keeps_only_patterns_under_both_magic_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "patterns.marshal"
     table = {("a+", 0): compiled("a+", 0)}
     save(path, table, HEADER)
     assert load(path) == table
-    assert list(path.parent.iterdir()) == [path]
-    assert load(tmp_path / "missing") == {}
     methods_header = tmp_path / "methods-header"
     methods_header.write_bytes(MAGIC_NUMBER + marshal.dumps(table))
     assert load(methods_header) == {}
-    damaged = tmp_path / "damaged"
-    damaged.write_bytes(HEADER + marshal.dumps(table)[:-5])
-    assert load(damaged) == {}
     mixed = tmp_path / "mixed"
     mixed.write_bytes(HEADER + marshal.dumps(table | {("b", 0): "code", "c": compiled("c", 0), ("d",): (0,)}))
     assert load(mixed) == table
@@ -104,31 +97,6 @@ def test_only_this_runs_patterns_are_written_past_the_limit(monkeypatch: pytest.
     assert set(patterns.to_write()) == {("x1", 0), ("y", 0)}
     monkeypatch.setattr(pattern_cache, "LIMIT", 10)
     assert set(patterns.to_write()) == {*table, ("y", 0)}
-
-
-def run_cli_start(prefix: Path, **env: str) -> int:
-    """Starts a fresh interpreter the way the CLI starts, with bytecode under `prefix`; how many patterns it
-    compiled."""
-    program = "import re, kapply.cli.main, kapply.cli.deploy, kapply.api\nprint(re._compiler.compile.compiled)\n"
-    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | env
-    done = subprocess.run(
-        [sys.executable, "-X", f"pycache_prefix={prefix}", "-c", program],
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(done.stdout)
-
-
-def test_a_second_start_compiles_nothing_and_no_bytecode_means_no_table(tmp_path: Path) -> None:
-    kept = tmp_path / "kept"
-    assert run_cli_start(kept) > 20
-    assert run_cli_start(kept) == 0
-    assert [p.name for p in kept.rglob("re-patterns.*")] == [pattern_cache.CACHE_NAME]
-    unkept = tmp_path / "unkept"
-    assert run_cli_start(unkept, PYTHONDONTWRITEBYTECODE="1") > 20
-    assert not list(unkept.rglob("re-patterns.*"))
 
 
 def test_a_run_keeps_at_most_limit_new_patterns_and_none_longer_than_longest(monkeypatch: pytest.MonkeyPatch) -> None:

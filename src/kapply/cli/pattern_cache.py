@@ -17,15 +17,13 @@ path in an App's content, compiled by a long-running controller) grow neither th
 
 from __future__ import annotations
 
-import atexit
-import marshal
 import re
 import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from typing import Any
 
-from kapply.cli.methods_cache import cache_path, save
+from kapply.cli import kept_table
 
 try:  # `re`'s own compiler, private to it: without it (another interpreter), patterns are compiled as `re` does
     import _sre  # type: ignore[import-not-found]
@@ -46,18 +44,7 @@ Compiled = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
 
 def load(path: Path) -> dict[Key, Compiled]:
     """The table written by an earlier run, or an empty one when there is none this interpreter can use."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return {}
-    if not HEADER or not data.startswith(HEADER):
-        return {}
-    try:
-        table = marshal.loads(data[len(HEADER) :])
-    except (EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(table, dict):
-        return {}
+    table = kept_table.load(path, HEADER)
     return {key: value for key, value in table.items() if _well_formed(key, value)}
 
 
@@ -131,12 +118,7 @@ def install() -> None:
     """Used from the CLI's start, before the modules whose patterns it compiles are imported. Idempotent."""
     if _compiler is None or isinstance(_compiler.compile, CompiledPatterns):
         return
-    path = cache_path(CACHE_NAME)
+    path = kept_table.cache_path(CACHE_NAME)
     patterns = CompiledPatterns(load(path), _compiler.compile)
     _compiler.compile = patterns
-
-    def write_back() -> None:
-        if patterns.compiled and not sys.dont_write_bytecode:
-            save(path, patterns.to_write(), HEADER)
-
-    atexit.register(write_back)
+    kept_table.save_at_exit(path, HEADER, lambda: patterns.to_write() if patterns.compiled else None)
