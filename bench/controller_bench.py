@@ -28,7 +28,10 @@ set of flow schemas: they are no App's sync). Each process serves /metrics on a 
 and children's: ytt) and RSS come from /proc/PID/stat and /proc/PID/status at the end of each phase, and os.wait4
 when a process stops: CPU summed over the replicas, RSS of the largest (and of all together), each replica's kept.
 Everything is created in namespaces named kapply-cbench-*, and removed at the end, on Ctrl-C and with --cleanup. The
-CRD is installed only when the cluster has none (then removed at the end if no App is left anywhere).
+App CRD and the packaging CRDs (config/packaging/crds.yml: the controller watches PackageRepositories,
+PackageInstalls and Packages beside the Apps, and looks again every minute for a kind not served, LISTs that are no
+App's sync) are installed, each only when the cluster has none (then removed at the end if none of its objects is
+left anywhere).
 
 Results: bench/controller_results.{json,md,png} (with --replicas N: controller_results_replicasN.*); the
 controllers' logs are kept in the work directory printed at the start. `--baseline` names an earlier run's results
@@ -93,8 +96,9 @@ LEASE_NAME = "kapply-cbench"  # --lease-name of sharded replicas: their Leases a
 LEASE_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 CTL_PRECEDENCE = 3  # of the controller's per-verb flow schemas: after its Lease ones (only `exempt` may have 1)
 LABELS = {"app.kubernetes.io/managed-by": "kapply-cbench"}
-CRD_NAME = "apps.kapply.dev"
-CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# What the controller watches: Apps, and the packaging kinds (kapply.packaging.process); the ones installed here
+CRD_FILES = ("config/controller/crd.yml", "config/packaging/crds.yml")
 APPS_PATH = f"/apis/kapply.dev/v1alpha1/namespaces/{APPS_NS}/apps"
 DRIFT_MANAGER = "kapply-cbench-drift"
 WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
@@ -335,6 +339,28 @@ def moved(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, list
         "updated": sorted(k for k in set(after) & set(before) if after[k] != before[k]),
         "deleted": sorted(set(before) - set(after)),
     }
+
+
+def bench_crds() -> list[dict[str, Any]]:
+    """The CRDs of CRD_FILES, labelled as the run's objects."""
+    found = []
+    for name in CRD_FILES:
+        for crd in yaml.safe_load_all((REPO / name).read_text()):
+            if crd and crd.get("kind") == "CustomResourceDefinition":
+                crd["metadata"]["labels"] = {**(crd["metadata"].get("labels") or {}), **LABELS}
+                found.append(crd)
+    return found
+
+
+def crd_path(crd: Mapping[str, Any]) -> str:
+    return f"{CRDS_PATH}/{crd['metadata']['name']}"
+
+
+def one_object_path(crd: Mapping[str, Any]) -> str:
+    """A LIST of at most one of the CRD's objects, in every namespace (by its storage version)."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
 
 
 def lease_flow_schemas() -> list[dict[str, object]]:
@@ -1072,7 +1098,7 @@ class ControllerBench:
         self.log_paths = [self.workdir / name for name in names]
         doc["meta"]["controller_logs"] = [str(path) for path in self.log_paths]
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.crd_created = False
+        self.crds_created: list[dict[str, Any]] = []
         self.names = [app_name(i) for i in range(args.apps)]
         self.others = {"apiserver": find_pid("kube-apiserver"), "etcd": find_pid("etcd")}
 
@@ -1172,22 +1198,8 @@ class ControllerBench:
     # ---- setting up
 
     def setup(self) -> None:
-        try:
-            self.kube.json("GET", CRD_PATH)
-        except KubeError as e:
-            if e.status != 404:
-                raise
-            log(f"no {CRD_NAME} CRD on the cluster: installing config/controller/crd.yml (removed at the end)")
-            crd = yaml.safe_load((REPO / "config" / "controller" / "crd.yml").read_text())
-            crd["metadata"]["labels"] = LABELS
-            self.kube.apply(CRD_PATH, crd)
-            self.crd_created = True
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                conditions = self.kube.json("GET", CRD_PATH).get("status", {}).get("conditions") or []
-                if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                    break
-                time.sleep(0.5)
+        self.crds_created = install_crds(self.kube)
+        wait_established(self.kube, self.crds_created)
         self.kubeconfig = identity.setup(
             self.kube,
             self.workdir / "controller.kubeconfig",
@@ -1522,12 +1534,44 @@ class ControllerBench:
         """Stop the controller, drop the finalizers it can no longer process, delete what the run made."""
         with contextlib.suppress(Exception):
             self.stop_controller()
-        cleanup_cluster(self.kube, wait=wait, crd=self.crd_created)
+        cleanup_cluster(self.kube, wait=wait, crds=self.crds_created)
 
 
-def cleanup_cluster(kube: Kube, *, wait: bool, crd: bool = False) -> None:
+def install_crds(kube: Kube) -> list[dict[str, Any]]:
+    """Install those of bench_crds() the cluster has not; the ones installed. Without the packaging CRDs, the
+    controller's watches of their kinds are answered 404 and LIST again every minute
+    (kapply.controller.main.UNSERVED_RETRY): requests the steady state would count as the Apps' syncs'."""
+    created = []
+    for crd in bench_crds():
+        if not kube.exists(crd_path(crd)):
+            log(f"no {crd['metadata']['name']} CRD on the cluster: installing it (removed at the end)")
+            kube.apply(crd_path(crd), crd)
+            created.append(crd)
+    return created
+
+
+def established(crd: Mapping[str, Any]) -> bool:
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def wait_established(kube: Kube, crds: Sequence[Mapping[str, Any]], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    waiting = list(crds)
+    while True:
+        waiting = [crd for crd in waiting if not established(kube.json("GET", crd_path(crd)))]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            names = ", ".join(crd["metadata"]["name"] for crd in waiting)
+            raise RuntimeError(f"CRDs not established after {timeout:.0f} s: {names}")
+        time.sleep(0.5)
+
+
+def cleanup_cluster(kube: Kube, *, wait: bool, crds: Sequence[Mapping[str, Any]] = ()) -> None:
     """Delete the Apps namespace (after removing the Apps' finalizers: no controller processes them any more), the
-    identity and flow schemas, and the CRD when this run installed it and no App is left anywhere."""
+    identity and flow schemas, and each of `crds` (the ones this run installed) of which no object is left
+    anywhere."""
     with contextlib.suppress(KubeError):
         for app in kube.json("GET", APPS_PATH)["items"]:
             if app["metadata"].get("finalizers"):
@@ -1547,10 +1591,10 @@ def cleanup_cluster(kube: Kube, *, wait: bool, crd: bool = False) -> None:
         left = kube.wait_gone(ns_paths, timeout=300)
         if left:
             log(f"still terminating after 300 s: {', '.join(left)}")
-    if crd:
+    for crd in crds:
         with contextlib.suppress(KubeError):
-            if not kube.json("GET", "/apis/kapply.dev/v1alpha1/apps")["items"]:
-                kube.delete(CRD_PATH)
+            if not kube.json("GET", one_object_path(crd))["items"]:
+                kube.delete(crd_path(crd))
     log(f"cleaned up ({APPS_NS}, {IDENTITY_NS}, {CTL_PREFIX}*, {DEP_PREFIX}*, {LEASE_PREFIX}*)")
 
 

@@ -1,6 +1,6 @@
-"""The pure parts of the controller benchmark (bench/controller_bench.py): the Apps it creates, reading /proc and the
-controller's log, the statistics, the two identities' flow schemas, and the controller_results.md rendering. No
-cluster."""
+"""The pure parts of the controller benchmark (bench/controller_bench.py): the Apps it creates, the CRDs it installs
+and removes (against a fake cluster), reading /proc and the controller's log, the statistics, the two identities' flow
+schemas, and the controller_results.md rendering. No cluster."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ import pytest
 import yaml
 from bench import controller_bench as cb
 from bench import identity, metrics
+
+from kapply.controller.main import ControllerOptions
+from kapply.controller.metrics import Kappctrl
+from kapply.packaging.process import registrations
+from kapply.packaging.settings import PackagingSettings
 
 # ---------------------------------------------------------------- what the bench creates
 
@@ -59,6 +64,85 @@ def test_the_deployer_may_do_anything_in_its_namespace_only():
     assert (sa["kind"], role["kind"], binding["kind"]) == ("ServiceAccount", "Role", "RoleBinding")
     assert {o["metadata"]["namespace"] for o in (sa, role, binding)} == {"ns"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": cb.DEPLOYER, "namespace": "ns"}]
+
+
+def test_the_bench_installs_a_crd_for_every_kind_the_controller_watches():
+    """A kind not served is answered 404 and LISTed again every minute: requests the steady state would count as
+    the Apps' syncs'. The controller's watches: Apps, and the packaging kinds and triggers it registers."""
+    kinds, triggers = registrations(None, ControllerOptions(namespace=cb.APPS_NS), PackagingSettings(), Kappctrl())
+    watched = {(r.group, r.version, r.plural) for r in (*(k.rtype for k in kinds), *(t.rtype for t in triggers))}
+    crds = cb.bench_crds()
+    served = {
+        (c["spec"]["group"], v["name"], c["spec"]["names"]["plural"]) for c in crds for v in c["spec"]["versions"]
+    }
+    assert ("packaging.kapply.dev", "v1alpha1", "packageinstalls") in watched
+    assert watched <= served
+    assert {c["metadata"]["name"] for c in crds} == {
+        "apps.kapply.dev",
+        "packagerepositories.packaging.kapply.dev",
+        "packageinstalls.packaging.kapply.dev",
+        "packages.data.packaging.kapply.dev",
+        "packagemetadatas.data.packaging.kapply.dev",
+    }
+    assert all(c["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kapply-cbench" for c in crds)
+
+
+class _CrdCluster:
+    """What the bench's CRD handling asks of a cluster: CRDs (established at once) and how many objects each LIST
+    path finds."""
+
+    def __init__(self, crds: set[str], objects: dict[str, int]) -> None:
+        self.crds = crds
+        self.objects = objects
+        self.applied: list[str] = []
+        self.deleted: list[str] = []
+
+    def exists(self, path: str) -> bool:
+        return path.removeprefix(cb.CRDS_PATH + "/") in self.crds
+
+    def apply(self, path: str, obj: dict) -> dict:
+        self.applied.append(obj["metadata"]["name"])
+        self.crds.add(obj["metadata"]["name"])
+        return obj
+
+    def json(self, method: str, path: str, body: object = None, **kwargs: str) -> dict:
+        if path.startswith(cb.CRDS_PATH):
+            status = "True" if path.removeprefix(cb.CRDS_PATH + "/") in self.crds else "False"
+            return {"status": {"conditions": [{"type": "Established", "status": status}]}}
+        return {"items": [{}] * self.objects.get(path, 0)}
+
+    def delete(self, path: str) -> bool:
+        self.deleted.append(path)
+        return True
+
+    def wait_gone(self, paths: list[str], timeout: float) -> list[str]:
+        return []
+
+
+def test_the_crds_the_cluster_lacks_are_installed_and_removed_unless_objects_of_theirs_are_left():
+    cluster = _CrdCluster({"apps.kapply.dev"}, {"/apis/packaging.kapply.dev/v1alpha1/packageinstalls?limit=1": 1})
+    created = cb.install_crds(cluster)
+    cb.wait_established(cluster, created)
+    assert cluster.applied == [
+        "packagerepositories.packaging.kapply.dev",
+        "packageinstalls.packaging.kapply.dev",
+        "packages.data.packaging.kapply.dev",
+        "packagemetadatas.data.packaging.kapply.dev",
+    ]
+    assert [c["metadata"]["name"] for c in created] == cluster.applied
+    cb.cleanup_cluster(cluster, wait=True, crds=created)
+    assert [p for p in cluster.deleted if p.startswith(cb.CRDS_PATH)] == [
+        f"{cb.CRDS_PATH}/packagerepositories.packaging.kapply.dev",
+        f"{cb.CRDS_PATH}/packages.data.packaging.kapply.dev",
+        f"{cb.CRDS_PATH}/packagemetadatas.data.packaging.kapply.dev",
+    ]
+
+
+def test_a_crd_that_is_not_established_in_time_fails_the_run():
+    cluster = _CrdCluster(set(), {})
+    (crd, *_) = cb.bench_crds()
+    with pytest.raises(RuntimeError, match="not established after 0 s: apps.kapply.dev"):
+        cb.wait_established(cluster, [crd], timeout=0)
 
 
 def _app(kind: str, generation: int = 2, observed: int = 2, message: str = "") -> dict:
