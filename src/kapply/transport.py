@@ -6,7 +6,8 @@ use at once), GETs pipelined on them (below), a connection of its own per stream
 TLS with the kubeconfig's context, an HTTP proxy (CONNECT tunnelling for https, the absolute URL for http),
 `Content-Length` and chunked bodies, gzip, and a request on a kept-alive connection that the server had closed
 meanwhile sent once more on a new one when it is idempotent (as aiohttp and urllib3 do). Every failure is a
-TransportError, which `failure_of` classifies.
+TransportError, which `failure_of` classifies. A request sent once more says so and why in a debug line (`--debug`),
+beside the cluster client's line for its answer.
 
 Pipelining (issue 33, bench/why.md "Pipelined GETs"): a GET that finds no idle connection is written at once on a
 connection busy with GETs only, the one with the shortest queue, up to DEPTH requests on one connection, rather than
@@ -31,6 +32,7 @@ import asyncio
 import base64
 import enum
 import errno
+import logging
 import socket
 import ssl
 import zlib
@@ -46,6 +48,9 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # requests on one connection at once (the one being answered included): GETs pipelined behind GETs; a delete's ~55
 # LISTs fit on the 5 connections of a command's first wave (bench/why.md, "Pipelined GETs")
 DEPTH = 12
+
+_log = logging.getLogger(__name__)
+_STALE = "the server had closed the kept-alive connection it was sent on"  # why a request is sent again
 
 
 class TransportError(Exception):
@@ -221,7 +226,8 @@ class _Behind(Exception):
 
 
 class _Resend(Exception):
-    """An idempotent request sent on a connection that went away before its answer came: once more on another."""
+    """An idempotent request sent on a connection that went away before its answer came: once more on another. Its
+    argument says why, for the debug line."""
 
 
 def _serialized(protocol: h11.Connection, request: h11.Request, body: bytes | None) -> bytes:
@@ -466,8 +472,9 @@ class Pool:
         while True:
             try:
                 return await self._attempt(method, request, body, resend=resend)
-            except _Resend:
+            except _Resend as e:
                 resend = False  # once
+                _log.debug("%s %s: sent again on another connection (%s)", method, target, e)
 
     async def _attempt(self, method: str, request: h11.Request, body: bytes | None, *, resend: bool) -> Response:
         """The request sent once; _Resend when it may be sent again (`resend`) and the connection went away before its
@@ -478,7 +485,7 @@ class Pool:
         except _Behind as e:
             self._leave(connection, turn, answered=False)
             if resend:
-                raise _Resend() from e
+                raise _Resend("a request before it on its connection got no answer there") from e
             raise Disconnected() from e
         except Disconnected as e:
             self._leave(connection, turn, answered=False)
@@ -488,7 +495,7 @@ class Pool:
                 for idle in self._idle:
                     self._discard(idle)
                 self._idle.clear()
-                raise _Resend() from e
+                raise _Resend(_STALE) from e
             raise
         except BaseException:
             self._leave(connection, turn, answered=False)
@@ -612,6 +619,7 @@ class Pool:
                     return connection, await self._exchange(connection, request, None, read_timeout)
                 except Disconnected:
                     self._discard(connection)  # closed by the server since its last answer: once more, below
+                    _log.debug("GET %s: sent again on another connection (%s)", request.target.decode(), _STALE)
             connection = await self._connect()
             return connection, await self._exchange(connection, request, None, read_timeout)
         except BaseException:

@@ -1,12 +1,14 @@
 """kapply.transport against scripted local servers: the pool's connections kept alive, bodies as the API server
 sends them (Content-Length, chunked, gzip), a kept-alive connection the server closed meanwhile (an idempotent
-request sent once more, a POST not), a stream's read timeout, and proxies (CONNECT for https, absolute URLs for http,
-a refusal). The cluster client on it is tested in test_transport.py and test_fail_fast.py."""
+request sent once more, a POST not, and a debug line for each request sent again), a stream's read timeout, and
+proxies (CONNECT for https, absolute URLs for http, a refusal). The cluster client on it is tested in
+test_transport.py and test_fail_fast.py."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import logging
 import ssl
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -148,6 +150,48 @@ def test_a_kept_alive_connection_the_server_closed_is_retried_once_for_an_idempo
 
     assert asyncio.run(go("PUT")) == (200, 3)  # sent on the kept-alive one, then on a new one
     assert asyncio.run(go("POST")) == (Failure.RESET, 2)  # may have been processed: not sent again
+
+
+def test_a_request_sent_again_says_so_and_why_in_a_debug_line(caplog: pytest.LogCaptureFixture) -> None:
+    closing = {"/stale", "/a", "/watch", "/post"}
+
+    def answer(head: str, number: int) -> bytes:  # the first time one of `closing` comes: closed unanswered
+        path = head.split()[1]
+        if path in closing:
+            closing.remove(path)
+            return b""
+        return ok(b"line\n")
+
+    async def go() -> list[object]:
+        async with serving(answer) as (port, _):
+            client = pool(port, limit=1)
+            outcomes: list[object] = [(await client.request("GET", "/open", {}, None)).status]
+            outcomes.append((await client.request("PUT", "/stale", {}, b"{}")).status)  # kept alive, then closed
+            # /a on the kept-alive connection, /b pipelined behind it: both sent again
+            answers = await asyncio.gather(*(client.request("GET", path, {}, None) for path in ("/a", "/b")))
+            outcomes += [a.status for a in answers]
+            async with client.stream("/watch", {}, read_timeout=1) as (response, body):
+                outcomes.append(b"".join([chunk async for chunk in body]))
+            await client.request("GET", "/open", {}, None)
+            with pytest.raises(Disconnected):
+                await client.request("POST", "/post", {}, b"{}")  # may have been processed: not sent again
+            await client.close()
+            return outcomes
+
+    caplog.set_level(logging.DEBUG, logger="kapply")
+    assert run(go) == [200, 200, 200, 200, b"line\n"]
+    stale = "the server had closed the kept-alive connection it was sent on"
+    kapplys = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("kapply")]
+    assert kapplys == [
+        ("kapply.transport", logging.DEBUG, f"PUT /stale: sent again on another connection ({stale})"),
+        ("kapply.transport", logging.DEBUG, f"GET /a: sent again on another connection ({stale})"),
+        (
+            "kapply.transport",
+            logging.DEBUG,
+            "GET /b: sent again on another connection (a request before it on its connection got no answer there)",
+        ),
+        ("kapply.transport", logging.DEBUG, f"GET /watch: sent again on another connection ({stale})"),
+    ]
 
 
 def test_a_silent_stream_times_out_and_its_connection_is_its_own() -> None:
