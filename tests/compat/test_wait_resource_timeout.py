@@ -2,13 +2,15 @@
 is done, so a resource first found done on a poll after its deadline fails the wait (`Errored: Resource timed out
 waiting after 1s`, exit 1); kapply took it as done.
 
-Each tool's resource is made done by the test when the tool has printed its first poll (`ongoing: reconcile ...`);
-with a check interval of 2 s, the next poll comes after the 1 s deadline."""
+Each tool's resource is made done by the test once its 1 s deadline has passed: PAST_DEADLINE after the tool printed
+its first poll (`ongoing: reconcile ...`, after the change was applied). kapp finds it done on its next poll (a check
+interval of 2 s), kapply when its watch sees the change (kapply.apply.observe.Wakes): both after the deadline."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,6 +42,7 @@ metadata:
 spec: {{}}
 """
 
+PAST_DEADLINE = 1.3  # seconds: the deadline (1 s from the apply, which came before the first poll) and a margin
 READY = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Test", "message": "made so"}]}}
 
 
@@ -49,8 +52,9 @@ def gadgets(kube: Client) -> Iterator[None]:
         yield
 
 
-def deploy_made_ready_after_first_poll(both: Harness, kube: Client, tool: str, args: list[str]) -> Result:
-    """The deploy run by `tool`, its Gadget made Ready once the tool printed that it is still waiting on it."""
+def deploy_made_ready_past_its_deadline(both: Harness, kube: Client, tool: str, args: list[str]) -> Result:
+    """The deploy run by `tool`, its Gadget made Ready once its deadline passed (PAST_DEADLINE after the tool printed
+    that it is still waiting on it: a wait for the clock, which is what the test is about)."""
     env = {**os.environ, "KUBECONFIG": str(both.kubeconfig), "PYTHONUNBUFFERED": "1"}
     env.pop("KAPP_NAMESPACE", None)
     process = subprocess.Popen(
@@ -68,6 +72,7 @@ def deploy_made_ready_after_first_poll(both: Harness, kube: Client, tool: str, a
     for line in process.stdout:
         lines.append(line)
         if "ongoing: reconcile gadget/g" in line:
+            time.sleep(PAST_DEADLINE)
             kube.patch(Gadget, "g", READY, namespace=both.ns[tool], patch_type=PatchType.MERGE)
     stderr = process.stderr.read()
     return Result(tool, process.wait(timeout=60), "".join(lines), stderr)
@@ -79,7 +84,7 @@ def test_a_resource_found_done_only_after_its_deadline_fails_the_wait(both: Harn
     with ThreadPoolExecutor(len(TOOLS)) as pool:  # the two tools at once, each on its own gadget
         pair = Pair(
             *pool.map(
-                lambda tool: deploy_made_ready_after_first_poll(both, kube, tool, [*args, "--wait-check-interval=2s"]),
+                lambda tool: deploy_made_ready_past_its_deadline(both, kube, tool, [*args, "--wait-check-interval=2s"]),
                 TOOLS,
             )
         )

@@ -79,6 +79,10 @@ class FakeCluster:
                 found.append(read)
         return found
 
+    async def list_with_version(self, rtype: ResourceType, **_: Any) -> tuple[list[Obj], str]:
+        """The fake keeps no history to watch: refused, so a wait looks every interval (kapply.apply.observe.Wakes)."""
+        raise ClusterError("API server says: no watches here (reason: MethodNotAllowed)", status=405)
+
     async def list_metadata(
         self,
         rtype: ResourceType,

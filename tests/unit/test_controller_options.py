@@ -3,6 +3,8 @@ included), over the controller's defaults."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kapply.controller.options import (
@@ -167,7 +169,10 @@ def test_the_allow_lists_take_each_flags_declaration() -> None:
 
 
 def test_delete_raw_options_over_kapps_delete_defaults() -> None:
-    assert delete_from_spec(Deploy()) == DeleteOptions()
+    defaults = DeleteOptions()
+    # the controller's waits look every interval, without the CLI's wake watches
+    assert delete_from_spec(Deploy()) == replace(defaults, wait=replace(defaults.wait, wake_on_watch=False))
+    assert defaults.wait.wake_on_watch and not from_spec(Deploy())[0].wait.wake_on_watch
     options = delete_from_spec(Deploy(delete_raw_options=("--wait=false", "--apply-ignored=true", "--filter-kind=Pod")))
     assert not options.wait.wait and options.wait.ignored  # kapp's delete waits for ignored changes by default
     assert options.apply.ignored

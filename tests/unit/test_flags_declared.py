@@ -180,6 +180,7 @@ def _fields(target: Target) -> set[str]:
 NOT_FROM_ONE_FLAG = {
     Target.DEPLOY: {"diff", "apply", "wait", "resource_filter", "allow", "rollback_of"},  # rollback_of: --to
     Target.DELETE: {"apply", "wait", "resource_filter", "used_kinds_only"},
+    Target.WAIT: {"wake_on_watch"},  # kapply beyond kapp, no flag: the controller turns it off
 }
 
 

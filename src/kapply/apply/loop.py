@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kapply import objects
 from kapply.apply.error_text import semi_structured
 from kapply.apply.execute import Applier, ApplyTimedOut
-from kapply.apply.observe import Snapshot, snapshot
+from kapply.apply.observe import Snapshot, Wakes, places, snapshot
 from kapply.apply.options import ApplyOptions, WaitOptions
 from kapply.apply.planning import ClusterChange, WaitOp
 from kapply.apply.progress import Progress
@@ -65,6 +65,7 @@ class ApplyLoop:
         self._unseen: dict[ResourceKey, int] = {}  # consecutive checks that did not find an applied resource
         self._gone: set[str] = set()  # UIDs of objects whose deletion this run waited on and saw done
         self._collected: set[str] = set()  # UIDs of garbage this run deleted (see _collect_garbage)
+        self._wakes = Wakes(cluster, selector) if wait_options.wake_on_watch else None
 
     async def run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
         """Apply `planned`, ordered by `graph` (see `planning.order`); returns the changes that were waited on.
@@ -78,6 +79,9 @@ class ApplyLoop:
             with contextlib.suppress(KapplyError):
                 await self.applier.recorded(stop=isinstance(e, asyncio.CancelledError))
             raise
+        finally:
+            if self._wakes is not None:
+                await self._wakes.close()
 
     async def _run(self, planned: Sequence[ClusterChange], graph: ChangeGraph) -> tuple[ClusterChange, ...]:
         changes = [c.change for c in planned]
@@ -219,6 +223,10 @@ class ApplyLoop:
         while True:
             self.notices.section(section)
             waited = [self._waited(changes[i]) for i in tracking if self._unanswered(changes[i], waits[i])]
+            looked = time.monotonic()
+            if self._wakes is not None and answered is None:
+                self._wakes.clear()  # from here on, a change wakes the next sleep: the look below may miss it
+                self._wakes.follow(places(self.applier.discovery, waited, child_types))
             snap = answered or await snapshot(
                 self.cluster,
                 self.applier.discovery,
@@ -237,7 +245,16 @@ class ApplyLoop:
             if (timed_out := round_timed_out(described, started, time.monotonic(), self.options.timeout)) is not None:
                 raise ApplyError(semi_structured(timed_out))  # a list of several resources laid out as kapp's
             if not await self._collect_garbage(_deleted_and_seen(changes, waits, tracking, snap)):
-                await asyncio.sleep(self.options.check_interval)
+                await self._sleep(time.monotonic() - looked)
+
+    async def _sleep(self, look: float) -> None:
+        """Until the next look: `check_interval` as kapp's, or sooner when a watch saw a change (`Wakes`), but not
+        before LOOKS_APART times the last look's time (`look`; MIN_APART seconds at least): a look at many objects
+        costs CPU that a stream of events (a large rollout's) must not multiply."""
+        if self._wakes is None:
+            await asyncio.sleep(self.options.check_interval)
+        else:
+            await self._wakes.sleep(self.options.check_interval, max(MIN_APART, LOOKS_APART * look))
 
     def _answered(self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: Iterable[int]) -> Snapshot | None:
         """The tracked objects as their writes answered, when every answer already says its object is done and can
@@ -344,6 +361,8 @@ def _owned_only_by(obj: Obj, owners: set[str]) -> bool:
 
 
 UNSEEN_CHECKS = 2
+MIN_APART = 0.25  # seconds from one look to the next that a watch woke, at least
+LOOKS_APART = 4  # and at least this many times the last look's time: looking takes at most a fifth of the wait
 
 
 def _not_found(change: Change, discovery: Discovery) -> str:

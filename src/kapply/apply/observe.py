@@ -10,13 +10,19 @@ GET instead, which is cheaper than a LIST.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kapply import objects
+from kapply.errors import KapplyError
 from kapply.objects import Obj, ResourceKey, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
+
+_log = logging.getLogger("kapply.cluster")
 
 
 @dataclass(frozen=True)
@@ -48,11 +54,7 @@ async def snapshot(
 ) -> Snapshot:
     """The live copies of `waited` (absent when gone) and, for parents, their children of `child_types`
     ((group, plural) pairs) in the parents' namespaces."""
-    groups: dict[tuple[ResourceType, str | None], list[Obj]] = defaultdict(list)
-    for obj in waited:
-        rtype = _rtype(discovery, obj)
-        if rtype is not None:
-            groups[(rtype, objects.namespace(obj) or None)].append(obj)
+    groups = _by_type(discovery, waited)
 
     async def read(rtype: ResourceType, namespace: str | None, objs: list[Obj]) -> list[Obj]:
         if len(objs) == 1:
@@ -62,11 +64,11 @@ async def snapshot(
             return [found] if found is not None else []
         return await cluster.list(rtype, label_selector=selector, namespace=namespace)
 
-    wanted_children = set(child_types)
-    child_rtypes = [t for t in discovery.listable() if (t.group, t.plural) in wanted_children]
-    namespaces = {objects.namespace(obj) for obj in waited} - {""}
     reads = [read(rtype, ns, objs) for (rtype, ns), objs in groups.items()]
-    reads += [cluster.list(rtype, label_selector=selector, namespace=ns) for rtype in child_rtypes for ns in namespaces]
+    reads += [
+        cluster.list(rtype, label_selector=selector, namespace=ns)
+        for rtype, ns in _children(discovery, waited, child_types)
+    ]
     semaphore = asyncio.Semaphore(concurrency)
 
     async def bounded(read: Awaitable[list[Obj]]) -> list[Obj]:
@@ -86,3 +88,95 @@ async def snapshot(
             if association:
                 children[association].append(obj)
     return Snapshot(waited_objects, dict(children))
+
+
+Place = tuple[ResourceType, str | None]  # a type, in a namespace (None: cluster-wide)
+
+
+def _by_type(discovery: Discovery, waited: Sequence[Obj]) -> dict[Place, list[Obj]]:
+    groups: dict[Place, list[Obj]] = defaultdict(list)
+    for obj in waited:
+        rtype = _rtype(discovery, obj)
+        if rtype is not None:
+            groups[(rtype, objects.namespace(obj) or None)].append(obj)
+    return groups
+
+
+def _children(discovery: Discovery, waited: Sequence[Obj], child_types: Iterable[tuple[str, str]]) -> list[Place]:
+    wanted = set(child_types)
+    namespaces = {objects.namespace(obj) for obj in waited} - {""}
+    return [(t, ns) for t in discovery.listable() if (t.group, t.plural) in wanted for ns in sorted(namespaces)]
+
+
+def places(discovery: Discovery, waited: Sequence[Obj], child_types: Iterable[tuple[str, str]] = ()) -> list[Place]:
+    """Where `snapshot` reads: the types of `waited` in their namespaces, and `child_types` in the parents'."""
+    return [*_by_type(discovery, waited), *_children(discovery, waited, child_types)]
+
+
+class Wakes:
+    """Watches that end a wait's sleep as soon as something it reads changes (kapply beyond kapp, which looks again
+    only every `--wait-check-interval`, 3 s by default: on average half of it lost after each change converged, and
+    each look a round trip at a distance). A watch follows each place a wait reads (`places`), by the app's label
+    selector, from the version of a one-object LIST made when it starts; any event but a bookmark wakes the sleeper,
+    who then reads as before (the watch carries no state of its own to trust). A place whose watch cannot be had (no
+    right to watch, a version too old, the connection broken) is looked at only every interval, as kapp's: the watch
+    is an accelerator, never what a verdict rests on. Watches hold connections of their own, not the pool's slots."""
+
+    RESTART_AFTER = 60.0  # a watch the server ended after this long is started again; an earlier end stops it
+    WATCH_SECONDS = 300  # how long the server keeps each watch open (it ends it after about that long)
+
+    def __init__(self, cluster: Cluster, selector: str) -> None:
+        self.cluster = cluster
+        self.selector = selector
+        self._changed = asyncio.Event()
+        self._watches: dict[Place, asyncio.Task[None]] = {}
+
+    def follow(self, where: Iterable[Place]) -> None:
+        """Watch each place not yet watched (a place whose watch stopped is not tried again)."""
+        for place in where:
+            if place not in self._watches:
+                self._watches[place] = asyncio.ensure_future(self._watch(*place))
+
+    def clear(self) -> None:
+        """What changed so far is being read now: only a later change wakes the next sleep early."""
+        self._changed.clear()
+
+    async def sleep(self, longest: float, shortest: float = 0.0) -> None:
+        """Until a followed place changes, but not before `shortest` seconds (a change's burst of events, read once),
+        and no longer than `longest`."""
+        started = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(longest):
+                await self._changed.wait()
+        if (left := min(shortest, longest) - (time.monotonic() - started)) > 0:
+            await asyncio.sleep(left)
+
+    async def close(self) -> None:
+        watches, self._watches = list(self._watches.values()), {}
+        for watch in watches:
+            watch.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+
+    async def _watch(self, rtype: ResourceType, namespace: str | None) -> None:
+        where = rtype.path(namespace)
+        try:
+            _, version = await self.cluster.list_with_version(
+                rtype, namespace=namespace, label_selector=self.selector, limit=1
+            )
+            while True:
+                started = time.monotonic()
+                async for event, obj in self.cluster.watch(
+                    rtype,
+                    namespace=namespace,
+                    label_selector=self.selector,
+                    resource_version=version,
+                    timeout_seconds=self.WATCH_SECONDS,
+                ):
+                    version = str(objects.metadata(obj).get("resourceVersion") or version)
+                    if event != "BOOKMARK":
+                        self._changed.set()
+                if time.monotonic() - started < self.RESTART_AFTER:
+                    _log.debug("Watching %s for changes: ended early; looked at every interval", where)
+                    return
+        except (KapplyError, ValueError) as e:  # ValueError: an event that is not JSON
+            _log.debug("Watching %s for changes: %s; looked at every interval", where, e)

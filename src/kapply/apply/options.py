@@ -24,3 +24,6 @@ class WaitOptions:
     ignored: bool = False  # kapp's --wait-ignored: also wait on ignored changes (kapp delete's default: True)
     exit_early: bool = True  # kapp's --exit-early-on-wait-error; False: wait on the rest, report every error at the end
     ignore_failing_api_services: bool = False  # kapp's --dangerous-ignore-failing-api-services: unavailable is done
+    # kapply beyond kapp, no flag: watches of what a wait reads end its sleep when something changes (observe.Wakes);
+    # False: a look every check_interval only, as kapp (the controller, whose reads its own watch-fed cache serves)
+    wake_on_watch: bool = True

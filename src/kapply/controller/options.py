@@ -7,6 +7,7 @@ kapply.flags, the one the CLI has."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from kapply.api import DeleteOptions, DeployOptions, delete_options, deploy_options
@@ -117,7 +118,10 @@ def _accumulated(flag: Flag, values: dict[str, Any], value: Any) -> Any:
 
 
 def from_spec(deploy: Deploy) -> tuple[DeployOptions, dict[str, Any]]:
-    """The deploy options of an App, and the flag values they were built from, by name (what identifies them)."""
+    """The deploy options of an App, and the flag values they were built from, by name (what identifies them). Its
+    waits look every `--wait-check-interval`, as kapp-controller's kapp, without the CLI's wake watches
+    (kapply.apply.observe.Wakes): a controller's reads go through its own watch-fed cache, and thousands of Apps'
+    waits each opening watches is load nobody measured yet."""
     values: dict[str, Any] = dict(CONTROLLER_DEFAULTS)
     if deploy.into_ns:
         values[INTO_NS.name] = deploy.into_ns
@@ -126,7 +130,8 @@ def from_spec(deploy: Deploy) -> tuple[DeployOptions, dict[str, Any]]:
     for name, value in parse_raw_options(deploy.raw_options, DEPLOY).items():
         # kapp-controller passes `mapNs` and the raw options both to kapp, whose list flags accumulate.
         values[name] = _accumulated(DEPLOY[name], values, value)
-    return deploy_options(values), values
+    options = deploy_options(values)
+    return replace(options, wait=replace(options.wait, wake_on_watch=False)), values
 
 
 def shows_changes(values: dict[str, Any]) -> bool:
@@ -136,4 +141,5 @@ def shows_changes(values: dict[str, Any]) -> bool:
 
 def delete_from_spec(deploy: Deploy) -> DeleteOptions:
     """The delete options of an App: its `delete.rawOptions` over kapp's delete defaults."""
-    return delete_options(parse_raw_options(deploy.delete_raw_options, DELETE))
+    options = delete_options(parse_raw_options(deploy.delete_raw_options, DELETE))
+    return replace(options, wait=replace(options.wait, wake_on_watch=False))
