@@ -224,17 +224,7 @@ class ApplyLoop:
             self.notices.section(section)
             waited = [self._waited(changes[i]) for i in tracking if self._unanswered(changes[i], waits[i])]
             looked = time.monotonic()
-            if self._wakes is not None and answered is None:
-                self._wakes.clear()  # from here on, a change wakes the next sleep: the look below may miss it
-                self._wakes.follow(places(self.applier.discovery, waited, child_types))
-            snap = answered or await snapshot(
-                self.cluster,
-                self.applier.discovery,
-                waited,
-                self.selector,
-                child_types,
-                concurrency=self.options.concurrency,
-            )
+            snap = answered or await self._look(waited, child_types)
             answered = None
             verdicts = {i: self._poll(changes[i], waits[i], snap, tracking[i], i in unblocked_before) for i in tracking}
             done, unblocked, failed = sort_out(verdicts)
@@ -246,6 +236,21 @@ class ApplyLoop:
                 raise ApplyError(semi_structured(timed_out))  # a list of several resources laid out as kapp's
             if not await self._collect_garbage(_deleted_and_seen(changes, waits, tracking, snap)):
                 await self._sleep(time.monotonic() - looked)
+
+    async def _look(self, waited: Sequence[Obj], child_types: Iterable[tuple[str, str]]) -> Snapshot:
+        """What `waited` and their children are now; from here on, a change wakes the next sleep (this look may
+        have missed it)."""
+        if self._wakes is not None:
+            self._wakes.clear()
+            self._wakes.follow(places(self.applier.discovery, waited, child_types))
+        return await snapshot(
+            self.cluster,
+            self.applier.discovery,
+            waited,
+            self.selector,
+            child_types,
+            concurrency=self.options.concurrency,
+        )
 
     async def _sleep(self, look: float) -> None:
         """Until the next look: `check_interval` as kapp's, or sooner when a watch saw a change (`Wakes`), but not
