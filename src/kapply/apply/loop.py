@@ -220,6 +220,7 @@ class ApplyLoop:
         reconciled = [changes[i].resource for i in tracking if waits[i] is WaitOp.RECONCILE]
         child_types = {t for resource in reconciled for t in which_children(resource, self.config.wait_rules)}
         answered = self._answered(changes, waits, tracking)
+        apart = MIN_APART  # between looks a watch woke: doubled after each that found nothing done
         while True:
             self.notices.section(section)
             waited = [self._waited(changes[i]) for i in tracking if self._unanswered(changes[i], waits[i])]
@@ -235,14 +236,14 @@ class ApplyLoop:
             if (timed_out := round_timed_out(described, started, time.monotonic(), self.options.timeout)) is not None:
                 raise ApplyError(semi_structured(timed_out))  # a list of several resources laid out as kapp's
             if not await self._collect_garbage(_deleted_and_seen(changes, waits, tracking, snap)):
-                await self._sleep(time.monotonic() - looked)
+                await self._sleep(waited, max(apart, LOOKS_APART * (time.monotonic() - looked)))
+                apart *= 2
 
     async def _look(self, waited: Sequence[Obj], child_types: Iterable[tuple[str, str]]) -> Snapshot:
         """What `waited` and their children are now; from here on, a change wakes the next sleep (this look may
         have missed it)."""
         if self._wakes is not None:
             self._wakes.clear()
-            self._wakes.follow(places(self.applier.discovery, waited, child_types))
         return await snapshot(
             self.cluster,
             self.applier.discovery,
@@ -252,14 +253,18 @@ class ApplyLoop:
             concurrency=self.options.concurrency,
         )
 
-    async def _sleep(self, look: float) -> None:
-        """Until the next look: `check_interval` as kapp's, or sooner when a watch saw a change (`Wakes`), but not
-        before LOOKS_APART times the last look's time (`look`; MIN_APART seconds at least): a look at many objects
-        costs CPU that a stream of events (a large rollout's) must not multiply."""
+    async def _sleep(self, waited: Sequence[Obj], shortest: float) -> None:
+        """Until the next look: `check_interval` as kapp's, or sooner when a watch saw a change of a waited object
+        (`Wakes`; its children's changes show at the next look, they never decide its verdict), but not before
+        `shortest` seconds: a rollout's stream of events must not multiply the CPU of looking at many objects. The
+        watches start with the first sleep, not before: a wait that never sleeps (a step's answers, a delete whose
+        garbage kapply deletes itself) opens none, and takes none of the connections its end was warmed with. What
+        changed between the look and a new watch's start is seen at the interval."""
         if self._wakes is None:
             await asyncio.sleep(self.options.check_interval)
         else:
-            await self._wakes.sleep(self.options.check_interval, max(MIN_APART, LOOKS_APART * look))
+            self._wakes.follow(places(self.applier.discovery, waited))
+            await self._wakes.sleep(self.options.check_interval, shortest)
 
     def _answered(self, changes: Sequence[Change], waits: Sequence[WaitOp], tracking: Iterable[int]) -> Snapshot | None:
         """The tracked objects as their writes answered, when every answer already says its object is done and can
@@ -366,7 +371,7 @@ def _owned_only_by(obj: Obj, owners: set[str]) -> bool:
 
 
 UNSEEN_CHECKS = 2
-MIN_APART = 0.25  # seconds from one look to the next that a watch woke, at least
+MIN_APART = 0.25  # seconds from one look to the next that a watch woke, at least; doubled after each within a round
 LOOKS_APART = 4  # and at least this many times the last look's time: looking takes at most a fifth of the wait
 
 

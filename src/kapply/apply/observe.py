@@ -108,19 +108,20 @@ def _children(discovery: Discovery, waited: Sequence[Obj], child_types: Iterable
     return [(t, ns) for t in discovery.listable() if (t.group, t.plural) in wanted for ns in sorted(namespaces)]
 
 
-def places(discovery: Discovery, waited: Sequence[Obj], child_types: Iterable[tuple[str, str]] = ()) -> list[Place]:
-    """Where `snapshot` reads: the types of `waited` in their namespaces, and `child_types` in the parents'."""
-    return [*_by_type(discovery, waited), *_children(discovery, waited, child_types)]
+def places(discovery: Discovery, waited: Sequence[Obj]) -> list[Place]:
+    """The types of `waited` in their namespaces: where `snapshot` reads them."""
+    return list(_by_type(discovery, waited))
 
 
 class Wakes:
-    """Watches that end a wait's sleep as soon as something it reads changes (kapply beyond kapp, which looks again
+    """Watches that end a wait's sleep as soon as a waited object changes (kapply beyond kapp, which looks again
     only every `--wait-check-interval`, 3 s by default: on average half of it lost after each change converged, and
-    each look a round trip at a distance). A watch follows each place a wait reads (`places`), by the app's label
-    selector, from the version of a one-object LIST made when it starts; any event but a bookmark wakes the sleeper,
-    who then reads as before (the watch carries no state of its own to trust). A place whose watch cannot be had (no
-    right to watch, a version too old, the connection broken) is looked at only every interval, as kapp's: the watch
-    is an accelerator, never what a verdict rests on. Watches hold connections of their own, not the pool's slots."""
+    each look a round trip at a distance). A watch follows each place the waited objects are in (`places`; not their
+    children's, whose changes a parent's status shows when they matter), by the app's label selector, from the
+    version of a one-object LIST made when it starts; any event but a bookmark wakes the sleeper, who then reads as
+    before (the watch carries no state of its own to trust). A place whose watch cannot be had (no right to watch, a
+    version too old, the connection broken) is looked at only every interval, as kapp's: the watch is an
+    accelerator, never what a verdict rests on. Watches hold connections of their own, not the pool's slots."""
 
     RESTART_AFTER = 60.0  # a watch the server ended after this long is started again; an earlier end stops it
     WATCH_SECONDS = 300  # how long the server keeps each watch open (it ends it after about that long)
