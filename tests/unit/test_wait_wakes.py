@@ -189,6 +189,24 @@ def test_the_apply_loop_looks_again_when_a_watch_sees_a_change_not_after_its_int
             await running
 
     asyncio.run(go())
-    assert ("Deployment", "ns", SELECTOR, "100") in fake.watched
+    # the waited Deployment's place only: its ReplicaSets' and Pods' changes never decide its verdict
+    assert fake.watched == [("Deployment", "ns", SELECTOR, "100")]
     assert any(line.startswith("ongoing: reconcile deployment/web") for line in lines.lines)
     assert any(line.startswith("ok: reconcile deployment/web") for line in lines.lines)
+
+
+def test_a_wait_that_never_sleeps_opens_no_watch(config: Any) -> None:
+    """Done at the first look: no watch, so none of the connections the step warmed is taken."""
+    fake = Watching()
+
+    def ready(obj: Obj, seen: int) -> None:
+        obj["status"] = {"observedGeneration": obj["metadata"]["generation"], "readyReplicas": 1}
+
+    fake.evolve[("Deployment", "web")] = ready
+    new = resources(config, deployment("web"))
+    planned = cluster_changes([calculate(n, None, config) for n in new], config, True)
+    lines = Lines()
+    loop = ApplyLoop(fake, DISCOVERY, config, SELECTOR, ApplyOptions(), WaitOptions(check_interval=60), lines)  # type: ignore[arg-type]
+    asyncio.run(loop.run(planned, order(planned, config)))
+    assert any(line.startswith("ok: reconcile deployment/web") for line in lines.lines)
+    assert fake.listed == [] and fake.watched == []
