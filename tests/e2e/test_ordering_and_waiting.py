@@ -143,6 +143,18 @@ def test_a_deployment_is_waited_on_until_its_pods_are_ready(kapply, kube: Client
     assert all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions) for p in pods)
 
 
+def test_a_wait_ends_when_a_watch_sees_the_change_not_at_its_check_interval(kapply, namespace):
+    """With a minute between looks, only a watch of the Deployment's place (kapply.apply.observe.Wakes) can end the
+    wait within the 30 s the test allows: minReadySeconds keeps the Deployment unavailable for 2 s after its Pods
+    are Ready, so the first look never finds it done, and its status changes when it becomes available."""
+    manifest = DEPLOYMENT.format(image="registry.invalid/web:1").replace(
+        "  replicas: 2\n", "  replicas: 2\n  minReadySeconds: 2\n"
+    )
+    result = kapply.deploy(namespace, manifest, "--wait-check-interval=60s", app="wake", timeout=30)
+    assert re.search(rf"ongoing: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
+    assert re.search(rf"ok: reconcile deployment/web \(apps/v1\) namespace: {namespace}", result.stdout)
+
+
 @pytest.mark.parametrize(
     ("image", "reason"),
     [
