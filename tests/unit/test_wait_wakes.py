@@ -210,3 +210,20 @@ def test_a_wait_that_never_sleeps_opens_no_watch(config: Any) -> None:
     asyncio.run(loop.run(planned, order(planned, config)))
     assert any(line.startswith("ok: reconcile deployment/web") for line in lines.lines)
     assert fake.listed == [] and fake.watched == []
+
+
+def test_at_most_limit_places_are_watched() -> None:
+    async def go() -> list[Any]:
+        fake = Watching()
+        wakes = Wakes(fake, SELECTOR)  # type: ignore[arg-type]
+        wakes.follow([(DEPLOYMENTS, f"ns-{i}") for i in range(Wakes.LIMIT + 3)])
+        async with asyncio.timeout(5):
+            while len(fake.watched) < Wakes.LIMIT:
+                await asyncio.sleep(0.01)
+        wakes.follow([(DEPLOYMENTS, "one-more")])
+        await asyncio.sleep(0)  # a ninth watch's task would list on this turn of the loop (the fake answers at once)
+        await wakes.close()
+        return fake.listed
+
+    listed = asyncio.run(go())
+    assert [namespace for _, namespace, _, _ in listed] == [f"ns-{i}" for i in range(Wakes.LIMIT)]

@@ -123,6 +123,7 @@ class Wakes:
     version too old, the connection broken) is looked at only every interval, as kapp's: the watch is an
     accelerator, never what a verdict rests on. Watches hold connections of their own, not the pool's slots."""
 
+    LIMIT = 8  # watches at most: an app across many namespaces has its other places looked at every interval
     RESTART_AFTER = 60.0  # a watch the server ended after this long is started again; an earlier end stops it
     WATCH_SECONDS = 300  # how long the server keeps each watch open (it ends it after about that long)
 
@@ -133,9 +134,9 @@ class Wakes:
         self._watches: dict[Place, asyncio.Task[None]] = {}
 
     def follow(self, where: Iterable[Place]) -> None:
-        """Watch each place not yet watched (a place whose watch stopped is not tried again)."""
+        """Watch each place not yet watched (a place whose watch stopped is not tried again), LIMIT in all."""
         for place in where:
-            if place not in self._watches:
+            if place not in self._watches and len(self._watches) < self.LIMIT:
                 self._watches[place] = asyncio.ensure_future(self._watch(*place))
 
     def clear(self) -> None:
