@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from lightkube import Client
+from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from tests.compat.accounts import service_account_kubeconfig
@@ -122,3 +123,47 @@ def test_a_user_who_may_not_list_pods_is_told(both: Harness, kube: Client, clust
         ]
         * 2
     )
+
+
+NO_WATCH = [
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "create", "update", "patch", "delete"],
+    },
+    {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+]
+SLOW_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  minReadySeconds: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: registry.invalid/web:1}]}
+"""
+
+
+def test_a_user_who_may_not_watch_waits_at_the_check_interval(
+    both: Harness, kube: Client, cluster: Cluster, tmp_path: Path
+):
+    """kapply's wake watches (kapply.apply.observe.Wakes) refused: the wait goes on at the interval, as kapp's, and
+    ends as kapp's, with nothing said of the refusal. minReadySeconds makes the first look find it not done."""
+    envs = kubeconfigs(both, kube, cluster, tmp_path, NO_WATCH)
+    args = (*DEPLOY_STDIN, "-y", "--logs=false", "--wait-check-interval=1s")
+    pair = run(both, envs, *args, input=SLOW_DEPLOYMENT)
+    for result in pair:
+        assert result.code == 0, result.output
+        assert "ongoing: reconcile deployment/web" in result.stdout, result.output
+        assert "ok: reconcile deployment/web" in result.stdout, result.output
+    assert "forbidden" not in pair.kapply.output.lower(), pair.kapply.output
+    # the refusal, seen only under --debug: the watch was asked for and the wait went on without it
+    kube.delete(Deployment, "web", namespace=both.ns["kapply"])
+    debug = both.run_one("kapply", (*args, "--debug"), input=SLOW_DEPLOYMENT, env=envs["kapply"])
+    assert debug.code == 0, debug.output
+    assert re.search(r"Watching /apis/apps/v1/namespaces/\S+/deployments for changes: .*forbidden", debug.output)

@@ -22,7 +22,7 @@ from kapply.errors import KapplyError
 from kapply.objects import Obj, ResourceKey, api_group, key_of
 from kapply.resources.cluster import Cluster, Discovery, ResourceType
 
-_log = logging.getLogger("kapply.cluster")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
